@@ -1,0 +1,55 @@
+"""``patchbay apply``: apply the pending patches of a patchset as one transaction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..engine import PatchStatus, apply_patchset, make_plan
+from ..provenance import provenance, write_record
+from .common import console, environment, load
+
+
+def run(
+    patchset_arg: str,
+    *,
+    python: str | None,
+    root: Path | None,
+    state_dir: Path | None,
+    upgrade: bool,
+    lock_timeout: float,
+    record: Path | None,
+) -> int:
+    """Apply; print what was done; exit 0 (done or nothing to do). Errors raise."""
+    patchset = load(patchset_arg)
+    env = environment(patchset, python, root, state_dir)
+    result = apply_patchset(patchset, env, upgrade=upgrade, lock_timeout=lock_timeout)
+    plan = result.plan
+    for path in result.recovered:
+        console.print(f"rolled back an interrupted earlier run: restored {path}")
+    for pid in result.reverted:
+        console.print(f"reverted {pid} (recorded version)")
+    for pid in result.applied:
+        console.print(f"[green]applied[/] {pid}")
+    redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
+    already = [r.id for r in plan.with_status(PatchStatus.APPLIED)]
+    for report in plan.reports:
+        for note in report.notes:
+            if report.status is not PatchStatus.REDUNDANT:
+                console.print(f"note: {report.id}: {note}")
+    if redundant:
+        console.print(
+            f"[cyan]{len(redundant)} patch(es) redundant[/] (already in the image, not applied "
+            f"by patchbay; remove them from the patchset): {', '.join(redundant)}"
+        )
+    if result.nothing_to_do:
+        console.print(f"nothing to do: {len(already) + len(redundant)} patch(es) already present")
+    else:
+        console.print(
+            f"patchset {patchset.name}: {len(result.applied)} applied, {len(already)} already "
+            f"applied, {len(redundant)} redundant"
+        )
+    if record is not None:
+        outcome = {pid: "applied" for pid in result.applied}
+        final = make_plan(patchset, env) if not result.nothing_to_do else plan
+        write_record(record, provenance(final, command="apply", outcome=outcome))
+    return 0

@@ -1,0 +1,41 @@
+"""What every command needs: the patchset argument, the environment, the console."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from ..model import Patchset, load_patchset
+from ..targets import Environment, resolve_environment
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+def patchset_path(arg: str) -> Path:
+    """A PATCHSET argument: a folder or YAML file, or a bare name under ``./patchsets``."""
+    path = Path(arg)
+    if not path.exists() and "/" not in arg and (Path("patchsets") / arg).exists():
+        return Path("patchsets") / arg
+    return path
+
+
+def load(arg: str) -> Patchset:
+    """Load the patchset named by a PATCHSET argument (see :func:`patchset_path`)."""
+    return load_patchset(patchset_path(arg))
+
+
+def environment(
+    patchset: Patchset, python: str | None, root: Path | None, state_dir: Path | None
+) -> Environment:
+    """Resolve the engine environment from the common options."""
+    return resolve_environment(patchset, python=python, root=root, state_dir=state_dir)
+
+
+def print_json(data: Any) -> None:
+    """JSON to stdout, for machines."""
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")

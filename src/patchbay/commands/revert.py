@@ -1,0 +1,27 @@
+"""``patchbay revert``: undo what the ledger says was applied, newest first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..engine import revert_patchset
+from .common import console, environment, load
+
+
+def run(
+    patchset_arg: str,
+    *,
+    python: str | None,
+    root: Path | None,
+    state_dir: Path | None,
+    lock_timeout: float,
+) -> int:
+    """Revert; exit 0 (also when there was nothing to revert). Errors raise."""
+    patchset = load(patchset_arg)
+    env = environment(patchset, python, root, state_dir)
+    reverted = revert_patchset(patchset, env, lock_timeout=lock_timeout)
+    if not reverted:
+        console.print(f"nothing to revert: the ledger records no patch of {patchset.name}")
+    for pid in reverted:
+        console.print(f"reverted {pid}")
+    return 0

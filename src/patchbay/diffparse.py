@@ -1,0 +1,391 @@
+"""Parse unified and git-style diffs into file patches and hunks.
+
+What is accepted follows ``git apply`` and GNU ``patch``:
+
+- text before the first file header (a commit message, DEP-3 headers) is ignored;
+- ``diff --git`` extended headers: new/deleted file mode, old/new mode, rename from/to,
+  similarity index, index, and ``GIT binary patch`` payloads;
+- inside a hunk, an empty line is an empty context line (editors and heredocs strip the single
+  space that marks it; git and GNU patch accept such lines, and so do we);
+- ``\\ No newline at end of file`` marks the line before it as having no final newline;
+- a file whose every line ends in CRLF is read as LF, and the caller is told (a checkout
+  conversion, not the author's change); the target file's own endings are restored on apply.
+
+Hunk line counts in the ``@@`` header decide where a hunk ends; a hunk that ends early or holds
+a line of unknown type is a corrupt diff, reported with the patch file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import InputError
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_GIT_HEADER = re.compile(r"^diff --git (\S+|\"(?:[^\"\\]|\\.)*\") (\S+|\"(?:[^\"\\]|\\.)*\")$")
+NULL_PATH = "/dev/null"
+
+
+@dataclass
+class Hunk:
+    """One hunk of a file patch.
+
+    Attributes:
+        index: 1-based position among the hunks of its file patch.
+        old_start, old_count, new_start, new_count: the ``@@`` header numbers.
+        lines: ``(tag, text)`` pairs; tag is ``' '``, ``'-'`` or ``'+'``; text includes its
+            line ending, or has none for a line marked "No newline at end of file".
+        line: 1-based line of the ``@@`` header in the patch file.
+    """
+
+    index: int
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+    lines: list[tuple[str, str]]
+    line: int
+
+    @property
+    def preimage(self) -> list[str]:
+        """The lines the hunk expects (context and removed), in order."""
+        return [text for tag, text in self.lines if tag != "+"]
+
+    @property
+    def postimage(self) -> list[str]:
+        """The lines the hunk leaves (context and added), in order."""
+        return [text for tag, text in self.lines if tag != "-"]
+
+    @property
+    def leading_context(self) -> int:
+        n = 0
+        for tag, _ in self.lines:
+            if tag != " ":
+                break
+            n += 1
+        return n
+
+    @property
+    def trailing_context(self) -> int:
+        n = 0
+        for tag, _ in reversed(self.lines):
+            if tag != " ":
+                break
+            n += 1
+        return n
+
+
+@dataclass
+class FilePatch:
+    """The changes a diff makes to one file.
+
+    Paths are relative to the target root after the strip level was applied; ``old_path`` is
+    None for a new file and ``new_path`` None for a deleted one.
+    """
+
+    old_path: str | None
+    new_path: str | None
+    hunks: list[Hunk] = field(default_factory=list)
+    line: int = 0
+    old_mode: str | None = None
+    new_mode: str | None = None
+    binary: list[str] | None = None
+    index_old: str | None = None
+    index_new: str | None = None
+
+    @property
+    def path(self) -> str:
+        """The path the patch is about (the new one, or the old one for a deletion)."""
+        return self.new_path or self.old_path or ""
+
+    @property
+    def is_new(self) -> bool:
+        return self.old_path is None
+
+    @property
+    def is_delete(self) -> bool:
+        return self.new_path is None
+
+    @property
+    def is_rename(self) -> bool:
+        return (
+            self.old_path is not None
+            and self.new_path is not None
+            and (self.old_path != self.new_path)
+        )
+
+
+@dataclass
+class ParsedDiff:
+    """A parsed diff file: its file patches, and whether it had to be read as LF."""
+
+    files: list[FilePatch]
+    crlf_normalised: bool = False
+
+
+def parse_diff(data: bytes, *, source: Path, strip: int = 1) -> ParsedDiff:
+    """Parse a diff.
+
+    Args:
+        data: the diff file's bytes (any encoding; lines are kept byte-exact through
+            UTF-8 with surrogateescape).
+        source: the diff file, for error messages.
+        strip: strip level, as ``-p`` of git apply / patch.
+
+    Returns:
+        The :class:`ParsedDiff`.
+
+    Raises:
+        InputError: no file patch at all, a truncated or corrupt hunk, a path that escapes
+            the root (absolute or with ``..``) after stripping, a symlink, or a strip level
+            deeper than the path.
+    """
+    text = data.decode("utf-8", "surrogateescape")
+    lines = text.splitlines(keepends=True)
+    crlf = bool(lines) and all(line.endswith("\r\n") for line in lines)
+    if crlf:
+        lines = [line[:-2] + "\n" for line in lines]
+    parser = _Parser(lines, source, strip)
+    files = parser.parse()
+    if not files:
+        raise InputError("no file patches found: not a unified or git diff", file=source)
+    return ParsedDiff(files=files, crlf_normalised=crlf)
+
+
+class _Parser:
+    def __init__(self, lines: list[str], source: Path, strip: int) -> None:
+        self.lines = lines
+        self.source = source
+        self.strip = strip
+        self.i = 0
+
+    def error(self, msg: str, line: int | None = None) -> InputError:
+        return InputError(f"corrupt diff: {msg}", file=self.source, line=line or self.i + 1)
+
+    def peek(self, offset: int = 0) -> str | None:
+        j = self.i + offset
+        return self.lines[j] if j < len(self.lines) else None
+
+    def parse(self) -> list[FilePatch]:
+        files: list[FilePatch] = []
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            if line.startswith("diff --git "):
+                files.append(self.git_file())
+            elif line.startswith("--- ") and (self.peek(1) or "").startswith("+++ "):
+                files.append(self.plain_file())
+            elif _HUNK.match(line):
+                raise self.error("hunk header outside a file patch (missing ---/+++ lines)")
+            else:
+                self.i += 1
+        return files
+
+    def git_file(self) -> FilePatch:
+        start = self.i + 1
+        header = self.lines[self.i].rstrip("\r\n")
+        m = _GIT_HEADER.match(header)
+        if not m:
+            raise self.error("malformed 'diff --git' line")
+        fp = FilePatch(
+            old_path=self.path(_unquote(m.group(1))),
+            new_path=self.path(_unquote(m.group(2))),
+            line=start,
+        )
+        self.i += 1
+        rename_from = rename_to = None
+        while self.i < len(self.lines):
+            line = self.lines[self.i].rstrip("\r\n")
+            if line.startswith("diff --git ") or _HUNK.match(line):
+                break
+            if line.startswith("--- ") and (self.peek(1) or "").startswith("+++ "):
+                old = _header_path(line[4:])
+                new = _header_path(self.lines[self.i + 1].rstrip("\r\n")[4:])
+                fp.old_path = None if old == NULL_PATH else self.path(old)
+                fp.new_path = None if new == NULL_PATH else self.path(new)
+                self.i += 2
+                break
+            if line.startswith("new file mode "):
+                fp.old_path, fp.new_mode = None, line.split()[-1]
+            elif line.startswith("deleted file mode "):
+                fp.new_path, fp.old_mode = None, line.split()[-1]
+            elif line.startswith("old mode "):
+                fp.old_mode = line.split()[-1]
+            elif line.startswith("new mode "):
+                fp.new_mode = line.split()[-1]
+            elif line.startswith("rename from "):
+                rename_from = line[len("rename from ") :]
+            elif line.startswith("rename to "):
+                rename_to = line[len("rename to ") :]
+            elif line.startswith(("copy from ", "copy to ")):
+                raise self.error("copy patches are not supported")
+            elif line.startswith("index "):
+                shas = line.split()[1].split("..")
+                if len(shas) == 2:
+                    fp.index_old, fp.index_new = shas
+            elif line == "GIT binary patch":
+                fp.binary = self.binary_payload()
+                continue
+            elif line.startswith("Binary files ") and line.endswith(" differ"):
+                raise self.error(
+                    "binary change without its content (regenerate with 'git diff --binary')"
+                )
+            elif line.startswith(("similarity index", "dissimilarity index")):
+                pass
+            elif line.strip() == "":
+                self.i += 1
+                break
+            else:
+                break
+            self.i += 1
+        # git writes rename paths without the a/ b/ prefixes
+        if rename_from is not None and rename_to is not None:
+            fp.old_path = _clean(_unquote(rename_from), self, keep_all=True)
+            fp.new_path = _clean(_unquote(rename_to), self, keep_all=True)
+        for mode in (fp.old_mode, fp.new_mode):
+            if mode == "120000":
+                raise self.error("symlink patches are not supported", line=start)
+        self.hunks(fp)
+        return fp
+
+    def plain_file(self) -> FilePatch:
+        start = self.i + 1
+        old = _header_path(self.lines[self.i].rstrip("\r\n")[4:])
+        new = _header_path(self.lines[self.i + 1].rstrip("\r\n")[4:])
+        self.i += 2
+        fp = FilePatch(
+            old_path=None if old == NULL_PATH else self.path(old),
+            new_path=None if new == NULL_PATH else self.path(new),
+            line=start,
+        )
+        self.hunks(fp)
+        if not fp.hunks:
+            raise self.error("file patch without hunks", line=start)
+        return fp
+
+    def binary_payload(self) -> list[str]:
+        payload = []
+        self.i += 1
+        while self.i < len(self.lines):
+            line = self.lines[self.i]
+            if line.startswith("diff --git "):
+                break
+            payload.append(line)
+            self.i += 1
+        while payload and payload[-1].strip() == "":
+            payload.pop()
+        return payload
+
+    def hunks(self, fp: FilePatch) -> None:
+        while self.i < len(self.lines):
+            m = _HUNK.match(self.lines[self.i])
+            if not m:
+                break
+            header_line = self.i + 1
+            old_start, new_start = int(m.group(1)), int(m.group(3))
+            old_count = 1 if m.group(2) is None else int(m.group(2))
+            new_count = 1 if m.group(4) is None else int(m.group(4))
+            self.i += 1
+            body: list[tuple[str, str]] = []
+            old_seen = new_seen = 0
+            while old_seen < old_count or new_seen < new_count:
+                line = self.peek()
+                if line is None:
+                    raise self.error(
+                        f"hunk {len(fp.hunks) + 1} of {fp.path} ends early: expected "
+                        f"{old_count} old and {new_count} new lines, found {old_seen} and "
+                        f"{new_seen}",
+                        line=header_line,
+                    )
+                tag = line[0]
+                if line in ("\n", "\r\n"):
+                    tag, line = " ", " " + line  # empty context line that lost its space
+                if tag == "\\":
+                    self.no_newline(body)
+                    self.i += 1
+                    continue
+                if tag not in " -+":
+                    raise self.error(
+                        f"hunk {len(fp.hunks) + 1} of {fp.path}: unexpected line (hunk "
+                        f"header at line {header_line} promised {old_count - old_seen} more "
+                        f"old and {new_count - new_seen} more new lines)"
+                    )
+                if tag in " -":
+                    old_seen += 1
+                if tag in " +":
+                    new_seen += 1
+                if old_seen > old_count or new_seen > new_count:
+                    raise self.error(f"hunk {len(fp.hunks) + 1} of {fp.path} has too many lines")
+                body.append((tag, line[1:]))
+                self.i += 1
+            if (self.peek() or "").startswith("\\"):
+                self.no_newline(body)
+                self.i += 1
+            fp.hunks.append(
+                Hunk(
+                    index=len(fp.hunks) + 1,
+                    old_start=old_start,
+                    old_count=old_count,
+                    new_start=new_start,
+                    new_count=new_count,
+                    lines=body,
+                    line=header_line,
+                )
+            )
+
+    def no_newline(self, body: list[tuple[str, str]]) -> None:
+        if not body:
+            raise self.error("'\\ No newline at end of file' before any line")
+        tag, text = body[-1]
+        body[-1] = (tag, text[:-1] if text.endswith("\n") else text)
+
+    def path(self, raw: str) -> str:
+        return _clean(raw, self)
+
+
+def _header_path(raw: str) -> str:
+    # GNU diff appends a tab and a timestamp; git quotes unusual names
+    raw = raw.split("\t", 1)[0]
+    return _unquote(raw.rstrip())
+
+
+def _unquote(raw: str) -> str:
+    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
+        body = raw[1:-1]
+        out = bytearray()
+        i = 0
+        while i < len(body):
+            c = body[i]
+            if c == "\\" and i + 1 < len(body):
+                nxt = body[i + 1]
+                if nxt in "01234567":
+                    out.append(int(body[i + 1 : i + 4], 8))
+                    i += 4
+                    continue
+                out += {"n": b"\n", "t": b"\t", '"': b'"', "\\": b"\\"}.get(nxt, nxt.encode())
+                i += 2
+                continue
+            out += c.encode("utf-8", "surrogateescape")
+            i += 1
+        return out.decode("utf-8", "surrogateescape")
+    return raw
+
+
+def _clean(raw: str, parser: _Parser, *, keep_all: bool = False) -> str:
+    # strip like patch(1) -p: drop the first N slash-separated components ("/a/b" -p1 -> "a/b")
+    comps = raw.split("/")
+    if not keep_all:
+        if len(comps) <= parser.strip:
+            raise parser.error(f"strip level {parser.strip} removes the whole path {raw!r}")
+        comps = comps[parser.strip :]
+    if comps and comps[0] == "":
+        raise parser.error(f"path {raw!r} is absolute after strip level {parser.strip}")
+    parts = [p for p in comps if p not in ("", ".")]
+    if not parts:
+        raise parser.error(f"path {raw!r} is empty after strip level {parser.strip}")
+    if ".." in parts:
+        raise parser.error(f"path {raw!r} escapes the target root ('..')")
+    if ".git" in parts:
+        raise parser.error(f"path {raw!r} points into a .git folder")
+    return "/".join(parts)

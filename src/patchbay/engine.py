@@ -1,0 +1,649 @@
+"""Preflight, apply, revert and verify a patchset: the one place that decides and writes.
+
+Data flows one way: load the patchset and every patch's content, resolve the targets, check the
+base guard, classify every patch in order on a :class:`~patchbay.tree.Tree` (each pending patch
+stages its result for the next), decide, and only then write, inside one
+:class:`~patchbay.transaction.Transaction` that restores every touched file on any failure.
+
+Per-patch status combines the content state with the ledger:
+
+========== ===============================================================================
+pending    applies cleanly
+applied    present, and the ledger says patchbay applied this very patch content
+redundant  present, but patchbay did not apply it: the image already ships it (remove it)
+outdated   the ledger holds an older version of this patch (the patch file was edited)
+partial    some hunks present, others pending
+conflict   some hunk neither applies nor is present
+ambiguous  some hunk's context occurs more than once; refusing to guess
+========== ===============================================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import ApplyFailed, InputError, PatchbayError, RefusedError
+from .kinds import KINDS, ContentState, Inspection, LoadedPatch
+from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
+from .model import Patchset
+from .targets import Environment
+from .transaction import Transaction, recover, write_atomic
+from .tree import Tree
+
+
+class PatchStatus(str, Enum):
+    """Status of a patch in an environment (see the module docstring)."""
+
+    PENDING = "pending"
+    APPLIED = "applied"
+    REDUNDANT = "redundant"
+    OUTDATED = "outdated"
+    PARTIAL = "partial"
+    CONFLICT = "conflict"
+    AMBIGUOUS = "ambiguous"
+
+
+BLOCKING = {PatchStatus.PARTIAL, PatchStatus.CONFLICT, PatchStatus.AMBIGUOUS}
+
+
+@dataclass
+class PatchReport:
+    """One patch's status, with its hunks and what applying it would change."""
+
+    index: int
+    patch: Any
+    loaded: LoadedPatch
+    inspection: Inspection
+    status: PatchStatus
+    entry: LedgerEntry | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return str(self.patch.id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.patch.kind,
+            "status": self.status.value,
+            "content_state": self.inspection.state.value,
+            "patch_sha256": self.loaded.sha256,
+            "applied_by": "patchbay"
+            if self.entry
+            else ("image" if self.status is PatchStatus.REDUNDANT else None),
+            "ledger": None
+            if self.entry is None
+            else {
+                "patch_sha256": self.entry.patch_sha256,
+                "applied_at": self.entry.applied_at,
+                "tool_version": self.entry.tool_version,
+            },
+            "hunks": [h.to_json() for h in self.inspection.hunks],
+            "notes": self.notes,
+        }
+
+
+@dataclass
+class GuardResult:
+    """Outcome of the base guard: one line per check, and the failed ones."""
+
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[str]:
+        return [c["message"] for c in self.checks if not c["ok"]]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+@dataclass
+class Plan:
+    """Everything preflight learned; nothing has been written."""
+
+    patchset: Patchset
+    env: Environment
+    ledger: Ledger
+    guard: GuardResult
+    reports: list[PatchReport]
+    stale: list[LedgerEntry]
+
+    def with_status(self, *statuses: PatchStatus) -> list[PatchReport]:
+        return [r for r in self.reports if r.status in statuses]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "patchset": self.patchset.name,
+            "image": self.patchset.spec.image.model_dump(),
+            "environment": self.env.describe(),
+            "guard": {"ok": self.guard.ok, "checks": self.guard.checks},
+            "patches": [r.to_json() for r in self.reports],
+            "stale_ledger_entries": [e.patch_id for e in self.stale],
+        }
+
+
+@dataclass
+class ApplyResult:
+    """What an apply did."""
+
+    plan: Plan
+    applied: list[str] = field(default_factory=list)
+    reverted: list[str] = field(default_factory=list)
+    recovered: list[Path] = field(default_factory=list)
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return not self.applied and not self.reverted
+
+
+# -- loading and planning -------------------------------------------------------------------
+
+
+def load_patches(patchset: Patchset) -> list[LoadedPatch]:
+    """Read every patch's content (diff files parsed, paths checked).
+
+    Raises:
+        InputError: the first missing or corrupt patch, with every other problem as details.
+    """
+    loaded: list[LoadedPatch] = []
+    problems: list[InputError] = []
+    for i, patch in enumerate(patchset.patches):
+        try:
+            loaded.append(KINDS[patch.kind].load(patch, patchset, i))
+        except InputError as exc:
+            problems.append(exc)
+    if problems:
+        first = problems[0]
+        first.details.extend(str(p) for p in problems[1:])
+        raise first
+    return loaded
+
+
+def check_guard(patchset: Patchset, env: Environment, ledger: Ledger) -> GuardResult:
+    """Check the base guard: distribution versions and pristine file hashes.
+
+    A guarded file that patchbay itself patched passes when the ledger shows it started from
+    the pristine hash and the file still has the hash patchbay last wrote.
+    """
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    result = GuardResult()
+    guard = patchset.spec.base
+    for name, spec in guard.distributions.items():
+        installed = env.distributions.get(name)
+        check: dict[str, Any] = {
+            "kind": "distribution",
+            "name": name,
+            "required": spec,
+            "installed": installed,
+        }
+        if env.python is None:
+            check.update(ok=False, message=f"{name}: cannot check {spec!r} without --python")
+        elif installed is None:
+            check.update(ok=False, message=f"{name} is not installed (required {spec})")
+        else:
+            try:
+                ok = SpecifierSet(spec, prereleases=True).contains(
+                    Version(installed), prereleases=True
+                )
+            except InvalidVersion:
+                ok = False
+            check.update(
+                ok=ok,
+                message=f"{name} {installed} {'satisfies' if ok else 'does not satisfy'} {spec}",
+            )
+        result.checks.append(check)
+    tree = Tree(env.roots)
+    history = _file_history(ledger, patchset.name)
+    for fg in guard.files:
+        data = tree.on_disk(fg.target, fg.path)
+        current = sha256_or_none(data)
+        ok = current == fg.sha256
+        how = "is pristine"
+        if not ok:
+            first_before, last_after = history.get((fg.target, fg.path), (None, None))
+            if first_before == fg.sha256 and current == last_after and current is not None:
+                ok, how = True, "was pristine before patchbay patched it"
+            else:
+                how = "is missing" if data is None else f"has sha256 {current}, not {fg.sha256}"
+        result.checks.append(
+            {
+                "kind": "file",
+                "target": fg.target,
+                "path": fg.path,
+                "ok": ok,
+                "message": f"{fg.path} {how}",
+            }
+        )
+    return result
+
+
+def _file_history(
+    ledger: Ledger, patchset: str
+) -> dict[tuple[str, str], tuple[str | None, str | None]]:
+    history: dict[tuple[str, str], tuple[str | None, str | None]] = {}
+    for entry in ledger.entries(patchset):
+        for rec in entry.files:
+            key = (rec.target, rec.path)
+            first = history[key][0] if key in history else rec.before
+            history[key] = (first, rec.after)
+    return history
+
+
+def make_plan(
+    patchset: Patchset, env: Environment, loaded: list[LoadedPatch] | None = None
+) -> Plan:
+    """Classify every patch of ``patchset`` in ``env``, in order; writes nothing.
+
+    Raises:
+        InputError: a patch's content is missing or corrupt; the ledger is unreadable.
+        RefusedError: a patch path is unsafe (escapes its root, goes through a link).
+    """
+    loaded = loaded if loaded is not None else load_patches(patchset)
+    ledger = Ledger(env.state_dir)
+    tree = Tree(env.roots)
+    guard = check_guard(patchset, env, ledger)
+    ids = {p.id for p in patchset.patches}
+    reports = []
+    for i, (patch, lp) in enumerate(zip(patchset.patches, loaded, strict=True)):
+        try:
+            inspection = KINDS[patch.kind].inspect(patch, lp, tree)
+        except PatchbayError as exc:
+            exc.patch_id = exc.patch_id or patch.id
+            raise
+        entry = ledger.find(patchset.name, patch.id)
+        status, notes = _status(inspection, entry, lp, tree)
+        if status is PatchStatus.PENDING:
+            for change in inspection.changes:
+                tree.stage(change.target, change.path, change.after)
+        reports.append(PatchReport(i, patch, lp, inspection, status, entry, notes))
+    stale = [
+        e
+        for e in ledger.entries(patchset.name)
+        if e.patch_id not in ids
+        or any(r.status is PatchStatus.OUTDATED and r.id == e.patch_id for r in reports)
+    ]
+    return Plan(patchset, env, ledger, guard, reports, stale)
+
+
+def _status(
+    inspection: Inspection, entry: LedgerEntry | None, loaded: LoadedPatch, tree: Tree
+) -> tuple[PatchStatus, list[str]]:
+    notes = list(inspection.notes)
+    state = inspection.state
+    if entry is not None and entry.patch_sha256 != loaded.sha256:
+        notes.append(
+            f"the patch changed since it was applied on {entry.applied_at} (recorded sha256 "
+            f"{entry.patch_sha256[:12]}, now {loaded.sha256[:12]}); "
+            "`patchbay apply --upgrade` reverts the recorded version and applies this one"
+        )
+        return PatchStatus.OUTDATED, notes
+    if entry is not None:
+        for rec in entry.files:
+            if sha256_or_none(tree.on_disk(rec.target, rec.path)) != rec.after:
+                notes.append(f"{rec.path} changed since patchbay wrote it")
+    if state is ContentState.APPLIED:
+        if entry is None:
+            notes.append(
+                "present in the image, not applied by patchbay: the patch is redundant "
+                "and can be removed from the patchset"
+            )
+            return PatchStatus.REDUNDANT, notes
+        return PatchStatus.APPLIED, notes
+    return PatchStatus(state.value), notes
+
+
+# -- writing --------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def state_lock(state_dir: Path, timeout: float) -> Iterator[None]:
+    """Hold the environment's lock (``state_dir/lock``) for one apply or revert.
+
+    Raises:
+        RefusedError: another patchbay run holds it for longer than ``timeout`` seconds.
+    """
+    from filelock import FileLock, Timeout
+
+    state_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(state_dir / "lock"), timeout=timeout)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise RefusedError(
+            f"another patchbay run holds the lock of this environment (waited {timeout:g} s)",
+            file=state_dir / "lock",
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def _refuse_blocking(plan: Plan, upgrade: bool) -> None:
+    if not plan.guard.ok:
+        raise RefusedError(
+            "base guard failed: this is not the image the patchset was written for; "
+            "nothing was changed",
+            file=plan.patchset.path,
+            details=plan.guard.failures,
+        )
+    if plan.stale and not upgrade:
+        ids = ", ".join(e.patch_id for e in plan.stale)
+        raise RefusedError(
+            f"the ledger holds versions of {ids} that differ from the patchset (patch edited or "
+            "removed after it was applied); nothing was changed. Run `patchbay apply "
+            f"{plan.patchset.folder} --upgrade` to revert them and apply the patchset as it is "
+            "now, in one all-or-nothing step",
+            file=plan.patchset.path,
+        )
+    blocking = plan.with_status(*BLOCKING)
+    if blocking:
+        first = blocking[0]
+        details = []
+        for report in blocking:
+            for h in report.inspection.hunks:
+                where = f"hunk {h.index}" if h.index else "whole file"
+                line = f" at line {h.line}" if h.line else ""
+                extra = f": {h.detail}" if h.detail else ""
+                details.append(f"{report.id}: {h.file} {where}: {h.state.value}{line}{extra}")
+        raise RefusedError(
+            f"{first.status.value}: {len(blocking)} patch(es) cannot be applied as they stand; "
+            "nothing was changed",
+            file=first.loaded.source or plan.patchset.path,
+            patch_id=first.id,
+            details=details,
+        )
+
+
+def apply_patchset(
+    patchset: Patchset,
+    env: Environment,
+    *,
+    upgrade: bool = False,
+    lock_timeout: float = 0.0,
+) -> ApplyResult:
+    """Apply every pending patch of ``patchset`` in ``env`` as one transaction.
+
+    Args:
+        patchset: the loaded patchset.
+        env: the resolved engine environment.
+        upgrade: revert ledger entries whose patch was edited or removed, then apply, all in
+            the same transaction.
+        lock_timeout: seconds to wait for another run's lock.
+
+    Returns:
+        The :class:`ApplyResult`; ``nothing_to_do`` when every patch was already present (no
+        file, not even the ledger, is rewritten then).
+
+    Raises:
+        InputError: missing or corrupt patch content (nothing changed).
+        RefusedError: base guard failed, a patch conflicts, is partial, ambiguous or outdated,
+            or the lock is held (nothing changed).
+        ApplyFailed: a write failed; every file the run touched was restored.
+    """
+    loaded = load_patches(patchset)
+    plan = make_plan(patchset, env, loaded)
+    _refuse_blocking(plan, upgrade)
+    if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
+        return ApplyResult(plan)
+    with state_lock(env.state_dir, lock_timeout):
+        recovered = recover(env.state_dir / "journal")
+        plan = make_plan(patchset, env, loaded)  # the tree may have moved while we waited
+        _refuse_blocking(plan, upgrade)
+        result = ApplyResult(plan, recovered=recovered)
+        if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
+            return result
+        with Transaction(env.state_dir / "journal") as txn:
+            ledger = plan.ledger
+            if plan.stale:
+                result.reverted = _revert_entries(
+                    patchset.name,
+                    _entries_from(ledger, patchset.name, plan.stale),
+                    env,
+                    ledger,
+                    txn,
+                )
+                ledger.save(txn)
+                plan = make_plan(patchset, env, loaded)
+                result.plan = plan
+                _refuse_blocking(plan, upgrade=True)
+                ledger = plan.ledger
+            for report in plan.with_status(PatchStatus.PENDING):
+                _apply_one(patchset, report, env, ledger, txn)
+                result.applied.append(report.id)
+            ledger.save(txn)
+            txn.commit()
+    return result
+
+
+def _entries_from(ledger: Ledger, patchset: str, stale: list[LedgerEntry]) -> list[LedgerEntry]:
+    """Stale entries and every entry recorded after the oldest of them (they may build on it)."""
+    entries = ledger.entries(patchset)
+    ids = {e.patch_id for e in stale}
+    first = next(i for i, e in enumerate(entries) if e.patch_id in ids)
+    return entries[first:]
+
+
+def _apply_one(
+    patchset: Patchset, report: PatchReport, env: Environment, ledger: Ledger, txn: Transaction
+) -> None:
+    tree = Tree(env.roots)
+    changes = report.inspection.changes
+    try:
+        for change in changes:
+            txn.save(tree.resolve(change.target, change.path))
+        KINDS[report.patch.kind].apply(report.patch, report.loaded, report.inspection, tree, txn)
+        records = []
+        for change in changes:
+            written = tree.on_disk(change.target, change.path)
+            if written != change.after:
+                raise ApplyFailed(
+                    f"{change.path}: the written file differs from the planned result"
+                )
+            _drop_bytecode(tree.resolve(change.target, change.path), txn)
+            before = None if change.before is None else ledger.store_blob(change.before, txn)
+            records.append(
+                FileRecord(change.target, change.path, before, sha256_or_none(change.after))
+            )
+    except PatchbayError as exc:
+        exc.patch_id = exc.patch_id or report.id
+        exc.reason += "; every file this run touched was restored"
+        raise
+    except OSError as exc:
+        raise ApplyFailed(
+            f"write failed: {exc.strerror or exc}; every file this run touched was restored",
+            file=exc.filename or report.loaded.source,
+            patch_id=report.id,
+        ) from None
+    ledger.put(
+        patchset.name,
+        LedgerEntry(
+            patch_id=report.id,
+            kind=report.patch.kind,
+            patch_sha256=report.loaded.sha256,
+            applied_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            tool_version=__version__,
+            files=records,
+        ),
+    )
+
+
+def _drop_bytecode(path: Path, txn: Transaction) -> None:
+    """Remove ``__pycache__/<name>.*.pyc`` of a changed ``.py`` file: hash-based pyc files are
+    not invalidated by the source's mtime and would keep the old code running."""
+    if path.suffix != ".py":
+        return
+    cache = path.parent / "__pycache__"
+    if not cache.is_dir():
+        return
+    for pyc in cache.glob(f"{path.stem}.*.pyc"):
+        txn.save(pyc)
+        pyc.unlink()
+
+
+def _revert_entries(
+    patchset: str,
+    entries: list[LedgerEntry],
+    env: Environment,
+    ledger: Ledger,
+    txn: Transaction,
+) -> list[str]:
+    """Undo ``entries`` newest first, restoring recorded bytes; checks everything first."""
+    tree = Tree(env.roots)
+    writes: list[tuple[str, str, bytes | None]] = []
+    for entry in reversed(entries):
+        for rec in reversed(entry.files):
+            if rec.target not in env.roots:
+                raise RefusedError(
+                    f"ledger names unknown target {rec.target!r}",
+                    patch_id=entry.patch_id,
+                    file=ledger.path,
+                )
+            current = sha256_or_none(tree.read(rec.target, rec.path))
+            if current != rec.after:
+                raise RefusedError(
+                    f"{rec.path} changed since patchbay wrote it (sha256 {current or 'absent'}, "
+                    f"recorded {rec.after or 'absent'}); refusing to revert over it; nothing "
+                    "was changed",
+                    file=tree.resolve(rec.target, rec.path),
+                    patch_id=entry.patch_id,
+                )
+            before = None
+            if rec.before is not None:
+                before = ledger.blob(rec.before)
+                if before is None:
+                    raise RefusedError(
+                        f"the ledger's copy of {rec.path} before this patch is missing or "
+                        f"damaged ({ledger.blob_dir / rec.before})",
+                        patch_id=entry.patch_id,
+                        file=ledger.path,
+                    )
+            tree.stage(rec.target, rec.path, before)
+            writes.append((rec.target, rec.path, before))
+    try:
+        for target, rel, data in writes:
+            path = tree.resolve(target, rel)
+            txn.save(path)
+            if data is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, data)
+            _drop_bytecode(path, txn)
+    except OSError as exc:
+        raise ApplyFailed(
+            f"write failed: {exc.strerror or exc}; every file this run touched was restored",
+            file=exc.filename,
+        ) from None
+    for entry in entries:
+        ledger.remove(patchset, entry.patch_id)
+    return [e.patch_id for e in reversed(entries)]
+
+
+def revert_patchset(
+    patchset: Patchset, env: Environment, *, lock_timeout: float = 0.0
+) -> list[str]:
+    """Undo everything the ledger records for ``patchset``, newest first, as one transaction.
+
+    Returns:
+        The reverted patch ids, in the order they were undone (empty: nothing recorded).
+
+    Raises:
+        RefusedError: a file changed since patchbay wrote it (named), a recorded original is
+            missing, or the lock is held; nothing changed.
+        ApplyFailed: a write failed; every file touched was restored.
+    """
+    with state_lock(env.state_dir, lock_timeout):
+        recover(env.state_dir / "journal")
+        ledger = Ledger(env.state_dir)
+        entries = ledger.entries(patchset.name)
+        if not entries:
+            return []
+        with Transaction(env.state_dir / "journal") as txn:
+            reverted = _revert_entries(patchset.name, entries, env, ledger, txn)
+            ledger.save(txn)
+            txn.commit()
+    return reverted
+
+
+# -- verify ---------------------------------------------------------------------------------
+
+_COMPILE = r"""
+import json, sys
+errors = {}
+for path in sys.argv[1:]:
+    try:
+        with open(path, "rb") as fh:
+            compile(fh.read(), path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, OSError) as exc:
+        errors[path] = "%s: %s" % (type(exc).__name__, exc)
+print(json.dumps(errors))
+"""
+
+
+@dataclass
+class VerifyResult:
+    """Outcome of :func:`verify_patchset`."""
+
+    plan: Plan
+    problems: list[str]
+    compiled: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify_patchset(patchset: Patchset, env: Environment) -> VerifyResult:
+    """Check that every patch is present and every touched Python file compiles.
+
+    Compilation runs in the engine's interpreter (its Python version decides the syntax), or in
+    patchbay's own with ``--root``. A redundant patch counts as present.
+    """
+    plan = make_plan(patchset, env)
+    problems = list(plan.guard.failures)
+    for report in plan.reports:
+        if report.status not in (PatchStatus.APPLIED, PatchStatus.REDUNDANT):
+            problems.append(f"{report.id}: {report.status.value}, not applied")
+    tree = Tree(env.roots)
+    py_files = sorted(
+        {
+            str(tree.resolve(report.patch.target, h.file))
+            for report in plan.reports
+            for h in report.inspection.hunks
+            if h.file.endswith(".py")
+        }
+    )
+    py_files = [p for p in py_files if os.path.exists(p)]
+    if py_files:
+        python = env.python or sys.executable
+        proc = subprocess.run(
+            [python, "-c", _COMPILE, *py_files], capture_output=True, text=True, check=False
+        )
+        try:
+            import json
+
+            errors = json.loads(proc.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            errors = {"(interpreter)": proc.stderr.strip() or "compile check failed"}
+        problems.extend(f"{path}: does not compile: {msg}" for path, msg in errors.items())
+    return VerifyResult(plan, problems, py_files)
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    return sha256_bytes(path.read_bytes())

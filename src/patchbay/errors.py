@@ -1,0 +1,78 @@
+"""The one exception hierarchy of patchbay.
+
+Every expected failure is a :class:`PatchbayError` carrying the file, the line, the patch id and
+the reason, so the CLI can print it as one line and map it to an exit code. Anything else that
+escapes is a bug and keeps its traceback.
+
+Exit codes follow the convention of ``git apply`` and linters: 0 success or nothing to do,
+1 refused or failed with nothing changed, 2 bad input or usage.
+"""
+
+from __future__ import annotations
+
+from os import PathLike
+
+
+class PatchbayError(Exception):
+    """Base class of expected failures.
+
+    Args:
+        reason: what went wrong, one sentence without a trailing period.
+        file: the file the problem is in (a patchset YAML, a patch file, a target file).
+        line: 1-based line in ``file``, when known.
+        patch_id: the id of the patch concerned, when there is one.
+        details: further lines (e.g. one per failing hunk), printed under the first line.
+    """
+
+    exit_code = 1
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        file: str | PathLike[str] | None = None,
+        line: int | None = None,
+        patch_id: str | None = None,
+        details: list[str] | None = None,
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.file = None if file is None else str(file)
+        self.line = line
+        self.patch_id = patch_id
+        self.details = list(details or [])
+
+    def location(self) -> str:
+        """``file:line`` (or ``file``, or empty) for the start of the message."""
+        if self.file is None:
+            return ""
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.location(), self.patch_id and f"patch {self.patch_id}") if p]
+        head = ": ".join([*parts, self.reason])
+        return "\n".join([head, *("  " + d for d in self.details)])
+
+
+class InputError(PatchbayError):
+    """Bad input: malformed YAML, a schema violation, a corrupt diff, a missing file (exit 2)."""
+
+    exit_code = 2
+
+
+class RefusedError(PatchbayError):
+    """patchbay refused to act and changed nothing: wrong image, conflict, lock held (exit 1)."""
+
+    exit_code = 1
+
+
+class ApplyFailed(PatchbayError):
+    """A write failed part-way; every file the run touched was restored (exit 1)."""
+
+    exit_code = 1
+
+
+class EnvironmentProbeError(PatchbayError):
+    """The engine interpreter could not be run or did not answer as expected (exit 2)."""
+
+    exit_code = 2

@@ -1,0 +1,112 @@
+"""The protocol every patch kind implements: load, inspect, apply, revert, describe.
+
+A kind never decides on its own to write: the engine inspects every patch first (against the
+tree with earlier pending patches staged), then, inside one transaction, asks each pending patch
+to write exactly the changes its inspection planned, and checks the result against the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..hunks import HunkResult, HunkState
+
+if TYPE_CHECKING:
+    from ..model import Patchset
+    from ..transaction import Transaction
+    from ..tree import Tree
+
+
+class ContentState(str, Enum):
+    """State of a whole patch on the current content, from the states of its hunks."""
+
+    PENDING = "pending"
+    APPLIED = "applied"
+    PARTIAL = "partial"
+    CONFLICT = "conflict"
+    AMBIGUOUS = "ambiguous"
+
+
+def aggregate(results: list[HunkResult]) -> ContentState:
+    """Patch state from hunk states: any conflict wins, then any ambiguity; all pending is
+    pending, all applied is applied, a mix of the two is partial."""
+    states = {r.state for r in results}
+    if HunkState.CONFLICT in states:
+        return ContentState.CONFLICT
+    if HunkState.AMBIGUOUS in states:
+        return ContentState.AMBIGUOUS
+    if states == {HunkState.PENDING}:
+        return ContentState.PENDING
+    if not states or states == {HunkState.APPLIED}:
+        return ContentState.APPLIED
+    return ContentState.PARTIAL
+
+
+@dataclass
+class FileChange:
+    """A planned change of one file: its bytes before and after (None: absent)."""
+
+    target: str
+    path: str
+    before: bytes | None
+    after: bytes | None
+
+
+@dataclass
+class LoadedPatch:
+    """A patch's content, read and checked at load time.
+
+    Attributes:
+        sha256: hash of the patch content (the diff file's bytes, or the canonical edits);
+            the ledger compares it to notice a patch edited after it was applied.
+        source: the file the content came from (for messages), if any.
+        data: kind-specific parsed content.
+        notes: things worth telling the user (e.g. CRLF line endings normalised).
+    """
+
+    sha256: str
+    source: str | None
+    data: Any
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Inspection:
+    """The state of one patch on a tree, and what applying it would change."""
+
+    state: ContentState
+    hunks: list[HunkResult] = field(default_factory=list)
+    changes: list[FileChange] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+class PatchKind(Protocol):
+    """One kind of patch (``diff``, ``replace``, ...). Implementations live in ``kinds/``."""
+
+    name: str
+
+    def load(self, patch: Any, patchset: Patchset, index: int) -> LoadedPatch:
+        """Read and check the patch's content.
+
+        Raises:
+            InputError: missing or corrupt content, naming the patchset file, the patch id and
+                the path.
+        """
+        ...
+
+    def inspect(self, patch: Any, loaded: LoadedPatch, tree: Tree) -> Inspection:
+        """Classify the patch on ``tree`` (disk plus staged changes); never writes."""
+        ...
+
+    def apply(
+        self, patch: Any, loaded: LoadedPatch, inspection: Inspection, tree: Tree, txn: Transaction
+    ) -> None:
+        """Write the changes ``inspection`` planned. Every path in ``inspection.changes`` was
+        already saved in ``txn``; the engine checks the written bytes afterwards."""
+        ...
+
+    def describe(self, patch: Any, loaded: LoadedPatch) -> str:
+        """One line saying what the patch does, for tables and waivers."""
+        ...

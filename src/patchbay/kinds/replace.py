@@ -1,0 +1,117 @@
+"""The ``replace`` kind: exact-text edits of installed files.
+
+It replaces the Python heredocs that did ``src.replace(old, new)`` on installed sources, with
+the guarantees they lacked. Each edit is one unit (like a hunk):
+
+- *pending* when ``old`` occurs exactly ``count`` times (and, if ``new`` contains ``old``,
+  ``new`` does not occur yet);
+- *applied* when ``new`` occurs at least ``count`` times and ``old`` no longer does (if ``new``
+  contains ``old``: when ``new`` occurs exactly ``count`` times);
+- otherwise *conflict*, saying how many times each text was found: an edit never applies when
+  ``old`` matches a different number of times than declared.
+
+Edits of one patch apply in order; YAML text uses LF, and is matched with CRLF in a CRLF file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from ..hunks import HunkResult, HunkState
+from ..ledger import sha256_bytes
+from ..model import ReplaceEdit, ReplacePatch
+from ..transaction import write_atomic
+from .base import FileChange, Inspection, LoadedPatch, aggregate
+
+if TYPE_CHECKING:
+    from ..model import Patchset
+    from ..transaction import Transaction
+    from ..tree import Tree
+
+
+def _classify(text: str, edit: ReplaceEdit, old: str, new: str) -> tuple[HunkState, str]:
+    n_old, n_new = text.count(old), text.count(new)
+    if old in new:
+        if n_new == 0 and n_old == edit.count:
+            return HunkState.PENDING, ""
+        if n_new == edit.count:
+            return HunkState.APPLIED, ""
+    else:
+        if n_old == edit.count:
+            return HunkState.PENDING, ""
+        if n_old == 0 and n_new >= edit.count:
+            return HunkState.APPLIED, ""
+    return (
+        HunkState.CONFLICT,
+        f"old text found {n_old} time(s), expected {edit.count}; new text found {n_new} time(s)",
+    )
+
+
+class ReplaceKind:
+    """Implements :class:`~patchbay.kinds.base.PatchKind` for ``kind: replace``."""
+
+    name = "replace"
+
+    def load(self, patch: ReplacePatch, patchset: Patchset, index: int) -> LoadedPatch:
+        canonical = json.dumps([e.model_dump() for e in patch.edits], sort_keys=True)
+        return LoadedPatch(sha256=sha256_bytes(canonical.encode()), source=None, data=patch.edits)
+
+    def describe(self, patch: ReplacePatch, loaded: LoadedPatch) -> str:
+        files = sorted({e.file for e in patch.edits})
+        return f"{len(patch.edits)} exact-text edit(s) in {', '.join(files)}"
+
+    def inspect(self, patch: ReplacePatch, loaded: LoadedPatch, tree: Tree) -> Inspection:
+        results: list[HunkResult] = []
+        notes: list[str] = []
+        texts: dict[str, str | None] = {}
+        originals: dict[str, bytes | None] = {}
+        for number, edit in enumerate(patch.edits, start=1):
+            if edit.file not in texts:
+                data = tree.read(patch.target, edit.file)
+                originals[edit.file] = data
+                texts[edit.file] = None if data is None else data.decode("utf-8", "surrogateescape")
+            text = texts[edit.file]
+            result = HunkResult(
+                file=edit.file, index=number, declared_line=0, state=HunkState.CONFLICT
+            )
+            results.append(result)
+            if text is None:
+                result.detail = f"{edit.file} does not exist"
+                continue
+            old, new = edit.old, edit.new
+            crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+            if crlf and "\n" in old:
+                old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+                notes.append(f"{edit.file} uses CRLF line endings; edit {number} matched with CRLF")
+            result.state, result.detail = _classify(text, edit, old, new)
+            where = text.find(old if result.state is HunkState.PENDING else new)
+            if where >= 0 and result.state is not HunkState.CONFLICT:
+                result.line = text.count("\n", 0, where) + 1
+            if result.state is HunkState.PENDING:
+                texts[edit.file] = text.replace(old, new)
+        state = aggregate(results)
+        changes = []
+        if all(r.state is HunkState.PENDING for r in results):
+            changes = [
+                FileChange(
+                    patch.target,
+                    f,
+                    originals[f],
+                    (texts[f] or "").encode("utf-8", "surrogateescape"),
+                )
+                for f in texts
+            ]
+        return Inspection(state=state, hunks=results, changes=changes, notes=notes)
+
+    def apply(
+        self,
+        patch: ReplacePatch,
+        loaded: LoadedPatch,
+        inspection: Inspection,
+        tree: Tree,
+        txn: Transaction,
+    ) -> None:
+        for change in inspection.changes:
+            assert change.after is not None
+            write_atomic(tree.resolve(change.target, change.path), change.after)

@@ -1,0 +1,157 @@
+"""The ledger: what patchbay applied in an engine environment, kept inside that environment.
+
+Like quilt's ``.pc`` folder and patch-package's recorded hashes, it records for every applied
+patch the sha256 of the patch content and of every touched file before and after, plus the
+original bytes of those files (content-addressed blobs) so ``revert`` restores them exactly.
+
+Layout of the state folder::
+
+    ledger.json      {"format": 1, "patchsets": {name: {"entries": [entry, ...]}}}
+    blobs/<sha256>   file contents from before each patch
+    journal/         the open transaction (see transaction.py)
+    lock             held by apply and revert
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+from .transaction import Transaction, write_atomic
+
+LEDGER_FORMAT = 1
+
+
+def sha256_bytes(data: bytes) -> str:
+    """Hex sha256 of ``data``."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_or_none(data: bytes | None) -> str | None:
+    """Hex sha256, or None for an absent file."""
+    return None if data is None else sha256_bytes(data)
+
+
+@dataclass
+class FileRecord:
+    """One file a patch changed: root-relative path and sha256 before/after (None: absent)."""
+
+    target: str
+    path: str
+    before: str | None
+    after: str | None
+
+
+@dataclass
+class LedgerEntry:
+    """One applied patch.
+
+    Attributes:
+        patch_id: the patch's id in its patchset.
+        kind: the patch kind (``diff``, ``replace``, ...).
+        patch_sha256: sha256 of the patch content when it was applied.
+        applied_at: UTC time, ISO 8601.
+        tool_version: the patchbay version that applied it.
+        files: the files it changed, in the order it changed them.
+        extra: kind-specific facts needed to revert (e.g. a previous package version).
+    """
+
+    patch_id: str
+    kind: str
+    patch_sha256: str
+    applied_at: str
+    tool_version: str
+    files: list[FileRecord] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LedgerEntry:
+        files = [FileRecord(**f) for f in data.get("files", [])]
+        return cls(**{**data, "files": files})
+
+
+class Ledger:
+    """The ledger of one engine environment.
+
+    Args:
+        state_dir: the state folder (``Environment.state_dir``).
+
+    Raises:
+        InputError: ``ledger.json`` exists but is not a ledger this version can read.
+    """
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self.path = state_dir / "ledger.json"
+        self.blob_dir = state_dir / "blobs"
+        self._data: dict[str, Any] = {"format": LEDGER_FORMAT, "patchsets": {}}
+        if self.path.exists():
+            try:
+                data = json.loads(self.path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+                raise InputError(f"ledger is unreadable: {exc}", file=self.path) from None
+            if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT:
+                raise InputError(
+                    f"ledger format {data.get('format') if isinstance(data, dict) else '?'} "
+                    f"is not {LEDGER_FORMAT}",
+                    file=self.path,
+                )
+            self._data = data
+
+    def entries(self, patchset: str) -> list[LedgerEntry]:
+        """Entries of ``patchset``, oldest first."""
+        raw = self._data["patchsets"].get(patchset, {}).get("entries", [])
+        return [LedgerEntry.from_json(e) for e in raw]
+
+    def find(self, patchset: str, patch_id: str) -> LedgerEntry | None:
+        """The entry of ``patch_id``, or None."""
+        for entry in self.entries(patchset):
+            if entry.patch_id == patch_id:
+                return entry
+        return None
+
+    def put(self, patchset: str, entry: LedgerEntry) -> None:
+        """Add ``entry`` (replacing an older one of the same patch id) in memory."""
+        self.remove(patchset, entry.patch_id)
+        bucket = self._data["patchsets"].setdefault(patchset, {"entries": []})
+        bucket["entries"].append(asdict(entry))
+
+    def remove(self, patchset: str, patch_id: str) -> None:
+        """Drop the entry of ``patch_id`` in memory."""
+        bucket = self._data["patchsets"].get(patchset)
+        if bucket:
+            bucket["entries"] = [e for e in bucket["entries"] if e["patch_id"] != patch_id]
+            if not bucket["entries"]:
+                del self._data["patchsets"][patchset]
+
+    def store_blob(self, data: bytes, txn: Transaction) -> str:
+        """Keep ``data`` under its sha256 (journaled, so a rollback removes a new blob)."""
+        digest = sha256_bytes(data)
+        path = self.blob_dir / digest
+        if not path.exists():
+            self.blob_dir.mkdir(parents=True, exist_ok=True)
+            txn.save(path)
+            write_atomic(path, data, mode=0o644)
+        return digest
+
+    def blob(self, digest: str) -> bytes | None:
+        """The stored bytes with this sha256, or None when missing or damaged."""
+        try:
+            data = (self.blob_dir / digest).read_bytes()
+        except FileNotFoundError:
+            return None
+        return data if sha256_bytes(data) == digest else None
+
+    def save(self, txn: Transaction) -> None:
+        """Write ``ledger.json`` atomically, as part of ``txn``."""
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        txn.save(self.path)
+        write_atomic(
+            self.path,
+            (json.dumps(self._data, indent=2, sort_keys=True) + "\n").encode(),
+            mode=0o644,
+        )

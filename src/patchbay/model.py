@@ -1,0 +1,345 @@
+"""The patchset format (schema version 1): one place for its shape, its checks and its JSON Schema.
+
+A patchset is a folder holding ``patchset.yaml`` and the patch files it names. The YAML is
+validated by the pydantic models below; :func:`load_patchset` turns every schema or consistency
+problem into an :class:`~patchbay.errors.InputError` naming ``file:line``. ``patchbay schema``
+prints :func:`json_schema` so editors can validate patchsets as they are written.
+
+Upstream status words follow Yocto's ``Upstream-Status`` tag (Pending, Submitted, Backport,
+Inappropriate, Denied); a patch with no upstream reference must carry one, with a reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import InputError
+from .yamlfile import YamlDocument, load_yaml
+
+SCHEMA_VERSION = 1
+PATCHSET_FILENAMES = ("patchset.yaml", "patchset.yml")
+
+_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+_SHA256 = r"^[0-9a-f]{64}$"
+_UPSTREAM_REF = re.compile(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+(?:#\d+|@[0-9a-f]{7,40}))$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def relative_posix_path(value: str) -> str:
+    """Check that ``value`` is a relative POSIX path that stays below its root.
+
+    Raises:
+        ValueError: empty, absolute, with a ``..`` component, or with a backslash.
+    """
+    if not value or value.startswith("/") or "\\" in value:
+        raise ValueError(f"{value!r} must be a relative path with '/' separators")
+    parts = PurePosixPath(value).parts
+    if any(p == ".." for p in parts):
+        raise ValueError(f"{value!r} must not contain '..'")
+    return str(PurePosixPath(value))
+
+
+class Image(_Strict):
+    """The pinned container image the patchset was written for."""
+
+    reference: str = Field(description="Image reference, e.g. vllm/vllm-openai-rocm:nightly-<sha>")
+    digest: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
+
+
+class Component(_Strict):
+    """An engine distribution the image carries, and where its upstream lives."""
+
+    distribution: str = Field(description="Distribution name as installed (PEP 503 normalised)")
+    repository: str | None = Field(
+        default=None, pattern=r"^[\w.-]+/[\w.-]+$", description="Upstream repository, owner/name"
+    )
+    commit: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{40}$",
+        description="Upstream commit the image was built from",
+    )
+
+
+class Target(_Strict):
+    """A named root where patches apply.
+
+    The root is the directory that contains the installed ``package`` (usually site-packages),
+    found in the engine's interpreter without importing the package, optionally followed by a
+    relative ``path`` (a sibling data folder such as ``aiter_meta``).
+    """
+
+    package: str = Field(pattern=r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+    path: str | None = None
+
+    _check_path = field_validator("path")(lambda v: None if v is None else relative_posix_path(v))
+
+
+class FileGuard(_Strict):
+    """A pristine file the image must carry (sha256 of its bytes before any patch)."""
+
+    target: str
+    path: str
+    sha256: str = Field(pattern=_SHA256)
+
+    _check_path = field_validator("path")(relative_posix_path)
+
+
+class BaseGuard(_Strict):
+    """What the image must be for ``apply`` to proceed (it fails closed otherwise)."""
+
+    distributions: dict[str, str] = Field(
+        default_factory=dict,
+        description="Distribution name -> PEP 440 specifier set, e.g. '==0.4.1+g1a2b3c4'",
+    )
+    files: list[FileGuard] = Field(default_factory=list)
+
+    @field_validator("distributions")
+    @classmethod
+    def _specifiers_parse(cls, value: dict[str, str]) -> dict[str, str]:
+        from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+        for name, spec in value.items():
+            try:
+                SpecifierSet(spec)
+            except InvalidSpecifier:
+                raise ValueError(f"{name}: {spec!r} is not a PEP 440 specifier set") from None
+        return value
+
+
+UpstreamStatusWord = Literal["Pending", "Submitted", "Backport", "Inappropriate", "Denied"]
+
+
+class UpstreamStatus(_Strict):
+    """Yocto-style ``Upstream-Status`` with its reason (required: a bare word explains nothing)."""
+
+    status: UpstreamStatusWord
+    reason: str = Field(min_length=3)
+
+
+class PatchBase(_Strict):
+    """Fields every patch has, whatever its kind."""
+
+    id: str = Field(pattern=_ID, description="Stable id; the ledger and waivers refer to it")
+    target: str = Field(description="Name of an entry in `targets`")
+    description: str = Field(min_length=1)
+    upstream: list[str] = Field(
+        default_factory=list,
+        description="PR, issue or commit URLs, or owner/repo#N, or owner/repo@<commit>",
+    )
+    upstream_status: UpstreamStatus | None = None
+    waiver: str | None = Field(default=None, description="Id of the waiver that covers the patch")
+
+    @field_validator("upstream")
+    @classmethod
+    def _refs_well_formed(cls, value: list[str]) -> list[str]:
+        for ref in value:
+            if not _UPSTREAM_REF.match(ref):
+                raise ValueError(
+                    f"{ref!r} is not an upstream reference (a URL, owner/repo#N or "
+                    "owner/repo@<commit>)"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _upstream_declared(self) -> PatchBase:
+        if not self.upstream and self.upstream_status is None:
+            raise ValueError(
+                "a patch needs `upstream` references, or `upstream_status` "
+                "(Pending, Submitted, Backport, Inappropriate, Denied) with a reason"
+            )
+        return self
+
+
+class DiffPatch(PatchBase):
+    """A unified or git-style diff file, applied with ``git apply`` and zero fuzz."""
+
+    kind: Literal["diff"]
+    file: str = Field(description="Patch file, relative to the patchset folder")
+    strip: int = Field(default=1, ge=0, le=16, description="Strip level, as -p of git apply")
+
+    _check_file = field_validator("file")(relative_posix_path)
+
+
+class ReplaceEdit(_Strict):
+    """One exact-text edit: ``old`` must occur exactly ``count`` times in ``file``."""
+
+    file: str
+    old: str = Field(min_length=1)
+    new: str
+    count: int = Field(default=1, ge=1)
+
+    _check_file = field_validator("file")(relative_posix_path)
+
+    @model_validator(mode="after")
+    def _changes_something(self) -> ReplaceEdit:
+        if self.old == self.new:
+            raise ValueError("old and new text are identical")
+        return self
+
+
+class ReplacePatch(PatchBase):
+    """Exact-text edits of installed files (what ``str.replace`` heredocs did)."""
+
+    kind: Literal["replace"]
+    edits: list[ReplaceEdit] = Field(min_length=1)
+
+
+PatchSpec = Annotated[DiffPatch | ReplacePatch, Field(discriminator="kind")]
+
+
+class PatchsetSpec(_Strict):
+    """The top level of ``patchset.yaml``."""
+
+    schema_version: Literal[1] = Field(alias="schema", description="Patchset format version")
+    name: str = Field(pattern=_ID)
+    description: str = ""
+    image: Image
+    components: list[Component] = Field(default_factory=list)
+    targets: dict[str, Target] = Field(min_length=1)
+    base: BaseGuard = Field(default_factory=BaseGuard)
+    patches: list[PatchSpec] = Field(default_factory=list)
+
+
+@dataclass
+class Patchset:
+    """A loaded patchset: the validated spec plus where it came from.
+
+    Attributes:
+        spec: the validated YAML content.
+        path: the YAML file.
+        folder: the patchset folder (patch files are relative to it).
+        document: the YAML document, for line numbers in later errors.
+    """
+
+    spec: PatchsetSpec
+    path: Path
+    folder: Path
+    document: YamlDocument
+    _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def patches(self) -> list[DiffPatch | ReplacePatch]:
+        return list(self.spec.patches)
+
+    def patch_line(self, index: int, *keys: str | int) -> int | None:
+        """Line of ``patches[index].<keys>`` in the YAML file."""
+        return self.document.line_of(("patches", index, *keys))
+
+
+def find_patchset_file(path: Path) -> Path:
+    """Resolve a PATCHSET argument: a YAML file, or a folder holding ``patchset.yaml``.
+
+    Raises:
+        InputError: nothing usable at ``path``.
+    """
+    if path.is_dir():
+        for name in PATCHSET_FILENAMES:
+            if (path / name).is_file():
+                return path / name
+        raise InputError(f"no {PATCHSET_FILENAMES[0]} in this folder", file=path)
+    if path.is_file():
+        return path
+    raise InputError("no such patchset file or folder", file=path)
+
+
+def load_patchset(path: Path) -> Patchset:
+    """Load and validate a patchset (schema and consistency, not patch contents).
+
+    Args:
+        path: a patchset folder or its YAML file.
+
+    Returns:
+        The :class:`Patchset`.
+
+    Raises:
+        InputError: malformed YAML, schema violations (all of them, one detail line each, with
+            ``file:line``), duplicate patch ids, a patch naming an unknown target.
+    """
+    yaml_path = find_patchset_file(path)
+    doc = load_yaml(yaml_path)
+    if not isinstance(doc.data, dict):
+        raise InputError("a patchset must be a YAML mapping", file=yaml_path, line=1)
+    try:
+        spec = PatchsetSpec.model_validate(doc.data)
+    except ValidationError as exc:
+        raise _schema_error(exc, doc) from None
+    problems: list[tuple[int | None, str]] = []
+    seen: dict[str, int] = {}
+    for i, patch in enumerate(spec.patches):
+        if patch.id in seen:
+            problems.append((doc.line_of(("patches", i, "id")), f"duplicate patch id {patch.id!r}"))
+        seen.setdefault(patch.id, i)
+        if patch.target not in spec.targets:
+            problems.append(
+                (
+                    doc.line_of(("patches", i, "target")),
+                    f"patch {patch.id}: unknown target {patch.target!r} "
+                    f"(targets: {', '.join(spec.targets)})",
+                )
+            )
+    for i, guard in enumerate(spec.base.files):
+        if guard.target not in spec.targets:
+            problems.append(
+                (doc.line_of(("base", "files", i, "target")), f"unknown target {guard.target!r}")
+            )
+    if problems:
+        raise _problems_error(yaml_path, problems)
+    return Patchset(spec=spec, path=yaml_path, folder=yaml_path.parent, document=doc)
+
+
+def _problems_error(path: Path, problems: list[tuple[int | None, str]]) -> InputError:
+    first_line, first = problems[0]
+    details = [f"{path}:{line}: {msg}" if line else f"{path}: {msg}" for line, msg in problems[1:]]
+    return InputError(first, file=path, line=first_line, details=details)
+
+
+def _schema_error(exc: ValidationError, doc: YamlDocument) -> InputError:
+    problems: list[tuple[int | None, str]] = []
+    for err in exc.errors():
+        loc = _data_path(err["loc"], doc.data)
+        where = ".".join(str(p) for p in loc) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        problems.append((doc.line_of(loc), f"{where}: {msg}"))
+    return _problems_error(doc.path, problems)
+
+
+def _data_path(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
+    """Drop pydantic's synthetic loc parts (union tags like 'diff') that are not in the data."""
+    out: list[str | int] = []
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            out.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            out.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str) and part not in ("diff", "replace"):
+            out.append(part)  # a missing key: name it, line falls back to its parent
+            node = None
+    return tuple(out)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of ``patchset.yaml``, for editors and CI."""
+    schema = PatchsetSpec.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://patchbay.invalid/schema/patchset-v1.json"
+    schema["title"] = "patchbay patchset (schema 1)"
+    return schema

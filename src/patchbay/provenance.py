@@ -1,0 +1,57 @@
+"""Provenance records: what an engine environment ran, for benchmark result folders.
+
+The record names the image, the engine interpreter and distribution versions, and every patch
+with its sha256 and outcome, so a result can carry "image as shipped + exactly these patches".
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .engine import Plan
+from .transaction import write_atomic
+
+PROVENANCE_FORMAT = 1
+
+
+def provenance(
+    plan: Plan, *, command: str, outcome: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Build the provenance document of ``plan``.
+
+    Args:
+        plan: the plan after the command ran (its statuses are the final ones).
+        command: ``apply`` or ``status``.
+        outcome: patch id -> what the command did to it (``applied``, ``reverted``), if anything.
+    """
+    outcome = outcome or {}
+    return {
+        "format": PROVENANCE_FORMAT,
+        "tool": {"name": "patchbay", "version": __version__},
+        "command": command,
+        "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "patchset": plan.patchset.name,
+        "image": plan.patchset.spec.image.model_dump(),
+        "environment": plan.env.describe(),
+        "guard": {"ok": plan.guard.ok, "checks": plan.guard.checks},
+        "patches": [
+            {
+                "id": r.id,
+                "kind": r.patch.kind,
+                "sha256": r.loaded.sha256,
+                "status": r.status.value,
+                "outcome": outcome.get(r.id, "unchanged"),
+            }
+            for r in plan.reports
+        ],
+    }
+
+
+def write_record(path: Path, document: dict[str, Any]) -> None:
+    """Write a provenance document as JSON (atomically; the folder is created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, (json.dumps(document, indent=2) + "\n").encode(), mode=0o644)

@@ -1,0 +1,166 @@
+"""All-or-nothing writes: a journal of every path a run changes, restored on any failure.
+
+Before a run changes a path it calls :meth:`Transaction.save`, which keeps the original: a hard
+link to the file (free, and exact: writers here always replace files by a new inode, as
+``git apply`` does) or a copy when the journal sits on another filesystem. The journal manifest
+is flushed to disk before each change, so a run killed outright (SIGKILL, power loss) is rolled
+back by the next run that takes the lock (:func:`recover`), as quilt's ``.pc`` folder lets it
+pop what it pushed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from types import TracebackType
+
+MANIFEST = "journal.jsonl"
+
+
+class Transaction:
+    """Journal of changed paths under ``journal_dir``; use as a context manager.
+
+    Leaving the ``with`` block by any exception (including ``KeyboardInterrupt``) rolls back;
+    call :meth:`commit` at the end of a successful run.
+    """
+
+    def __init__(self, journal_dir: Path) -> None:
+        self.dir = journal_dir
+        self._entries: dict[str, dict[str, object]] = {}
+        self._done = False
+        journal_dir.mkdir(parents=True, exist_ok=True)
+        self._manifest = open(journal_dir / MANIFEST, "a", encoding="utf-8")  # noqa: SIM115
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self._done:
+            self.rollback()
+
+    @property
+    def paths(self) -> list[Path]:
+        """Every path saved so far, in order."""
+        return [Path(p) for p in self._entries]
+
+    def save(self, path: Path) -> None:
+        """Keep ``path``'s current state (content, mode, times, or absence) before a change."""
+        key = str(path)
+        if key in self._entries:
+            return
+        entry: dict[str, object] = {"path": key}
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            entry["existed"] = False
+            created = []
+            parent = path.parent
+            while not parent.exists():
+                created.append(str(parent))
+                parent = parent.parent
+            entry["created_dirs"] = created
+        else:
+            backup = self.dir / f"{len(self._entries):06d}"
+            try:
+                os.link(path, backup)
+            except OSError:
+                shutil.copy2(path, backup)
+            entry.update(
+                existed=True,
+                backup=backup.name,
+                mode=st.st_mode & 0o7777,
+                times=[st.st_atime_ns, st.st_mtime_ns],
+            )
+        self._manifest.write(json.dumps(entry) + "\n")
+        self._manifest.flush()
+        os.fsync(self._manifest.fileno())
+        self._entries[key] = entry
+
+    def commit(self) -> None:
+        """Forget the originals: the run succeeded."""
+        self._done = True
+        self._manifest.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def rollback(self) -> list[Path]:
+        """Restore every saved path; returns them. Safe to call once."""
+        self._done = True
+        self._manifest.close()
+        restored = _restore(self.dir, list(self._entries.values()))
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return restored
+
+
+def recover(journal_dir: Path) -> list[Path]:
+    """Roll back a journal left by a run that was killed; returns the restored paths.
+
+    Call with the lock held. Returns an empty list when there is no journal.
+    """
+    manifest = journal_dir / MANIFEST
+    if not manifest.exists():
+        return []
+    entries = []
+    for line in manifest.read_text(encoding="utf-8").splitlines():
+        with contextlib.suppress(json.JSONDecodeError):  # a torn last line: that change never began
+            entries.append(json.loads(line))
+    restored = _restore(journal_dir, entries)
+    shutil.rmtree(journal_dir, ignore_errors=True)
+    return restored
+
+
+def _restore(journal_dir: Path, entries: list[dict[str, object]]) -> list[Path]:
+    restored = []
+    for entry in reversed(entries):
+        path = Path(str(entry["path"]))
+        if entry["existed"]:
+            backup = journal_dir / str(entry["backup"])
+            if not backup.exists():
+                continue
+            os.replace(backup, path)
+            os.chmod(path, int(entry["mode"]))  # type: ignore[arg-type]
+            atime, mtime = entry["times"]  # type: ignore[misc]
+            os.utime(path, ns=(atime, mtime))
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            for folder in entry.get("created_dirs", []):  # type: ignore[union-attr]
+                with contextlib.suppress(OSError):
+                    os.rmdir(folder)
+        restored.append(path)
+    return restored
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` through a temporary file and a rename (a new inode).
+
+    Args:
+        path: destination; its folder must exist.
+        data: the new bytes.
+        mode: permission bits; default: those of the file being replaced, else 0o644.
+    """
+    if mode is None:
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o644
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".patchbay")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
