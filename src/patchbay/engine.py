@@ -257,6 +257,7 @@ def make_plan(
     tree = Tree(env.roots)
     guard = check_guard(patchset, env, ledger)
     ids = {p.id for p in patchset.patches}
+    history = _file_history(ledger, patchset.name)
     reports = []
     for i, (patch, lp) in enumerate(zip(patchset.patches, loaded, strict=True)):
         try:
@@ -265,7 +266,7 @@ def make_plan(
             exc.patch_id = exc.patch_id or patch.id
             raise
         entry = ledger.find(patchset.name, patch.id)
-        status, notes = _status(inspection, entry, lp, tree)
+        status, notes = _status(inspection, entry, lp, tree, history)
         if status is PatchStatus.PENDING:
             for change in inspection.changes:
                 tree.stage(change.target, change.path, change.after)
@@ -280,7 +281,11 @@ def make_plan(
 
 
 def _status(
-    inspection: Inspection, entry: LedgerEntry | None, loaded: LoadedPatch, tree: Tree
+    inspection: Inspection,
+    entry: LedgerEntry | None,
+    loaded: LoadedPatch,
+    tree: Tree,
+    history: dict[tuple[str, str], tuple[str | None, str | None]],
 ) -> tuple[PatchStatus, list[str]]:
     notes = list(inspection.notes)
     state = inspection.state
@@ -293,7 +298,8 @@ def _status(
         return PatchStatus.OUTDATED, notes
     if entry is not None:
         for rec in entry.files:
-            if sha256_or_none(tree.on_disk(rec.target, rec.path)) != rec.after:
+            last_written = history[(rec.target, rec.path)][1]  # a later patch may touch it too
+            if sha256_or_none(tree.on_disk(rec.target, rec.path)) != last_written:
                 notes.append(f"{rec.path} changed since patchbay wrote it")
     if state is ContentState.APPLIED:
         if entry is None:

@@ -27,7 +27,6 @@ cwd = os.getcwd()
 sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != cwd]
 import importlib.util
 from importlib.machinery import PathFinder
-from importlib import metadata
 
 args = json.loads(sys.argv[1])
 
@@ -56,12 +55,43 @@ def locate(name):
         root = os.path.dirname(root)
     return {"dir": os.path.abspath(pkg_dir), "root": os.path.abspath(root)}
 
-dists = {}
-for name in args["distributions"]:
+def norm(name):
+    name = name.lower().replace("_", "-").replace(".", "-")
+    while "--" in name:
+        name = name.replace("--", "-")
+    return name
+
+# Read dist-info METADATA directly, first match on sys.path wins (as importlib.metadata does);
+# importing importlib.metadata would cost more than the rest of the probe.
+wanted = {norm(n): n for n in args["distributions"]}
+dists = dict.fromkeys(args["distributions"])
+seen = set()
+for entry in sys.path:
     try:
-        dists[name] = metadata.version(name)
-    except metadata.PackageNotFoundError:
-        dists[name] = None
+        names = sorted(os.listdir(entry))
+    except OSError:
+        continue
+    for fn in names:
+        if fn.endswith(".dist-info"):
+            meta = "METADATA"
+        elif fn.endswith(".egg-info"):
+            meta = "PKG-INFO"
+        else:
+            continue
+        key = norm(fn.rsplit(".", 1)[0].split("-")[0])
+        if key not in wanted or key in seen:
+            continue
+        seen.add(key)
+        try:
+            with open(os.path.join(entry, fn, meta), encoding="utf-8") as fh:
+                for line in fh:
+                    if line.startswith("Version:"):
+                        dists[wanted[key]] = line.split(":", 1)[1].strip()
+                        break
+                    if not line.strip():
+                        break
+        except OSError:
+            pass
 
 print(json.dumps({
     "executable": sys.executable,
@@ -116,6 +146,13 @@ def default_python() -> str:
     if not found:
         raise InputError("no python3 on PATH; pass --python PATH of the engine interpreter")
     return found
+
+
+def _interpreter_path(python: str) -> str:
+    """An absolute path for ``--python``: a path as given (made absolute), or a name on PATH."""
+    if os.sep in python:
+        return os.path.abspath(python)
+    return shutil.which(python) or python
 
 
 def probe(python: str, packages: list[str], distributions: list[str]) -> dict[str, object]:
@@ -194,7 +231,7 @@ def resolve_environment(
             distributions=dict.fromkeys(dists),
             state_dir=(state_dir or root / ".patchbay").resolve(),
         )
-    python = python or default_python()
+    python = _interpreter_path(python) if python else default_python()
     answer = probe(python, names, dists)
     located: dict[str, dict[str, str] | None] = answer["packages"]  # type: ignore[assignment]
     roots = {}
