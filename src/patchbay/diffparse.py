@@ -253,12 +253,14 @@ class _Parser:
         start = self.i + 1
         old = _header_path(self.lines[self.i].rstrip("\r\n")[4:])
         new = _header_path(self.lines[self.i + 1].rstrip("\r\n")[4:])
+        old_path = None if old == NULL_PATH else self.path(old)
+        new_path = None if new == NULL_PATH else self.path(new)
         self.i += 2
-        fp = FilePatch(
-            old_path=None if old == NULL_PATH else self.path(old),
-            new_path=None if new == NULL_PATH else self.path(new),
-            line=start,
-        )
+        if old_path and new_path and old_path != new_path:
+            # a plain diff never renames: like GNU patch, take the name with the fewest
+            # components, then the shortest (``foo.py.orig`` vs ``foo.py`` -> ``foo.py``)
+            old_path = new_path = min(old_path, new_path, key=lambda p: (p.count("/"), len(p)))
+        fp = FilePatch(old_path=old_path, new_path=new_path, line=start)
         self.hunks(fp)
         if not fp.hunks:
             raise self.error("file patch without hunks", line=start)

@@ -37,7 +37,7 @@ from .kinds import KINDS, ContentState, Inspection, LoadedPatch
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
 from .targets import Environment
-from .transaction import Transaction, recover, write_atomic
+from .transaction import MANIFEST, Transaction, recover, write_atomic
 from .tree import Tree
 
 
@@ -315,6 +315,12 @@ def _status(
 # -- writing --------------------------------------------------------------------------------
 
 
+def interrupted(env: Environment) -> bool:
+    """Whether a run was killed mid-write and left its journal (the next apply or revert rolls
+    it back before doing anything else)."""
+    return (env.state_dir / "journal" / MANIFEST).exists()
+
+
 @contextlib.contextmanager
 def state_lock(state_dir: Path, timeout: float) -> Iterator[None]:
     """Hold the environment's lock (``state_dir/lock``) for one apply or revert.
@@ -402,12 +408,17 @@ def apply_patchset(
         ApplyFailed: a write failed; every file the run touched was restored.
     """
     loaded = load_patches(patchset)
+    recovered = []
+    if interrupted(env):
+        # a killed run left its journal: put its files back before judging the tree
+        with state_lock(env.state_dir, lock_timeout):
+            recovered = recover(env.state_dir / "journal")
     plan = make_plan(patchset, env, loaded)
     _refuse_blocking(plan, upgrade)
     if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
-        return ApplyResult(plan)
+        return ApplyResult(plan, recovered=recovered)
     with state_lock(env.state_dir, lock_timeout):
-        recovered = recover(env.state_dir / "journal")
+        recovered += recover(env.state_dir / "journal")
         plan = make_plan(patchset, env, loaded)  # the tree may have moved while we waited
         _refuse_blocking(plan, upgrade)
         result = ApplyResult(plan, recovered=recovered)
@@ -449,9 +460,12 @@ def _apply_one(
 ) -> None:
     tree = Tree(env.roots)
     changes = report.inspection.changes
+    created: dict[tuple[str, str], list[str]] = {}
     try:
         for change in changes:
-            txn.save(tree.resolve(change.target, change.path))
+            path = tree.resolve(change.target, change.path)
+            created[(change.target, change.path)] = _missing_parents(path, env.roots[change.target])
+            txn.save(path)
         KINDS[report.patch.kind].apply(report.patch, report.loaded, report.inspection, tree, txn)
         records = []
         for change in changes:
@@ -463,7 +477,13 @@ def _apply_one(
             _drop_bytecode(tree.resolve(change.target, change.path), txn)
             before = None if change.before is None else ledger.store_blob(change.before, txn)
             records.append(
-                FileRecord(change.target, change.path, before, sha256_or_none(change.after))
+                FileRecord(
+                    change.target,
+                    change.path,
+                    before,
+                    sha256_or_none(change.after),
+                    created[(change.target, change.path)],
+                )
             )
     except PatchbayError as exc:
         exc.patch_id = exc.patch_id or report.id
@@ -488,6 +508,16 @@ def _apply_one(
     )
 
 
+def _missing_parents(path: Path, root: Path) -> list[str]:
+    """Root-relative folders above ``path`` that do not exist yet, deepest first."""
+    missing = []
+    parent = path.parent
+    while parent != root and root in parent.parents and not parent.exists():
+        missing.append(parent.relative_to(root).as_posix())
+        parent = parent.parent
+    return missing
+
+
 def _drop_bytecode(path: Path, txn: Transaction) -> None:
     """Remove ``__pycache__/<name>.*.pyc`` of a changed ``.py`` file: hash-based pyc files are
     not invalidated by the source's mtime and would keep the old code running."""
@@ -510,7 +540,7 @@ def _revert_entries(
 ) -> list[str]:
     """Undo ``entries`` newest first, restoring recorded bytes; checks everything first."""
     tree = Tree(env.roots)
-    writes: list[tuple[str, str, bytes | None]] = []
+    writes: list[tuple[str, str, bytes | None, list[str]]] = []
     for entry in reversed(entries):
         for rec in reversed(entry.files):
             if rec.target not in env.roots:
@@ -539,13 +569,16 @@ def _revert_entries(
                         file=ledger.path,
                     )
             tree.stage(rec.target, rec.path, before)
-            writes.append((rec.target, rec.path, before))
+            writes.append((rec.target, rec.path, before, rec.created_dirs))
     try:
-        for target, rel, data in writes:
+        for target, rel, data, created_dirs in writes:
             path = tree.resolve(target, rel)
             txn.save(path)
             if data is None:
                 path.unlink(missing_ok=True)
+                for folder in created_dirs:
+                    with contextlib.suppress(OSError):  # not empty: something else lives there
+                        (env.roots[target] / folder).rmdir()
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 write_atomic(path, data)

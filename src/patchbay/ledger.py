@@ -38,12 +38,17 @@ def sha256_or_none(data: bytes | None) -> str | None:
 
 @dataclass
 class FileRecord:
-    """One file a patch changed: root-relative path and sha256 before/after (None: absent)."""
+    """One file a patch changed: root-relative path and sha256 before/after (None: absent).
+
+    ``created_dirs`` lists the folders (root-relative, deepest first) that creating the file
+    also created, so that a revert removes them again.
+    """
 
     target: str
     path: str
     before: str | None
     after: str | None
+    created_dirs: list[str] = field(default_factory=list)
 
 
 @dataclass

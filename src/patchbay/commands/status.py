@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..engine import BLOCKING, make_plan
+from ..engine import BLOCKING, interrupted, make_plan
 from ..output import print_guard, status_table
 from ..provenance import provenance, write_record
-from .common import console, environment, load, print_json
+from .common import console, environment, err_console, load, print_json
 
 
 def run(
@@ -23,6 +23,11 @@ def run(
     patchset = load(patchset_arg)
     env = environment(patchset, python, root, state_dir)
     plan = make_plan(patchset, env)
+    if interrupted(env):
+        err_console.print(
+            "patchbay: warning: an earlier run was interrupted mid-write; the next apply or "
+            "revert restores its files first"
+        )
     if as_json:
         print_json(plan.to_json())
     else:

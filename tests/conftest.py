@@ -1,0 +1,184 @@
+"""Shared fixtures: a real demo-engine wheel, real virtual environments, the real CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+CASES = Path(__file__).resolve().parent / "cases"
+PATCHBAY = Path(sys.executable).with_name("patchbay")
+
+
+@dataclass
+class Engine:
+    """A real virtual environment with the demo engine pip-installed."""
+
+    prefix: Path
+    python: Path
+    site: Path
+
+    @property
+    def pkg(self) -> Path:
+        return self.site / "demo_engine"
+
+    @property
+    def state_dir(self) -> Path:
+        return self.prefix / "share" / "patchbay"
+
+
+def _site_packages(prefix: Path) -> Path:
+    return next((prefix / "lib").glob("python3*/site-packages"))
+
+
+@pytest.fixture(scope="session")
+def demo_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """demo/engine built into a wheel, once per test session."""
+    out = tmp_path_factory.mktemp("wheels")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--wheel-dir",
+            str(out),
+            str(REPO / "demo" / "engine"),
+        ],
+        check=True,
+    )
+    return next(out.glob("demo_engine-*.whl"))
+
+
+@pytest.fixture(scope="session")
+def engine_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) -> Path:
+    """A virtual environment with the demo wheel installed by pip, copied for each test."""
+    prefix = tmp_path_factory.mktemp("template") / "engine"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(prefix / "bin" / "python"),
+            "install",
+            "--quiet",
+            "--no-index",
+            "--no-deps",
+            str(demo_wheel),
+        ],
+        check=True,
+    )
+    return prefix
+
+
+@pytest.fixture
+def engine(tmp_path: Path, engine_template: Path) -> Engine:
+    """A fresh engine environment for one test."""
+    prefix = tmp_path / "engine"
+    shutil.copytree(engine_template, prefix, symlinks=True)
+    return Engine(prefix=prefix, python=prefix / "bin" / "python", site=_site_packages(prefix))
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*args: str | Path, cwd: Path | None = None, **kwargs: object) -> Result:
+    """Run the installed ``patchbay`` console script."""
+    proc = subprocess.run(
+        [str(PATCHBAY), *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "200"},
+        **kwargs,  # type: ignore[arg-type]
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def cli() -> object:
+    return run_cli
+
+
+def write_patchset(
+    folder: Path,
+    patches: list[dict[str, object]],
+    *,
+    name: str = "test",
+    targets: dict[str, object] | None = None,
+    base: dict[str, object] | None = None,
+    files: dict[str, bytes | str] | None = None,
+) -> Path:
+    """Write ``folder/patchset.yaml`` (and patch files) and return the folder.
+
+    Every patch gets defaults for ``target`` (engine), ``description`` and ``upstream``.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    for rel, content in (files or {}).items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode() if isinstance(content, str) else content)
+    full = []
+    for i, p in enumerate(patches, start=1):
+        full.append(
+            {
+                "target": "engine",
+                "description": f"test patch {i}",
+                "upstream": [f"demo-org/demo-engine#{100 + i}"],
+                **p,
+            }
+        )
+    doc: dict[str, object] = {
+        "schema": 1,
+        "name": name,
+        "image": {"reference": "example.invalid/demo-engine:test"},
+        "targets": targets or {"engine": {"package": "demo_engine"}},
+        "patches": full,
+    }
+    if base:
+        doc["base"] = base
+    (folder / "patchset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return folder
+
+
+def diff_patch(path: str, before: str, after: str) -> str:
+    """A unified diff of one file (difflib, with ``a/`` and ``b/`` prefixes)."""
+    import difflib
+
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"a/{path}",
+        tofile=f"b/{path}",
+    )
+    return "".join(lines)
+
+
+def dedent(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under ``root`` (but patchbay's state) with its bytes and mtime in ns."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and ".patchbay" not in path.parts and "patchbay" not in path.parts:
+            out[str(path.relative_to(root))] = (path.read_bytes(), path.stat().st_mtime_ns)
+    return out

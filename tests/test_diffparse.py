@@ -1,0 +1,131 @@
+"""The diff parser: what git apply accepts, and corrupt diffs named by file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from patchbay.diffparse import parse_diff
+from patchbay.errors import InputError
+
+SRC = Path("x.patch")
+
+
+def parse(text: str, strip: int = 1):
+    return parse_diff(text.encode(), source=SRC, strip=strip)
+
+
+def test_plain_unified_diff_with_timestamps_and_preamble() -> None:
+    parsed = parse(
+        "Description: DEP-3 headers and a commit message are ignored\n"
+        "Origin: upstream\n"
+        "--- a/pkg/mod.py\t2026-01-01 00:00:00.000000000 +0000\n"
+        "+++ b/pkg/mod.py\t2026-01-02 00:00:00.000000000 +0000\n"
+        "@@ -1,2 +1,2 @@\n"
+        " a\n"
+        "-b\n"
+        "+c\n"
+    )
+    (fp,) = parsed.files
+    assert (fp.old_path, fp.new_path) == ("pkg/mod.py", "pkg/mod.py")
+    (h,) = fp.hunks
+    assert h.preimage == ["a\n", "b\n"] and h.postimage == ["a\n", "c\n"]
+    assert h.line == 5
+
+
+def test_empty_line_inside_a_hunk_is_an_empty_context_line() -> None:
+    parsed = parse("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n-x\n+y\n\n z\n")
+    assert parsed.files[0].hunks[0].preimage == ["x\n", "\n", "z\n"]
+
+
+def test_no_newline_at_end_of_file() -> None:
+    parsed = parse(
+        "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-old\n\\ No newline at end of file\n+new\n"
+        "\\ No newline at end of file\n"
+    )
+    h = parsed.files[0].hunks[0]
+    assert h.preimage == ["old"] and h.postimage == ["new"]
+
+
+def test_crlf_patch_is_read_as_lf_and_says_so() -> None:
+    data = b"--- a/f\r\n+++ b/f\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n"
+    parsed = parse_diff(data, source=SRC)
+    assert parsed.crlf_normalised
+    assert parsed.files[0].path == "f"
+    assert parsed.files[0].hunks[0].postimage == ["b\n"]
+
+
+def test_git_new_deleted_renamed_and_mode() -> None:
+    parsed = parse(
+        "diff --git a/new.py b/new.py\nnew file mode 100755\nindex 0000000..1111111\n"
+        "--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+x = 1\n"
+        "diff --git a/old.py b/old.py\ndeleted file mode 100644\n"
+        "--- a/old.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-y = 2\n"
+        "diff --git a/a.py b/b.py\nsimilarity index 100%\nrename from a.py\nrename to b.py\n"
+        "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n"
+    )
+    new, deleted, renamed, mode = parsed.files
+    assert new.is_new and new.new_mode == "100755" and new.path == "new.py"
+    assert deleted.is_delete and deleted.path == "old.py"
+    assert renamed.is_rename and (renamed.old_path, renamed.new_path) == ("a.py", "b.py")
+    assert (mode.old_mode, mode.new_mode) == ("100644", "100755")
+
+
+def test_binary_git_patch_keeps_its_payload() -> None:
+    parsed = parse(
+        "diff --git a/k.co b/k.co\nindex 1234567..89abcde 100644\nGIT binary patch\n"
+        "literal 3\nKcmZ?wU|;|M00aO5\n\nliteral 0\nKcmV+b0RR6000031\n\n"
+    )
+    (fp,) = parsed.files
+    assert fp.binary is not None and fp.binary[0] == "literal 3\n"
+    assert (fp.index_old, fp.index_new) == ("1234567", "89abcde")
+
+
+def test_strip_levels() -> None:
+    text = "--- a/x/y/z.py\n+++ b/x/y/z.py\n@@ -1 +1 @@\n-a\n+b\n"
+    assert parse(text, strip=0).files[0].path == "a/x/y/z.py"
+    assert parse(text, strip=2).files[0].path == "y/z.py"
+    with pytest.raises(InputError, match="removes the whole path"):
+        parse(text, strip=4)
+
+
+@pytest.mark.parametrize(
+    ("path", "strip", "message"),
+    [
+        ("a/../../etc/passwd", 1, "escapes the target root"),
+        ("/etc/passwd", 0, "absolute"),
+        ("a/pkg/.git/config", 1, ".git folder"),
+    ],
+)
+def test_paths_that_escape_the_root_are_refused(path: str, strip: int, message: str) -> None:
+    with pytest.raises(InputError, match=message) as exc:
+        parse(f"--- {path}\n+++ {path}\n@@ -1 +1 @@\n-a\n+b\n", strip=strip)
+    assert exc.value.file == "x.patch" and exc.value.line == 1
+
+
+def test_truncated_hunk_names_file_and_line() -> None:
+    with pytest.raises(InputError) as exc:
+        parse("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n-b\n")
+    assert exc.value.line == 3
+    assert "ends early" in str(exc.value)
+    assert str(exc.value).startswith("x.patch:3: corrupt diff")
+
+
+def test_garbage_line_inside_a_hunk() -> None:
+    with pytest.raises(InputError) as exc:
+        parse("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n*b\n+c\n")
+    assert exc.value.line == 5
+    assert "unexpected line" in exc.value.reason
+
+
+def test_not_a_diff_at_all() -> None:
+    with pytest.raises(InputError, match="no file patches found"):
+        parse("just some text\n")
+
+
+def test_binary_without_content_is_rejected() -> None:
+    with pytest.raises(InputError, match="--binary"):
+        parse(
+            "diff --git a/k.co b/k.co\nindex 1..2 100644\nBinary files a/k.co and b/k.co differ\n"
+        )

@@ -1,0 +1,143 @@
+"""Loading patchsets: schema errors, malformed YAML and consistency problems name file:line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, dedent, run_cli
+from patchbay.errors import InputError
+from patchbay.model import json_schema, load_patchset
+
+HEAD = dedent(
+    """
+    schema: 1
+    name: t
+    image: {reference: example.invalid/engine:1}
+    targets:
+      engine: {package: demo_engine}
+    patches:
+    """
+)
+
+
+def load(tmp_path: Path, text: str):
+    (tmp_path / "patchset.yaml").write_text(text)
+    return load_patchset(tmp_path)
+
+
+def error(tmp_path: Path, text: str) -> InputError:
+    with pytest.raises(InputError) as exc:
+        load(tmp_path, text)
+    return exc.value
+
+
+def test_demo_patchset_is_valid() -> None:
+    ps = load_patchset(REPO / "patchsets" / "demo")
+    assert [p.kind for p in ps.patches] == ["diff", "diff", "diff", "replace", "diff"]
+    assert ps.spec.targets["meta"].path == "demo_engine_meta"
+
+
+def test_malformed_yaml_names_the_line(tmp_path: Path) -> None:
+    err = error(tmp_path, HEAD + "  - id: a\n    kind: [diff\n")
+    assert err.file == str(tmp_path / "patchset.yaml")
+    assert err.line == 9
+    assert "invalid YAML" in err.reason
+
+
+def test_schema_errors_all_listed_with_lines(tmp_path: Path) -> None:
+    text = HEAD + (
+        "  - id: a\n"
+        "    kind: diff\n"
+        "    target: engine\n"
+        "    description: d\n"
+        "    file: a.patch\n"
+        "    upstream: [not a reference]\n"
+        "  - id: b\n"
+        "    kind: replace\n"
+        "    target: engine\n"
+        "    description: d\n"
+        "    colour: blue\n"
+        "    upstream: [o/r#1]\n"
+        "    edits: [{file: x.py, old: a, new: b}]\n"
+    )
+    err = str(error(tmp_path, text))
+    assert f"{tmp_path / 'patchset.yaml'}:12: patches.0.upstream" in err
+    assert "is not an upstream reference" in err
+    assert f"{tmp_path / 'patchset.yaml'}:17: patches.1.colour: unknown key" in err
+
+
+def test_duplicate_yaml_key(tmp_path: Path) -> None:
+    err = error(tmp_path, HEAD.replace("name: t\n", "name: t\nname: u\n"))
+    assert err.line == 3 and "duplicate key" in err.reason
+
+
+def _replace_patch(pid: str, target: str = "engine", extra: str = "") -> str:
+    return (
+        f"  - id: {pid}\n"
+        "    kind: replace\n"
+        f"    target: {target}\n"
+        "    description: d\n"
+        "    edits: [{file: x.py, old: a, new: b}]\n" + extra
+    )
+
+
+def test_duplicate_patch_ids_and_unknown_target(tmp_path: Path) -> None:
+    refs = "    upstream: [o/r#1]\n"
+    err = str(
+        error(
+            tmp_path,
+            HEAD + _replace_patch("same", extra=refs) + _replace_patch("same", "nope", refs),
+        )
+    )
+    assert "duplicate patch id 'same'" in err
+    assert "unknown target 'nope'" in err
+
+
+def test_patch_without_upstream_needs_a_status_with_reason(tmp_path: Path) -> None:
+    assert "needs `upstream` references" in str(error(tmp_path, HEAD + _replace_patch("p")))
+    ok = "    upstream_status: {status: Inappropriate, reason: benchmark-only knob}\n"
+    status = load(tmp_path, HEAD + _replace_patch("p", extra=ok)).patches[0].upstream_status
+    assert status.status == "Inappropriate"
+    bad = "    upstream_status: {status: Merged, reason: whatever}\n"
+    assert "upstream_status.status" in str(error(tmp_path, HEAD + _replace_patch("p", extra=bad)))
+
+
+def test_escaping_paths_in_the_patchset_are_refused(tmp_path: Path) -> None:
+    text = HEAD + _replace_patch("p", extra="    upstream: [o/r#1]\n").replace(
+        "file: x.py", "file: ../../outside.py"
+    )
+    assert "must not contain '..'" in str(error(tmp_path, text))
+
+
+def test_json_schema_in_docs_is_current() -> None:
+    on_disk = json.loads((REPO / "docs" / "patchset.schema.json").read_text())
+    assert on_disk == json_schema(), "run: patchbay schema > docs/patchset.schema.json"
+
+
+def test_json_schema_rejects_what_the_loader_rejects() -> None:
+    schema = json_schema()
+    assert schema["required"] == ["schema", "name", "image", "targets"]
+    assert schema["additionalProperties"] is False
+
+
+def test_validate_command(tmp_path: Path) -> None:
+    assert run_cli("validate", REPO / "patchsets" / "demo").code == 0
+    (tmp_path / "patchset.yaml").write_text(HEAD + "  - id: a\n    kind: diff\n")
+    res = run_cli("validate", tmp_path)
+    assert res.code == 2
+    assert res.err.startswith(f"patchbay: error: {tmp_path / 'patchset.yaml'}:7:")
+    assert "Traceback" not in res.err
+
+
+def test_corrupt_diff_reported_by_validate(tmp_path: Path) -> None:
+    (tmp_path / "bad.patch").write_text("--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n")
+    (tmp_path / "patchset.yaml").write_text(
+        HEAD + "  - {id: a, kind: diff, target: engine, description: d, upstream: [o/r#1], "
+        "file: bad.patch}\n"
+    )
+    res = run_cli("validate", tmp_path)
+    assert res.code == 2
+    assert f"{tmp_path / 'bad.patch'}:3: corrupt diff" in res.err
