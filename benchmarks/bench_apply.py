@@ -1,0 +1,656 @@
+"""Benchmark ``patchbay apply`` against the shell scripts it replaces, on a large package tree.
+
+What is measured, and why
+-------------------------
+patchbay replaces patch scripts of the form ``grep -q MARKER FILE || git apply PATCH`` with a
+declarative patchset. It does more than those scripts (it classifies every hunk by content,
+checks every patch before writing, journals every write, records a ledger), so it should not be
+much slower than a plain ``git apply`` loop on a cold tree, and a re-run on an applied tree (the
+common case in a container entrypoint) should be no slower than the grep-marker loop.
+
+In a temporary folder the benchmark generates a package ``bigengine`` of ``--files`` files
+(nested subpackages, 40-80 lines of Python each), ``--patches`` unified diffs (each changing 1-2
+files that no other patch touches, with 1-3 hunks of 3 context lines, and adding a unique marker
+comment ``# PATCHBAY-BENCH-MARKER-NNN`` for the grep baseline) and a schema-1 patchset naming
+them. It then times, each ``--repeat`` times on a fresh copy of the pristine tree (the copy is
+not timed), and reports the median:
+
+- ``patchbay in-process``: ``load_patchset`` + ``resolve_environment(root=...)`` +
+  ``apply_patchset``, cold (applies everything) and as a no-op re-run on the applied tree;
+- ``patchbay CLI``: ``patchbay apply PATCHSET --root TREE``, cold and no-op (wall time,
+  including interpreter start-up);
+- ``grep-loop``: one bash script running ``grep -qF MARKER FILE || git apply -p1 PATCH`` per
+  patch, cold (all patches applied) and re-run (every grep hits);
+- ``git-apply-loop``: one bash script running ``git apply -p1 PATCH`` per patch, cold.
+
+The ratios printed are patchbay cold / git-apply-loop (target <= 1.5) and patchbay no-op /
+grep-loop re-run (target <= 1.0), in-process and through the CLI.
+
+The run also checks correctness and exits 1 when a check fails: after each tool's cold apply
+the tree must equal the tree the bare ``git apply`` loop leaves (bytes of every touched file,
+and the same set of files), and a patchbay no-op must report nothing to do and rewrite nothing
+(touched files and the ledger keep their inode and mtime).
+
+Run it as ``.venv/bin/python benchmarks/bench_apply.py`` from the repository root; no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import difflib
+import itertools
+import os
+import pstats
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from patchbay.engine import ApplyResult, apply_patchset
+from patchbay.errors import PatchbayError
+from patchbay.model import load_patchset
+from patchbay.targets import resolve_environment
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = "bigengine"
+MARKER = "PATCHBAY-BENCH-MARKER"
+CONTEXT = 3
+COLD_TARGET = 1.5
+T = TypeVar("T")
+NOOP_TARGET = 1.0
+
+SUBPACKAGES = [
+    "attention",
+    "kernels",
+    "models",
+    "scheduler",
+    "distributed",
+    "quantization",
+    "sampling",
+    "cache",
+    "lora",
+    "spec_decode",
+]
+SUBSUBPACKAGES = ["ops", "backends", "layers", "utils", "configs", "runtime", "triton", "rocm"]
+STEMS = ["mla", "paged", "fused", "rotary", "moe", "gemm", "topk", "norm", "prefix", "block"]
+VERBS = ["compute", "pad", "scale", "split", "merge", "select", "pack", "clamp", "route", "fold"]
+NOUNS = ["heads", "tokens", "blocks", "experts", "pages", "slots", "ranks", "tiles", "lanes"]
+TOPICS = ["attention", "kv-cache", "sampling", "quantisation", "scheduling", "graph capture"]
+PHRASES = [
+    "cap the batch for the ASM kernels",
+    "widen strides past 2 GB",
+    "dequantise fp8 queries",
+    "skip the graph for decode-only batches",
+    "honour the padding switch",
+    "keep the block table aligned",
+]
+
+BASH_GREP_LOOP = r"""set -eu
+cd "$1"
+while IFS=$'\t' read -r marker file patch; do
+  grep -qF -- "$marker" "$file" || git apply -p1 "$patch"
+done < "$2"
+"""
+
+BASH_GIT_LOOP = r"""set -eu
+cd "$1"
+for patch in "$2"/*.patch; do
+  git apply -p1 "$patch"
+done
+"""
+
+
+# -- generating the tree, the patches and the patchset ----------------------------------------
+
+
+def module_lines(rng: random.Random, idx: int, dotted: str) -> list[str]:
+    """40-80 lines of plausible Python for module number ``idx``; every def name is unique."""
+    cls = f"{rng.choice(STEMS).capitalize()}{rng.choice(NOUNS).capitalize()}{idx}"
+    lines = [
+        f'"""{rng.choice(TOPICS).capitalize()} helpers for {dotted}."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import logging",
+        "import math",
+        "from dataclasses import dataclass",
+        "",
+        "logger = logging.getLogger(__name__)",
+        "",
+        f"DEFAULT_BLOCK_{idx} = {rng.choice([16, 32, 64, 128, 256])}",
+        f"MAX_TOKENS_{idx} = {rng.randrange(1024, 65536, 512)}",
+        "",
+        "",
+        "@dataclass",
+        f"class {cls}Config:",
+        f'    """Settings of the {rng.choice(NOUNS)} in module {idx}."""',
+        "",
+        f"    block_size: int = DEFAULT_BLOCK_{idx}",
+        f"    max_tokens: int = MAX_TOKENS_{idx}",
+        f"    use_{rng.choice(STEMS)}: bool = {rng.choice(['True', 'False'])}",
+        "",
+        "",
+    ]
+    target = rng.randint(44, 74)
+    j = 0
+    while len(lines) < target - 4:
+        name = f"{rng.choice(VERBS)}_{rng.choice(NOUNS)}_{idx}_{j}"
+        kind = rng.randrange(3)
+        if kind == 0:
+            body = [
+                f"def {name}(values: list[float], scale: float = {rng.randint(2, 9)}.0) -> "
+                "list[float]:",
+                f'    """Scaled values for block {j} of module {idx}."""',
+                "    result = []",
+                "    for value in values:",
+                f"        result.append(value * scale + {rng.randint(0, 99)})",
+                f'    logger.debug("{name}: %d values", len(result))',
+                "    return result",
+            ]
+        elif kind == 1:
+            body = [
+                f"def {name}(config: {cls}Config, tokens: int) -> int:",
+                f'    """Blocks needed for ``tokens`` tokens (step {j})."""',
+                "    blocks = math.ceil(tokens / config.block_size)",
+                f"    limit = config.max_tokens // config.block_size + {rng.randint(0, 7)}",
+                "    if blocks > limit:",
+                f'        raise ValueError(f"{name}: {{tokens}} tokens exceed {{limit}} blocks")',
+                "    return blocks",
+            ]
+        else:
+            body = [
+                f"def {name}(name: str, enabled: bool = {rng.choice(['True', 'False'])}) -> dict:",
+                f'    """Describe the {rng.choice(NOUNS)} named ``name``."""',
+                f"    limit = {rng.randrange(8, 4096)}",
+                '    return {"name": name, "enabled": enabled, "limit": limit, "module": __name__}',
+            ]
+        lines += [*body, "", ""]
+        j += 1
+    while lines[-1] == "":
+        lines.pop()
+    return [line + "\n" for line in lines]
+
+
+def build_tree(root: Path, n_files: int, rng: random.Random) -> list[str]:
+    """Write ``n_files`` files under ``root/bigengine``; returns the module paths (no inits)."""
+    dirs = [PACKAGE] + [f"{PACKAGE}/{s}" for s in SUBPACKAGES]
+    dirs += [f"{PACKAGE}/{s}/{t}" for s in SUBPACKAGES for t in SUBSUBPACKAGES]
+    leaf_dirs = dirs[1 + len(SUBPACKAGES) :]
+    for d in dirs:
+        (root / d).mkdir(parents=True, exist_ok=True)
+        (root / d / "__init__.py").write_text(f'"""The {d.replace("/", ".")} package."""\n')
+    modules = []
+    for idx in range(n_files - len(dirs)):
+        folder = leaf_dirs[idx % len(leaf_dirs)]
+        rel = f"{folder}/{rng.choice(STEMS)}_{rng.choice(NOUNS)}_{idx:04d}.py"
+        dotted = rel.removesuffix(".py").replace("/", ".")
+        (root / rel).write_text("".join(module_lines(rng, idx, dotted)))
+        modules.append(rel)
+    return modules
+
+
+def _count(block: list[str], lines: list[str]) -> int:
+    m = len(block)
+    return sum(1 for i in range(len(lines) - m + 1) if lines[i : i + m] == block)
+
+
+@dataclass
+class Edit:
+    """One change at old line ``pos`` (0-based): insert ``text`` before it, or replace it."""
+
+    pos: int
+    text: str
+    replace: bool
+
+
+def plan_edits(
+    rng: random.Random, lines: list[str], n_hunks: int, marker_line: str | None, tag: str
+) -> list[Edit] | None:
+    """Edits at least 8 lines apart whose pre- and postimage each occur exactly once."""
+    n = len(lines)
+    number = re.compile(r"(\d+)(\D*)$")
+    for _ in range(200):
+        positions = sorted(rng.sample(range(CONTEXT, n - CONTEXT - 1), n_hunks))
+        if any(b - a < 2 * CONTEXT + 2 for a, b in itertools.pairwise(positions)):
+            continue
+        edits = []
+        for k, pos in enumerate(positions):
+            line = lines[pos]
+            indent = line[: len(line) - len(line.lstrip())] if line.strip() else ""
+            match = number.search(line.rstrip("\n"))
+            if k == 0 and marker_line is not None:
+                edits.append(Edit(pos, f"{indent}{marker_line}\n", replace=False))
+            elif match and rng.random() < 0.5 and not line.lstrip().startswith(("#", '"')):
+                value = str(int(match.group(1)) * 2 + 1)
+                new = line[: match.start(1)] + value + line[match.end(1) :]
+                edits.append(Edit(pos, new, replace=True))
+            else:
+                comment = f"{indent}# bench {tag} hunk {k + 1}: {rng.choice(PHRASES)}\n"
+                edits.append(Edit(pos, comment, replace=False))
+        new_lines = apply_edits(lines, edits)
+        ok = True
+        shift = 0
+        for e in edits:
+            old_end = e.pos + CONTEXT + (1 if e.replace else 0)
+            pre = lines[e.pos - CONTEXT : old_end]
+            post = new_lines[e.pos - CONTEXT + shift : old_end + shift + (0 if e.replace else 1)]
+            shift += 0 if e.replace else 1
+            if _count(pre, lines) != 1 or _count(post, new_lines) != 1:
+                ok = False
+            if _count(pre, new_lines) or _count(post, lines):
+                ok = False
+        if ok:
+            return edits
+    return None
+
+
+def apply_edits(lines: list[str], edits: list[Edit]) -> list[str]:
+    """The lines after ``edits``."""
+    out = list(lines)
+    for e in sorted(edits, key=lambda e: -e.pos):
+        out[e.pos : e.pos + (1 if e.replace else 0)] = [e.text]
+    return out
+
+
+@dataclass
+class BenchPatch:
+    """One generated patch: its number, file, marker, and the files it touches."""
+
+    number: int
+    file: Path
+    marker: str
+    touched: list[str] = field(default_factory=list)
+
+
+def build_patches(
+    pristine: Path, patchset_dir: Path, modules: list[str], n_patches: int, rng: random.Random
+) -> list[BenchPatch]:
+    """Write ``n_patches`` diffs (distinct files per patch) and ``patchset.yaml``."""
+    patch_dir = patchset_dir / "patches"
+    patch_dir.mkdir(parents=True)
+    pool = rng.sample(modules, 2 * n_patches)
+    patches = []
+    for p in range(1, n_patches + 1):
+        files = [pool.pop()] + ([pool.pop()] if rng.random() < 0.5 else [])
+        total = rng.randint(len(files), 3)  # 1-3 hunks per patch, at least one per file
+        first = rng.randint(1, total - len(files) + 1)
+        hunk_counts = [first, total - first][: len(files)]
+        marker = f"{MARKER}-{p:03d}"
+        chunks = []
+        for f_i, rel in enumerate(files):
+            old = (pristine / rel).read_text().splitlines(keepends=True)
+            edits = None
+            while edits is None:
+                edits = plan_edits(
+                    rng,
+                    old,
+                    hunk_counts[f_i],
+                    f"# {marker}: {rng.choice(PHRASES)}" if f_i == 0 else None,
+                    f"patch {p:03d}",
+                )
+            new = apply_edits(old, edits)
+            diff = difflib.unified_diff(old, new, f"a/{rel}", f"b/{rel}", n=CONTEXT)
+            chunks.append(f"diff --git a/{rel} b/{rel}\n" + "".join(diff))
+        stem = files[0].rsplit("/", 1)[1].removesuffix(".py").replace("_", "-")
+        path = patch_dir / f"{p:03d}-{stem}.patch"
+        path.write_text("".join(chunks))
+        patches.append(BenchPatch(p, path, marker, files))
+    entries = "".join(
+        f"  - id: bench-{bp.number:03d}\n"
+        "    kind: diff\n"
+        "    target: engine\n"
+        f"    file: patches/{bp.file.name}\n"
+        "    strip: 1\n"
+        f"    description: Benchmark patch {bp.number} ({len(bp.touched)} file(s)).\n"
+        f"    upstream: [bench-org/{PACKAGE}#{1000 + bp.number}]\n"
+        for bp in patches
+    )
+    (patchset_dir / "patchset.yaml").write_text(
+        "schema: 1\n"
+        "name: bench\n"
+        "description: Generated by benchmarks/bench_apply.py.\n"
+        f"image: {{reference: example.invalid/{PACKAGE}:1.0.0}}\n"
+        "targets:\n"
+        f"  engine: {{package: {PACKAGE}}}\n"
+        f"patches:\n{entries}"
+    )
+    return patches
+
+
+# -- measuring ----------------------------------------------------------------------------------
+
+
+class CheckFailed(Exception):
+    """A correctness check failed."""
+
+
+def patchbay_in_process(patchset_dir: Path, tree: Path, state_dir: Path) -> ApplyResult:
+    """The three library calls an apply makes."""
+    patchset = load_patchset(patchset_dir)
+    env = resolve_environment(patchset, root=tree, state_dir=state_dir)
+    return apply_patchset(patchset, env)
+
+
+def timed(fn: Callable[[], T]) -> tuple[float, T]:
+    """Wall time of ``fn()`` in ms, and its result."""
+    start = time.perf_counter()
+    result = fn()
+    return (time.perf_counter() - start) * 1000.0, result
+
+
+def run_checked(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a command; a non-zero exit is a failed check."""
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        raise CheckFailed(f"{args[0]} exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
+    return proc
+
+
+def signature(tree: Path, files: list[str]) -> dict[str, tuple[int, int]]:
+    """(inode, mtime) of ``files``: a rewrite changes at least one of them."""
+    out = {}
+    for rel in files:
+        st = os.stat(tree / rel)
+        out[rel] = (st.st_ino, st.st_mtime_ns)
+    return out
+
+
+def listing(tree: Path) -> set[str]:
+    """Every file under the package (state folders such as ``.patchbay`` are outside it)."""
+    return {str(p.relative_to(tree)) for p in (tree / PACKAGE).rglob("*") if not p.is_dir()}
+
+
+def compare_trees(name: str, tree: Path, reference: Path, touched: list[str]) -> list[str]:
+    """Differences between ``tree`` (after ``name``) and the git-apply-loop tree."""
+    problems = []
+    for rel in touched:
+        if (tree / rel).read_bytes() != (reference / rel).read_bytes():
+            problems.append(f"{name}: {rel} differs from the git apply result")
+    extra, missing = listing(tree) - listing(reference), listing(reference) - listing(tree)
+    if extra:
+        problems.append(f"{name}: files git apply did not leave: {sorted(extra)[:5]}")
+    if missing:
+        problems.append(f"{name}: files missing: {sorted(missing)[:5]}")
+    return problems
+
+
+@dataclass
+class Bench:
+    """The generated inputs and where to put working copies."""
+
+    work: Path
+    pristine: Path
+    patchset: Path
+    patches: list[BenchPatch]
+    cli: str
+    env: dict[str, str]
+    copies: int = 0
+
+    @property
+    def touched(self) -> list[str]:
+        return [rel for bp in self.patches for rel in bp.touched]
+
+    def fresh_tree(self, label: str) -> Path:
+        """An untimed copy of the pristine tree, flushed to disk.
+
+        Without the flush, the copy's 5,000 dirty files would be written back during the next
+        measurement, and an ``fsync`` there (patchbay's journal) would wait for them.
+        """
+        self.copies += 1
+        dest = self.work / f"tree-{label}-{self.copies}"
+        shutil.copytree(self.pristine, dest, symlinks=True)
+        os.sync()
+        return dest
+
+
+def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str]]:
+    """Every measurement ``repeat`` times; the timings (ms) and failed checks."""
+    times: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "patchbay in-process cold apply",
+            "patchbay in-process no-op re-run",
+            "patchbay CLI cold apply",
+            "patchbay CLI no-op re-run",
+            "grep-loop cold (applies all)",
+            "grep-loop re-run (all greps hit)",
+            "git-apply-loop cold",
+        )
+    }
+    problems: list[str] = []
+    n = len(bench.patches)
+    manifest = bench.work / "grep-loop.tsv"
+    manifest.write_text(
+        "".join(f"{bp.marker}\t{bp.touched[0]}\t{bp.file}\n" for bp in bench.patches)
+    )
+    patch_dir = str(bench.patchset / "patches")
+    pristine_sig = signature(bench.pristine, bench.touched)
+
+    # warm-up (untimed): page cache, GitPython's import inside patchbay, the git binary
+    warm = bench.fresh_tree("warm")
+    patchbay_in_process(bench.patchset, warm, bench.work / "state-warm")
+    shutil.rmtree(warm)
+    warm = bench.fresh_tree("warm")
+    run_checked(["bash", "-c", BASH_GIT_LOOP, "bench", str(warm), patch_dir], bench.env)
+    shutil.rmtree(warm)
+
+    kept: dict[str, Path] = {}
+    for rep in range(repeat):
+        # git apply loop first: its tree is the reference for the others
+        tree = bench.fresh_tree("git")
+        ms, _ = timed(
+            lambda t=tree: run_checked(
+                ["bash", "-c", BASH_GIT_LOOP, "bench", str(t), patch_dir], bench.env
+            )
+        )
+        times["git-apply-loop cold"].append(ms)
+        kept.setdefault("git-apply-loop", tree)
+
+        tree = bench.fresh_tree("grep")
+        args = ["bash", "-c", BASH_GREP_LOOP, "bench", str(tree), str(manifest)]
+        ms, _ = timed(lambda a=args: run_checked(a, bench.env))
+        times["grep-loop cold (applies all)"].append(ms)
+        ms, _ = timed(lambda a=args: run_checked(a, bench.env))
+        times["grep-loop re-run (all greps hit)"].append(ms)
+        kept.setdefault("grep-loop", tree)
+
+        tree = bench.fresh_tree("inproc")
+        state = bench.work / f"state-inproc-{rep}"
+        ms, result = timed(lambda t=tree, s=state: patchbay_in_process(bench.patchset, t, s))
+        times["patchbay in-process cold apply"].append(ms)
+        if len(result.applied) != n:
+            problems.append(f"in-process cold apply applied {len(result.applied)} of {n}")
+        if (state / "journal").exists():
+            problems.append("in-process cold apply left its journal behind")
+        before = signature(tree, bench.touched)
+        ledger = state / "ledger.json"
+        ledger_before = signature(ledger.parent, [ledger.name])
+        ms, result = timed(lambda t=tree, s=state: patchbay_in_process(bench.patchset, t, s))
+        times["patchbay in-process no-op re-run"].append(ms)
+        if not result.nothing_to_do:
+            problems.append(f"in-process re-run was not a no-op: applied {result.applied}")
+        if signature(tree, bench.touched) != before:
+            problems.append("in-process no-op re-run rewrote a patched file")
+        if signature(ledger.parent, [ledger.name]) != ledger_before:
+            problems.append("in-process no-op re-run rewrote the ledger")
+        kept.setdefault("patchbay in-process", tree)
+
+        tree = bench.fresh_tree("cli")
+        args = [bench.cli, "apply", str(bench.patchset), "--root", str(tree)]
+        ms, proc = timed(lambda a=args: run_checked(a, bench.env))
+        times["patchbay CLI cold apply"].append(ms)
+        if f"{n} applied" not in proc.stdout:
+            problems.append(f"CLI cold apply said: {proc.stdout.strip().splitlines()[-1:]}")
+        before = signature(tree, bench.touched)
+        ms, proc = timed(lambda a=args: run_checked(a, bench.env))
+        times["patchbay CLI no-op re-run"].append(ms)
+        if "nothing to do" not in proc.stdout:
+            problems.append(f"CLI re-run was not a no-op: {proc.stdout.strip()[-300:]}")
+        if signature(tree, bench.touched) != before:
+            problems.append("CLI no-op re-run rewrote a patched file")
+        kept.setdefault("patchbay CLI", tree)
+
+        for t in bench.work.glob("tree-*"):
+            if t not in kept.values():
+                shutil.rmtree(t)
+
+    reference = kept["git-apply-loop"]
+    if signature(bench.pristine, bench.touched) != pristine_sig:
+        problems.append("the pristine tree was modified")
+    for rel in bench.touched:
+        if (reference / rel).read_bytes() == (bench.pristine / rel).read_bytes():
+            problems.append(f"git apply loop left {rel} unchanged")
+    for bp in bench.patches:
+        if bp.marker not in (reference / bp.touched[0]).read_text():
+            problems.append(f"git apply loop: {bp.marker} missing from {bp.touched[0]}")
+    for name in ("grep-loop", "patchbay in-process", "patchbay CLI"):
+        problems += compare_trees(name, kept[name], reference, bench.touched)
+    return times, problems
+
+
+def profile(bench: Bench, top: int) -> None:
+    """cProfile of one in-process cold apply and one no-op re-run, by cumulative time."""
+    tree = bench.fresh_tree("profile")
+    state = bench.work / "state-profile"
+    for label in ("cold apply", "no-op re-run"):
+        prof = cProfile.Profile()
+        prof.enable()
+        patchbay_in_process(bench.patchset, tree, state)
+        prof.disable()
+        print(f"\n== cProfile: patchbay in-process {label} (top {top} by cumtime) ==")
+        pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(top)
+    shutil.rmtree(tree)
+
+
+def report(times: dict[str, list[float]], bench: Bench, repeat: int) -> None:
+    """The table of medians and the target ratios."""
+    med = {k: statistics.median(v) for k, v in times.items()}
+    n_files = len(listing(bench.pristine))
+    n_touched = len(bench.touched)
+    print(
+        f"patchbay apply benchmark: {n_files} files in {PACKAGE}/, {len(bench.patches)} patches "
+        f"touching {n_touched} files; median of {repeat} runs (min..max), fresh tree per run"
+    )
+    print()
+    width = max(len(k) for k in times)
+    print(f"{'measurement':<{width}}  {'median ms':>10}  {'min..max ms':>17}")
+    print(f"{'-' * width}  {'-' * 10}  {'-' * 17}")
+    for k, v in times.items():
+        spread = f"{min(v):.1f}..{max(v):.1f}"
+        print(f"{k:<{width}}  {med[k]:>10.1f}  {spread:>17}")
+    print()
+    rows = [
+        (
+            "in-process cold / git-apply-loop cold",
+            med["patchbay in-process cold apply"] / med["git-apply-loop cold"],
+            COLD_TARGET,
+        ),
+        (
+            "CLI cold / git-apply-loop cold",
+            med["patchbay CLI cold apply"] / med["git-apply-loop cold"],
+            COLD_TARGET,
+        ),
+        (
+            "in-process no-op / grep-loop re-run",
+            med["patchbay in-process no-op re-run"] / med["grep-loop re-run (all greps hit)"],
+            NOOP_TARGET,
+        ),
+        (
+            "CLI no-op / grep-loop re-run",
+            med["patchbay CLI no-op re-run"] / med["grep-loop re-run (all greps hit)"],
+            NOOP_TARGET,
+        ),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print(f"{'ratio':<{width}}  {'value':>6}  {'target':>8}  result")
+    print(f"{'-' * width}  {'-' * 6}  {'-' * 8}  ------")
+    for name, value, target in rows:
+        verdict = "PASS" if value <= target else "MISS"
+        print(f"{name:<{width}}  {value:>6.2f}  {'<= ' + format(target, '.1f'):>8}  {verdict}")
+
+
+def find_cli() -> str:
+    """The ``patchbay`` script of the repository's .venv, else the one next to this Python."""
+    for candidate in (
+        REPO / ".venv" / "bin" / "patchbay",
+        Path(sys.executable).parent / "patchbay",
+    ):
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("patchbay")
+    if found is None:
+        sys.exit("bench_apply: no patchbay executable; run scripts/setup")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=5000, help="files in the generated tree")
+    parser.add_argument("--patches", type=int, default=50, help="patches in the patchset")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (median)")
+    parser.add_argument("--seed", type=int, default=20240601, help="generator seed")
+    parser.add_argument(
+        "--profile", action="store_true", help="also print a cProfile of the in-process apply"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = parser.parse_args(argv)
+    if args.files < 200 or args.patches < 1 or args.repeat < 1:
+        parser.error("need --files >= 200, --patches >= 1, --repeat >= 1")
+
+    rng = random.Random(args.seed)
+    work = Path(tempfile.mkdtemp(prefix="patchbay-bench-"))
+    env = {
+        **os.environ,
+        "GIT_CEILING_DIRECTORIES": str(work),  # the trees are plain folders, not a repository
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "LC_ALL": "C",
+    }
+    try:
+        pristine = work / "pristine"
+        started = time.perf_counter()
+        modules = build_tree(pristine, args.files, rng)
+        patchset = work / "patchset"
+        patches = build_patches(pristine, patchset, modules, args.patches, rng)
+        bench = Bench(work, pristine, patchset, patches, find_cli(), env)
+        generated = time.perf_counter() - started
+        times, problems = measure(bench, args.repeat)
+        report(times, bench, args.repeat)
+        print()
+        print(
+            f"(generation {generated:.1f} s, total {time.perf_counter() - started:.1f} s; "
+            f"patchbay CLI: {bench.cli})"
+        )
+        if args.profile:
+            profile(bench, top=30)
+        if problems:
+            print("\ncorrectness: FAILED", file=sys.stderr)
+            for problem in problems:
+                print(f"  {problem}", file=sys.stderr)
+            return 1
+        print(
+            "correctness: OK (every tool's cold apply left the git-apply-loop tree; "
+            "patchbay re-runs were no-ops that rewrote nothing)"
+        )
+        return 0
+    except (CheckFailed, PatchbayError) as exc:
+        print(f"correctness: FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if args.keep:
+            print(f"kept {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
