@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import snapshot, write_patchset
+from conftest import diff_patch, snapshot, write_patchset
 from patchbay.engine import PatchStatus, apply_patchset, make_plan, revert_patchset
 from patchbay.errors import RefusedError
 from patchbay.model import load_patchset
@@ -211,3 +211,37 @@ def test_upgrade_reverts_a_patch_removed_from_the_patchset(tmp_path: Path, root:
     result = apply_patchset(patchset, env, upgrade=True)
     assert result.reverted == ["r"]
     assert (root / "pkg/m.py").read_text() == "a = 1\nb = 1\nc = 2\n"
+
+
+def test_later_patch_builds_on_an_earlier_one_in_the_same_file(tmp_path: Path) -> None:
+    """Patch 2's context contains the line patch 1 adds: it is pending only after patch 1,
+    and both land through one git run."""
+    root = tmp_path / "root"
+    (root / "pkg").mkdir(parents=True)
+    base = "".join(f"line{i}\n" for i in range(1, 11))
+    step1 = base.replace("line5\n", "line5\nadded1\n")
+    step2 = step1.replace("added1\nline6\n", "added1\nadded2\nline6\n")
+    ps = write_patchset(
+        tmp_path / "ps",
+        [
+            {"id": "one", "kind": "diff", "file": "1.patch"},
+            {"id": "two", "kind": "diff", "file": "2.patch"},
+            {"id": "new", "kind": "diff", "file": "3.patch"},
+        ],
+        targets={"engine": {"package": "pkg"}},
+        files={
+            "1.patch": diff_patch("pkg/f.txt", base, step1),
+            "2.patch": diff_patch("pkg/f.txt", step1, step2),
+            "3.patch": "--- /dev/null\n+++ b/pkg/new/mod.py\n@@ -0,0 +1 @@\n+X = 1\n",
+        },
+    )
+    (root / "pkg" / "f.txt").write_text(base)
+    assert statuses(ps, root) == dict.fromkeys(("one", "two", "new"), PatchStatus.PENDING)
+    assert apply(ps, root).applied == ["one", "two", "new"]
+    assert (root / "pkg" / "f.txt").read_text() == step2
+    assert (root / "pkg" / "new" / "mod.py").read_text() == "X = 1\n"
+    assert statuses(ps, root) == dict.fromkeys(("one", "two", "new"), PatchStatus.APPLIED)
+    patchset, env = _run(ps, root)
+    assert revert_patchset(patchset, env) == ["new", "two", "one"]
+    assert (root / "pkg" / "f.txt").read_text() == base
+    assert not (root / "pkg" / "new").exists()

@@ -33,7 +33,7 @@ from typing import Any
 
 from . import __version__
 from .errors import ApplyFailed, InputError, PatchbayError, RefusedError
-from .kinds import KINDS, ContentState, Inspection, LoadedPatch
+from .kinds import KINDS, ContentState, Inspection, LoadedPatch, PendingPatch
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
 from .targets import Environment
@@ -258,13 +258,21 @@ def make_plan(
     guard = check_guard(patchset, env, ledger)
     ids = {p.id for p in patchset.patches}
     history = _file_history(ledger, patchset.name)
+    pairs = list(zip(patchset.patches, loaded, strict=True))
+    # Backward pass, as quilt pops a stack: a patch is judged on the tree with every later
+    # applied patch taken off again, so that a later patch editing the same lines does not
+    # hide an earlier one.
+    unwound = Tree(env.roots)
+    present: dict[str, Inspection] = {}
+    for patch, lp in reversed(pairs):
+        inspection = _inspect(patch, lp, unwound)
+        if inspection.state is ContentState.APPLIED:
+            present[patch.id] = inspection
+            for change in inspection.undo:
+                unwound.stage(change.target, change.path, change.before)
     reports = []
-    for i, (patch, lp) in enumerate(zip(patchset.patches, loaded, strict=True)):
-        try:
-            inspection = KINDS[patch.kind].inspect(patch, lp, tree)
-        except PatchbayError as exc:
-            exc.patch_id = exc.patch_id or patch.id
-            raise
+    for i, (patch, lp) in enumerate(pairs):
+        inspection = present.get(patch.id) or _inspect(patch, lp, tree)
         entry = ledger.find(patchset.name, patch.id)
         status, notes = _status(inspection, entry, lp, tree, history)
         if status is PatchStatus.PENDING:
@@ -278,6 +286,14 @@ def make_plan(
         or any(r.status is PatchStatus.OUTDATED and r.id == e.patch_id for r in reports)
     ]
     return Plan(patchset, env, ledger, guard, reports, stale)
+
+
+def _inspect(patch: Any, loaded: LoadedPatch, tree: Tree) -> Inspection:
+    try:
+        return KINDS[patch.kind].inspect(patch, loaded, tree)
+    except PatchbayError as exc:
+        exc.patch_id = exc.patch_id or patch.id
+        raise
 
 
 def _status(
@@ -439,9 +455,9 @@ def apply_patchset(
                 result.plan = plan
                 _refuse_blocking(plan, upgrade=True)
                 ledger = plan.ledger
-            for report in plan.with_status(PatchStatus.PENDING):
-                _apply_one(patchset, report, env, ledger, txn)
-                result.applied.append(report.id)
+            pending = plan.with_status(PatchStatus.PENDING)
+            _write_pending(patchset, pending, env, ledger, txn)
+            result.applied = [r.id for r in pending]
             ledger.save(txn)
             txn.commit()
     return result
@@ -455,57 +471,117 @@ def _entries_from(ledger: Ledger, patchset: str, stale: list[LedgerEntry]) -> li
     return entries[first:]
 
 
-def _apply_one(
-    patchset: Patchset, report: PatchReport, env: Environment, ledger: Ledger, txn: Transaction
+def _batches(reports: list[PatchReport]) -> list[list[PatchReport]]:
+    """Runs of consecutive patches of one kind and one target (a kind may write a run at once;
+    order across runs is kept, so a later patch always sees the result of an earlier one)."""
+    runs: list[list[PatchReport]] = []
+    for report in reports:
+        key = (report.patch.kind, report.patch.target)
+        if runs and (runs[-1][0].patch.kind, runs[-1][0].patch.target) == key:
+            runs[-1].append(report)
+        else:
+            runs.append([report])
+    return runs
+
+
+def _write_pending(
+    patchset: Patchset,
+    reports: list[PatchReport],
+    env: Environment,
+    ledger: Ledger,
+    txn: Transaction,
 ) -> None:
+    """Write every pending patch, check the result against the plan, record it in the ledger.
+
+    Every path is journaled before the first write; any failure propagates and the caller's
+    transaction restores everything.
+    """
     tree = Tree(env.roots)
-    changes = report.inspection.changes
+    planned: dict[Path, bytes | None] = {}
+    owner: dict[Path, str] = {}  # the first patch that changes each path
     created: dict[tuple[str, str], list[str]] = {}
-    try:
-        for change in changes:
+    for report in reports:
+        for change in report.inspection.changes:
             path = tree.resolve(change.target, change.path)
-            created[(change.target, change.path)] = _missing_parents(path, env.roots[change.target])
+            key = (change.target, change.path)
+            if key not in created:  # folders missing before the first write of this file
+                created[key] = _missing_parents(path, env.roots[change.target])
             txn.save(path)
-        KINDS[report.patch.kind].apply(report.patch, report.loaded, report.inspection, tree, txn)
+            planned[path] = change.after
+            owner.setdefault(path, report.id)
+    txn.sync()
+    running: list[str] = []
+    try:
+        for batch in _batches(reports):
+            running = [r.id for r in batch]
+            items = [PendingPatch(r.patch, r.loaded, r.inspection) for r in batch]
+            KINDS[batch[0].patch.kind].apply(items, tree)
+        running = []
+        for path, data in planned.items():
+            try:
+                written: bytes | None = path.read_bytes()
+            except FileNotFoundError:
+                written = None
+            if written != data:
+                raise ApplyFailed(f"{path}: the written file differs from the planned result")
+            _drop_bytecode(path, txn)
+    except (PatchbayError, OSError) as exc:
+        raise _write_error(exc, running, _first_unwritten(planned, owner)) from None
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    for report in reports:
         records = []
-        for change in changes:
-            written = tree.on_disk(change.target, change.path)
-            if written != change.after:
-                raise ApplyFailed(
-                    f"{change.path}: the written file differs from the planned result"
-                )
-            _drop_bytecode(tree.resolve(change.target, change.path), txn)
+        for change in report.inspection.changes:
             before = None if change.before is None else ledger.store_blob(change.before, txn)
-            records.append(
-                FileRecord(
-                    change.target,
-                    change.path,
-                    before,
-                    sha256_or_none(change.after),
-                    created[(change.target, change.path)],
-                )
-            )
-    except PatchbayError as exc:
-        exc.patch_id = exc.patch_id or report.id
-        exc.reason += "; every file this run touched was restored"
-        raise
-    except OSError as exc:
-        raise ApplyFailed(
-            f"write failed: {exc.strerror or exc}; every file this run touched was restored",
-            file=exc.filename or report.loaded.source,
-            patch_id=report.id,
-        ) from None
-    ledger.put(
-        patchset.name,
-        LedgerEntry(
-            patch_id=report.id,
-            kind=report.patch.kind,
-            patch_sha256=report.loaded.sha256,
-            applied_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            tool_version=__version__,
-            files=records,
-        ),
-    )
+            folders = created.pop((change.target, change.path), [])
+            after = sha256_or_none(change.after)
+            records.append(FileRecord(change.target, change.path, before, after, folders))
+        ledger.put(
+            patchset.name,
+            LedgerEntry(
+                patch_id=report.id,
+                kind=report.patch.kind,
+                patch_sha256=report.loaded.sha256,
+                applied_at=now,
+                tool_version=__version__,
+                files=records,
+            ),
+        )
+
+
+def _first_unwritten(
+    planned: dict[Path, bytes | None], owner: dict[Path, str]
+) -> tuple[Path, str] | None:
+    """The first planned path (in patch order) whose bytes are not the planned ones yet, with
+    the patch that changes it: where a write failure struck."""
+    for path, data in planned.items():
+        try:
+            on_disk: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            on_disk = None
+        except OSError:
+            return path, owner[path]
+        if on_disk != data:
+            return path, owner[path]
+    return None
+
+
+def _write_error(
+    exc: PatchbayError | OSError, running: list[str], struck: tuple[Path, str] | None
+) -> PatchbayError:
+    """One error for a failed write, naming the patch and file where it struck."""
+    if isinstance(exc, OSError):
+        error: PatchbayError = ApplyFailed(f"write failed: {exc.strerror or exc}")
+        error.file = exc.filename
+    else:
+        error = exc
+    if struck is not None:
+        path, patch_id = struck
+        error.patch_id = patch_id
+        error.file = str(path)
+    elif len(running) == 1:
+        error.patch_id = error.patch_id or running[0]
+    error.reason += "; every file this run touched was restored"
+    return error
 
 
 def _missing_parents(path: Path, root: Path) -> list[str]:
@@ -570,6 +646,9 @@ def _revert_entries(
                     )
             tree.stage(rec.target, rec.path, before)
             writes.append((rec.target, rec.path, before, rec.created_dirs))
+    for target, rel, _, _ in writes:
+        txn.save(tree.resolve(target, rel))
+    txn.sync()
     try:
         for target, rel, data, created_dirs in writes:
             path = tree.resolve(target, rel)

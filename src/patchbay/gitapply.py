@@ -10,6 +10,7 @@ target root with ``GIT_CEILING_DIRECTORIES`` and isolate git from system and use
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -24,6 +25,15 @@ def git_environment(cwd: Path) -> dict[str, str]:
         "GIT_CONFIG_GLOBAL": os.devnull,
         "LC_ALL": "C",
     }
+
+
+def _exit_description(status: object) -> str:
+    if isinstance(status, int) and status < 0:
+        try:
+            return f"signal {signal.Signals(-status).name}"
+        except ValueError:
+            return f"signal {-status}"
+    return f"exit status {status}"
 
 
 def git_apply(patch_text: bytes, cwd: Path, *, strip: int = 1, check: bool = False) -> None:
@@ -52,7 +62,9 @@ def git_apply(patch_text: bytes, cwd: Path, *, strip: int = 1, check: bool = Fal
         )
     except git.GitCommandError as exc:
         stderr = (exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'")
-        first = next((ln for ln in stderr.splitlines() if ln.strip()), "git apply failed")
+        first = next((ln for ln in stderr.splitlines() if ln.strip()), None)
+        if first is None:
+            first = f"git apply failed with {_exit_description(exc.status)}"
         raise ApplyFailed(f"git apply: {first}", file=cwd) from None
     finally:
         os.unlink(patch_file)

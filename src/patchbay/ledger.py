@@ -94,6 +94,7 @@ class Ledger:
         self.path = state_dir / "ledger.json"
         self.blob_dir = state_dir / "blobs"
         self._data: dict[str, Any] = {"format": LEDGER_FORMAT, "patchsets": {}}
+        self._parsed: dict[str, list[LedgerEntry]] = {}
         if self.path.exists():
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -109,25 +110,27 @@ class Ledger:
 
     def entries(self, patchset: str) -> list[LedgerEntry]:
         """Entries of ``patchset``, oldest first."""
-        raw = self._data["patchsets"].get(patchset, {}).get("entries", [])
-        return [LedgerEntry.from_json(e) for e in raw]
+        cached = self._parsed.get(patchset)
+        if cached is None:
+            raw = self._data["patchsets"].get(patchset, {}).get("entries", [])
+            cached = self._parsed[patchset] = [LedgerEntry.from_json(e) for e in raw]
+        return list(cached)
 
     def find(self, patchset: str, patch_id: str) -> LedgerEntry | None:
         """The entry of ``patch_id``, or None."""
-        for entry in self.entries(patchset):
-            if entry.patch_id == patch_id:
-                return entry
-        return None
+        return next((e for e in self.entries(patchset) if e.patch_id == patch_id), None)
 
     def put(self, patchset: str, entry: LedgerEntry) -> None:
         """Add ``entry`` (replacing an older one of the same patch id) in memory."""
         self.remove(patchset, entry.patch_id)
         bucket = self._data["patchsets"].setdefault(patchset, {"entries": []})
         bucket["entries"].append(asdict(entry))
+        self._parsed.pop(patchset, None)
 
     def remove(self, patchset: str, patch_id: str) -> None:
         """Drop the entry of ``patch_id`` in memory."""
         bucket = self._data["patchsets"].get(patchset)
+        self._parsed.pop(patchset, None)
         if bucket:
             bucket["entries"] = [e for e in bucket["entries"] if e["patch_id"] != patch_id]
             if not bucket["entries"]:
@@ -159,4 +162,5 @@ class Ledger:
             self.path,
             (json.dumps(self._data, indent=2, sort_keys=True) + "\n").encode(),
             mode=0o644,
+            durable=True,
         )

@@ -3,9 +3,9 @@
 Before a run changes a path it calls :meth:`Transaction.save`, which keeps the original: a hard
 link to the file (free, and exact: writers here always replace files by a new inode, as
 ``git apply`` does) or a copy when the journal sits on another filesystem. The journal manifest
-is flushed to disk before each change, so a run killed outright (SIGKILL, power loss) is rolled
-back by the next run that takes the lock (:func:`recover`), as quilt's ``.pc`` folder lets it
-pop what it pushed.
+is written before each change (and fsynced before each batch of writes), so a run killed outright
+(SIGKILL, power loss) is rolled back by the next run that takes the lock (:func:`recover`), as
+quilt's ``.pc`` folder lets it pop what it pushed.
 """
 
 from __future__ import annotations
@@ -81,9 +81,12 @@ class Transaction:
                 times=[st.st_atime_ns, st.st_mtime_ns],
             )
         self._manifest.write(json.dumps(entry) + "\n")
-        self._manifest.flush()
-        os.fsync(self._manifest.fileno())
+        self._manifest.flush()  # enough for a killed process; sync() makes it durable
         self._entries[key] = entry
+
+    def sync(self) -> None:
+        """Make the journal durable (fsync); call once after saving a batch, before writing."""
+        os.fsync(self._manifest.fileno())
 
     def commit(self) -> None:
         """Forget the originals: the run succeeded."""
@@ -139,13 +142,17 @@ def _restore(journal_dir: Path, entries: list[dict[str, object]]) -> list[Path]:
     return restored
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def write_atomic(
+    path: Path, data: bytes, *, mode: int | None = None, durable: bool = False
+) -> None:
     """Replace ``path`` with ``data`` through a temporary file and a rename (a new inode).
 
     Args:
         path: destination; its folder must exist.
         data: the new bytes.
         mode: permission bits; default: those of the file being replaced, else 0o644.
+        durable: fsync the data before the rename (for the ledger; engine files are covered
+            by the journal, as git apply's own writes are).
     """
     if mode is None:
         try:
@@ -156,8 +163,9 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

@@ -27,6 +27,7 @@ class Tree:
         self.roots = roots
         self._real_roots: dict[str, str] = {}
         self._staged: dict[tuple[str, str], bytes | None] = {}
+        self._resolved: dict[tuple[str, str], Path] = {}
 
     def resolve(self, target: str, rel: str) -> Path:
         """Absolute path of ``rel`` under ``target``'s root.
@@ -35,6 +36,9 @@ class Tree:
             RefusedError: the path is absolute, has ``..``, is a symbolic link, or resolves
                 (through a linked folder) to somewhere outside the root.
         """
+        known = self._resolved.get((target, rel))
+        if known is not None:
+            return known
         root = self.roots[target]
         if rel.startswith("/") or ".." in rel.split("/"):
             raise RefusedError(f"path {rel!r} escapes target {target!r}", file=root)
@@ -51,6 +55,7 @@ class Tree:
             raise RefusedError(
                 f"{rel} resolves to {real}, outside target {target!r} ({real_root})", file=path
             )
+        self._resolved[(target, rel)] = path
         return path
 
     def read(self, target: str, rel: str) -> bytes | None:

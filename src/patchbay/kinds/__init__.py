@@ -6,10 +6,18 @@ registered in :data:`KINDS`.
 
 from __future__ import annotations
 
-from .base import ContentState, FileChange, Inspection, LoadedPatch, PatchKind
+from .base import ContentState, FileChange, Inspection, LoadedPatch, PatchKind, PendingPatch
 from .diff import DiffKind
 from .replace import ReplaceKind
 
 KINDS: dict[str, PatchKind] = {kind.name: kind for kind in (DiffKind(), ReplaceKind())}
 
-__all__ = ["KINDS", "ContentState", "FileChange", "Inspection", "LoadedPatch", "PatchKind"]
+__all__ = [
+    "KINDS",
+    "ContentState",
+    "FileChange",
+    "Inspection",
+    "LoadedPatch",
+    "PatchKind",
+    "PendingPatch",
+]

@@ -15,7 +15,6 @@ from ..hunks import HunkResult, HunkState
 
 if TYPE_CHECKING:
     from ..model import Patchset
-    from ..transaction import Transaction
     from ..tree import Tree
 
 
@@ -74,12 +73,29 @@ class LoadedPatch:
 
 @dataclass
 class Inspection:
-    """The state of one patch on a tree, and what applying it would change."""
+    """The state of one patch on a tree, and what applying it would change.
+
+    ``changes`` (when pending) says what applying would write; ``data`` is the kind's own
+    record of how to write it (e.g. hunks at the places found), so that writing needs no second
+    look at the tree. ``undo`` (when applied, and the kind can tell) says what the files were
+    before the patch, so that the patches before it can be judged on the tree as they left it.
+    """
 
     state: ContentState
     hunks: list[HunkResult] = field(default_factory=list)
     changes: list[FileChange] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    data: Any = None
+    undo: list[FileChange] = field(default_factory=list)
+
+
+@dataclass
+class PendingPatch:
+    """A pending patch handed to its kind for writing."""
+
+    patch: Any
+    loaded: LoadedPatch
+    inspection: Inspection
 
 
 class PatchKind(Protocol):
@@ -100,11 +116,15 @@ class PatchKind(Protocol):
         """Classify the patch on ``tree`` (disk plus staged changes); never writes."""
         ...
 
-    def apply(
-        self, patch: Any, loaded: LoadedPatch, inspection: Inspection, tree: Tree, txn: Transaction
-    ) -> None:
-        """Write the changes ``inspection`` planned. Every path in ``inspection.changes`` was
-        already saved in ``txn``; the engine checks the written bytes afterwards."""
+    def apply(self, batch: list[PendingPatch], tree: Tree) -> None:
+        """Write the changes the inspections planned, for consecutive pending patches of this
+        kind on one target, in order (a kind may write them in one go: ``diff`` runs one
+        ``git apply``). Every path was already saved in the run's transaction, and the engine
+        checks the written bytes against the plan afterwards.
+
+        Raises:
+            ApplyFailed or OSError: a write failed (the engine rolls the run back).
+        """
         ...
 
     def describe(self, patch: Any, loaded: LoadedPatch) -> str:

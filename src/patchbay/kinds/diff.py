@@ -13,7 +13,7 @@ import hashlib
 import os
 import stat
 import tempfile
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,11 +23,10 @@ from ..gitapply import git_apply
 from ..hunks import HunkResult, HunkState, LineIndex, apply_hunks, classify_hunk
 from ..ledger import sha256_bytes
 from ..model import DiffPatch
-from .base import ContentState, FileChange, Inspection, LoadedPatch, aggregate
+from .base import ContentState, FileChange, Inspection, LoadedPatch, PendingPatch, aggregate
 
 if TYPE_CHECKING:
     from ..model import Patchset
-    from ..transaction import Transaction
     from ..tree import Tree
 
 
@@ -49,6 +48,22 @@ def _to_crlf(hunk: Hunk) -> Hunk:
         return text[:-1] + "\r\n" if text.endswith("\n") and not text.endswith("\r\n") else text
 
     return replace(hunk, lines=[(tag, conv(text)) for tag, text in hunk.lines])
+
+
+@dataclass
+class _Outcome:
+    """One file patch on the tree: hunk results, planned changes, and what git will be given."""
+
+    results: list[HunkResult]
+    changes: list[FileChange] = field(default_factory=list)
+    chunk: bytes | None = None
+    undo: list[FileChange] = field(default_factory=list)
+
+
+def _reversed(hunk: Hunk) -> Hunk:
+    """The hunk that undoes ``hunk`` (added and removed lines swapped)."""
+    swap = {"+": "-", "-": "+", " ": " "}
+    return replace(hunk, lines=[(swap[tag], text) for tag, text in hunk.lines])
 
 
 def git_blob_id(data: bytes) -> str:
@@ -92,151 +107,185 @@ class DiffKind:
     def inspect(self, patch: DiffPatch, loaded: LoadedPatch, tree: Tree) -> Inspection:
         parsed: ParsedDiff = loaded.data
         results: list[HunkResult] = []
-        changes: list[FileChange] = []
         notes: list[str] = list(loaded.notes)
-        pending_changes: list[FileChange] = []
+        changes: list[FileChange] = []
+        chunks: list[bytes] = []
+        undo: list[FileChange] = []
         for fp in parsed.files:
-            file_results, file_changes = self._inspect_file(patch.target, fp, tree, notes)
-            results.extend(file_results)
-            pending_changes.extend(file_changes)
+            outcome = self._inspect_file(patch.target, fp, tree, notes)
+            results.extend(outcome.results)
+            changes.extend(outcome.changes)
+            undo.extend(outcome.undo)
+            if outcome.chunk is not None:
+                chunks.append(outcome.chunk)
         state = aggregate(results)
-        if state is ContentState.PENDING:
-            changes = pending_changes
-        return Inspection(state=state, hunks=results, changes=changes, notes=notes)
+        if state is ContentState.APPLIED:
+            return Inspection(state=state, hunks=results, notes=notes, undo=undo)
+        if state is not ContentState.PENDING:
+            return Inspection(state=state, hunks=results, notes=notes)
+        # what git will be given: every file patch with its hunks at the places found
+        return Inspection(state=state, hunks=results, changes=changes, notes=notes, data=chunks)
 
-    def _inspect_file(
-        self, target: str, fp: FilePatch, tree: Tree, notes: list[str]
-    ) -> tuple[list[HunkResult], list[FileChange]]:
+    def _inspect_file(self, target: str, fp: FilePatch, tree: Tree, notes: list[str]) -> _Outcome:
         old = tree.read(target, fp.old_path) if fp.old_path else None
         new = tree.read(target, fp.new_path) if fp.new_path else None
         if fp.is_new:
-            return self._whole_file(target, fp, tree, before=None, current=new)
+            return self._new_file(target, fp, new)
         if fp.is_delete:
-            return self._whole_file(target, fp, tree, before=old, current=old)
+            return self._deleted_file(target, fp, tree, old)
         if fp.is_rename:
-            if old is not None and new is None:
-                if not fp.hunks:
-                    results, after = [self._file_result(fp, HunkState.PENDING)], old
-                else:
-                    results, after = self._modify(fp, old, notes)
-                    if all(r.state is HunkState.APPLIED for r in results):
-                        results = [
-                            self._file_result(
-                                fp, HunkState.CONFLICT, "content already changed, but not renamed"
-                            )
-                        ]
-                changes = []
-                if after is not None:
-                    changes = [
-                        FileChange(target, fp.old_path, old, None),
-                        FileChange(target, fp.new_path, None, after),
-                    ]
-                return results, changes
-            if old is None and new is not None:
-                results, _ = self._modify(fp, new, notes)
-                if not fp.hunks:
-                    return [self._file_result(fp, HunkState.APPLIED)], []
-                return results, []
-            detail = (
-                "both the old and the new name exist" if old is not None else "neither name exists"
-            )
-            return [self._file_result(fp, HunkState.CONFLICT, f"rename: {detail}")], []
+            return self._renamed_file(target, fp, old, new, notes)
         if old is None:
-            return [self._file_result(fp, HunkState.CONFLICT, f"{fp.path} does not exist")], []
+            return _Outcome(
+                [self._file_result(fp, HunkState.CONFLICT, f"{fp.path} does not exist")]
+            )
         if fp.binary is not None:
-            return self._binary_modify(target, fp, tree, old)
-        results, after = self._modify(fp, old, notes)
+            return self._binary_modify(target, fp, old)
+        if not fp.hunks and fp.old_mode and fp.new_mode:
+            return self._mode_only(target, fp, tree, old)
+        results, after, placed = self._modify(fp, old, notes)
         if after is None:
-            if fp.new_mode and fp.old_mode and not fp.hunks:
-                return self._mode_only(target, fp, tree, old)
-            return results, []
-        return results, [FileChange(target, fp.path, old, after)]
+            undone = self._undo(fp, old, results)
+            undo = [] if undone is None else [FileChange(target, fp.path, undone, old)]
+            return _Outcome(results, undo=undo)
+        return _Outcome(
+            results, [FileChange(target, fp.path, old, after)], render_file_patch(fp, placed)
+        )
+
+    def _renamed_file(
+        self, target: str, fp: FilePatch, old: bytes | None, new: bytes | None, notes: list[str]
+    ) -> _Outcome:
+        if old is not None and new is None:
+            placed = None
+            if not fp.hunks:
+                results, after = [self._file_result(fp, HunkState.PENDING)], old
+            else:
+                results, after, placed = self._modify(fp, old, notes)
+                if all(r.state is HunkState.APPLIED for r in results):
+                    detail = "content already changed, but not renamed"
+                    return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
+            if after is None:
+                return _Outcome(results)
+            changes = [
+                FileChange(target, fp.old_path, old, None),  # type: ignore[arg-type]
+                FileChange(target, fp.new_path, None, after),  # type: ignore[arg-type]
+            ]
+            return _Outcome(results, changes, render_file_patch(fp, placed))
+        if old is None and new is not None:
+            undone: bytes | None = new
+            if not fp.hunks:
+                results = [self._file_result(fp, HunkState.APPLIED)]
+            else:
+                results, _, _ = self._modify(fp, new, notes)
+                undone = self._undo(fp, new, results)
+            undo = []
+            if undone is not None:
+                undo = [
+                    FileChange(target, fp.old_path, undone, None),  # type: ignore[arg-type]
+                    FileChange(target, fp.new_path, None, new),  # type: ignore[arg-type]
+                ]
+            return _Outcome(results, undo=undo)
+        detail = "both the old and the new name exist" if old is not None else "neither name exists"
+        return _Outcome([self._file_result(fp, HunkState.CONFLICT, f"rename: {detail}")])
 
     def _modify(
         self, fp: FilePatch, data: bytes, notes: list[str]
-    ) -> tuple[list[HunkResult], bytes | None]:
-        """Classify text hunks on ``data``; the result bytes when all are pending."""
+    ) -> tuple[list[HunkResult], bytes | None, list[tuple[int | None, Hunk]] | None]:
+        """Classify text hunks on ``data``; when all are pending, also the result bytes and
+        the hunks (with the file's line endings) at the places found."""
         hunks = fp.hunks
         if _is_crlf(data):
             hunks = [_to_crlf(h) for h in hunks]
             notes.append(f"{fp.path} uses CRLF line endings; the patch was matched with CRLF")
         index = LineIndex(_lines(data))
-        path = fp.path
-        results = [classify_hunk(index, h, path) for h in hunks]
+        results = [classify_hunk(index, h, fp.path) for h in hunks]
         if not results or any(r.state is not HunkState.PENDING for r in results):
-            return results, None
-        placed = [(r.start, h) for r, h in zip(results, hunks, strict=True)]
+            return results, None, None
+        placed: list[tuple[int | None, Hunk]] = [
+            (r.start, h) for r, h in zip(results, hunks, strict=True)
+        ]
         out = apply_hunks(index.lines, placed)  # type: ignore[arg-type]
         if out is None:
             for r in results:
                 r.state, r.detail = HunkState.CONFLICT, "hunks overlap at the places found"
-            return results, None
-        return results, _bytes(out)
+            return results, None, None
+        return results, _bytes(out), placed
 
-    def _whole_file(
-        self,
-        target: str,
-        fp: FilePatch,
-        tree: Tree,
-        *,
-        before: bytes | None,
-        current: bytes | None,
-    ) -> tuple[list[HunkResult], list[FileChange]]:
-        """New and deleted files: the whole file is the unit."""
-        if fp.is_new:
-            expected = self._new_content(target, fp, tree)
-            if current is None:
-                return [self._file_result(fp, HunkState.PENDING)], [
-                    FileChange(target, fp.path, None, expected)
-                ]
-            if current == expected:
-                return [self._file_result(fp, HunkState.APPLIED)], []
-            return [self._file_result(fp, HunkState.CONFLICT, "file exists with other content")], []
+    def _undo(self, fp: FilePatch, data: bytes, results: list[HunkResult]) -> bytes | None:
+        """The file before the patch, when every hunk is applied at a known place."""
+        if not results or any(r.state is not HunkState.APPLIED or r.start is None for r in results):
+            return None
+        hunks = [_to_crlf(h) for h in fp.hunks] if _is_crlf(data) else fp.hunks
+        placed = [(r.start, _reversed(h)) for r, h in zip(results, hunks, strict=True)]
+        out = apply_hunks(_lines(data), placed)  # type: ignore[arg-type]
+        return None if out is None else _bytes(out)
+
+    def _new_file(self, target: str, fp: FilePatch, current: bytes | None) -> _Outcome:
+        expected = self._new_content(fp)
         if current is None:
-            return [self._file_result(fp, HunkState.APPLIED)], []
+            return _Outcome(
+                [self._file_result(fp, HunkState.PENDING)],
+                [FileChange(target, fp.path, None, expected)],
+                render_file_patch(fp, None, mode=fp.new_mode or "100644"),
+            )
+        if current == expected:
+            return _Outcome([self._file_result(fp, HunkState.APPLIED)])
+        return _Outcome(
+            [self._file_result(fp, HunkState.CONFLICT, "file exists with other content")]
+        )
+
+    def _deleted_file(
+        self, target: str, fp: FilePatch, tree: Tree, current: bytes | None
+    ) -> _Outcome:
+        if current is None:
+            undo = []
+            if fp.binary is None:
+                content = _bytes([line for h in fp.hunks for line in h.preimage])
+                undo = [FileChange(target, fp.path, content, None)]
+            return _Outcome([self._file_result(fp, HunkState.APPLIED)], undo=undo)
         if fp.binary is not None:
             matches = fp.index_old is not None and git_blob_id(current).startswith(fp.index_old)
         else:
-            pre = [line for h in fp.hunks for line in h.preimage]
-            if _is_crlf(current):
-                pre = [line for h in fp.hunks for line in _to_crlf(h).preimage]
-            matches = _bytes(pre) == current
-        if matches:
-            return [self._file_result(fp, HunkState.PENDING)], [
-                FileChange(target, fp.path, current, None)
-            ]
-        return [self._file_result(fp, HunkState.CONFLICT, "file to delete has other content")], []
+            hunks = [_to_crlf(h) for h in fp.hunks] if _is_crlf(current) else fp.hunks
+            matches = _bytes([line for h in hunks for line in h.preimage]) == current
+        if not matches:
+            detail = "file to delete has other content"
+            return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
+        mode = _mode_of(tree.resolve(target, fp.path))
+        return _Outcome(
+            [self._file_result(fp, HunkState.PENDING)],
+            [FileChange(target, fp.path, current, None)],
+            render_file_patch(fp, None, mode=mode),
+        )
 
-    def _new_content(self, target: str, fp: FilePatch, tree: Tree) -> bytes:
+    def _new_content(self, fp: FilePatch) -> bytes:
         if fp.binary is not None:
             return self._binary_result(fp, None)
         return _bytes([line for h in fp.hunks for line in h.postimage])
 
-    def _binary_modify(
-        self, target: str, fp: FilePatch, tree: Tree, current: bytes
-    ) -> tuple[list[HunkResult], list[FileChange]]:
+    def _binary_modify(self, target: str, fp: FilePatch, current: bytes) -> _Outcome:
         blob = git_blob_id(current)
         if fp.index_new and blob.startswith(fp.index_new):
-            return [self._file_result(fp, HunkState.APPLIED)], []
+            return _Outcome([self._file_result(fp, HunkState.APPLIED)])
         if fp.index_old and blob.startswith(fp.index_old):
-            after = self._binary_result(fp, current)
-            return [self._file_result(fp, HunkState.PENDING)], [
-                FileChange(target, fp.path, current, after)
-            ]
-        return [self._file_result(fp, HunkState.CONFLICT, "binary file has other content")], []
+            return _Outcome(
+                [self._file_result(fp, HunkState.PENDING)],
+                [FileChange(target, fp.path, current, self._binary_result(fp, current))],
+                render_file_patch(fp, None),
+            )
+        detail = "binary file has other content"
+        return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
 
-    def _mode_only(
-        self, target: str, fp: FilePatch, tree: Tree, current: bytes
-    ) -> tuple[list[HunkResult], list[FileChange]]:
+    def _mode_only(self, target: str, fp: FilePatch, tree: Tree, current: bytes) -> _Outcome:
         mode = stat.S_IMODE(os.stat(tree.resolve(target, fp.path)).st_mode)
         want = int(fp.new_mode or "0", 8) & 0o777
-        state = (
-            HunkState.APPLIED if (mode & 0o111 != 0) == (want & 0o111 != 0) else HunkState.PENDING
+        if (mode & 0o111 != 0) == (want & 0o111 != 0):
+            return _Outcome([self._file_result(fp, HunkState.APPLIED)])
+        return _Outcome(
+            [self._file_result(fp, HunkState.PENDING)],
+            [FileChange(target, fp.path, current, current)],
+            render_file_patch(fp, None),
         )
-        changes = (
-            [] if state is HunkState.APPLIED else [FileChange(target, fp.path, current, current)]
-        )
-        return [self._file_result(fp, state)], changes
 
     def _binary_result(self, fp: FilePatch, before: bytes | None) -> bytes:
         """Let git compute a binary patch's result in a scratch folder."""
@@ -254,33 +303,11 @@ class DiffKind:
 
     # -- writing ------------------------------------------------------------------------
 
-    def apply(
-        self,
-        patch: DiffPatch,
-        loaded: LoadedPatch,
-        inspection: Inspection,
-        tree: Tree,
-        txn: Transaction,
-    ) -> None:
-        parsed: ParsedDiff = loaded.data
-        root = tree.roots[patch.target]
-        by_file: dict[str, list[HunkResult]] = {}
-        for r in inspection.hunks:
-            by_file.setdefault(r.file, []).append(r)
-        chunks = []
-        for fp in parsed.files:
-            placed = None
-            if fp.hunks and not fp.is_new and not fp.is_delete and fp.binary is None:
-                before = tree.on_disk(patch.target, fp.old_path or fp.path)
-                hunks = [_to_crlf(h) for h in fp.hunks] if before and _is_crlf(before) else fp.hunks
-                placed = [(r.start, h) for r, h in zip(by_file[fp.path], hunks, strict=True)]
-            mode = None
-            if fp.is_delete:
-                mode = _mode_of(tree.resolve(patch.target, fp.path))
-            elif fp.is_new:
-                mode = fp.new_mode or "100644"
-            chunks.append(render_file_patch(fp, placed, mode=mode))
-        git_apply(b"".join(chunks), root)
+    def apply(self, batch: list[PendingPatch], tree: Tree) -> None:
+        # one git process for the whole batch: git applies its file patches in order, each on
+        # the result of the ones before (the batch is consecutive patches of one target)
+        root = tree.roots[batch[0].patch.target]
+        git_apply(b"".join(chunk for item in batch for chunk in item.inspection.data), root)
 
 
 def _mode_of(path: Path) -> str:

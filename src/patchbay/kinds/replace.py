@@ -22,11 +22,10 @@ from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
 from ..model import ReplaceEdit, ReplacePatch
 from ..transaction import write_atomic
-from .base import FileChange, Inspection, LoadedPatch, aggregate
+from .base import ContentState, FileChange, Inspection, LoadedPatch, PendingPatch, aggregate
 
 if TYPE_CHECKING:
     from ..model import Patchset
-    from ..transaction import Transaction
     from ..tree import Tree
 
 
@@ -91,6 +90,7 @@ class ReplaceKind:
             if result.state is HunkState.PENDING:
                 texts[edit.file] = text.replace(old, new)
         state = aggregate(results)
+        undo = self._undo(patch, tree, originals) if state is ContentState.APPLIED else []
         changes = []
         if all(r.state is HunkState.PENDING for r in results):
             changes = [
@@ -102,16 +102,30 @@ class ReplaceKind:
                 )
                 for f in texts
             ]
-        return Inspection(state=state, hunks=results, changes=changes, notes=notes)
+        return Inspection(state=state, hunks=results, changes=changes, notes=notes, undo=undo)
 
-    def apply(
-        self,
-        patch: ReplacePatch,
-        loaded: LoadedPatch,
-        inspection: Inspection,
-        tree: Tree,
-        txn: Transaction,
-    ) -> None:
-        for change in inspection.changes:
-            assert change.after is not None
-            write_atomic(tree.resolve(change.target, change.path), change.after)
+    @staticmethod
+    def _undo(
+        patch: ReplacePatch, tree: Tree, originals: dict[str, bytes | None]
+    ) -> list[FileChange]:
+        """The files before the edits, when each new text occurs exactly as often as it was
+        put there (otherwise which occurrences to undo is unknown, and nothing is said)."""
+        texts = {f: (d or b"").decode("utf-8", "surrogateescape") for f, d in originals.items()}
+        for edit in reversed(patch.edits):
+            text = texts[edit.file]
+            old, new = edit.old, edit.new
+            if "\r\n" in text and text.count("\r\n") == text.count("\n") and "\n" in old:
+                old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+            if not new or text.count(new) != edit.count:
+                return []
+            texts[edit.file] = text.replace(new, old)
+        return [
+            FileChange(patch.target, f, texts[f].encode("utf-8", "surrogateescape"), originals[f])
+            for f in texts
+        ]
+
+    def apply(self, batch: list[PendingPatch], tree: Tree) -> None:
+        for item in batch:
+            for change in item.inspection.changes:
+                assert change.after is not None
+                write_atomic(tree.resolve(change.target, change.path), change.after)
