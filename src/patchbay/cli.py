@@ -140,11 +140,47 @@ def verify(
     root: RootOpt = None,
     state_dir: StateOpt = None,
     as_json: JsonOpt = False,
+    installed: Annotated[
+        bool,
+        typer.Option(
+            "--installed",
+            help="Check every installed file of the engine's distributions against its RECORD; "
+            "differences must be declared patches.",
+        ),
+    ] = False,
+    dist: Annotated[
+        list[str] | None,
+        typer.Option("--dist", metavar="NAME", help="Distribution to check (default: components)."),
+    ] = None,
+    record: RecordOpt = None,
 ) -> None:
     """Check every patch is present and every touched Python file compiles."""
     from .commands import verify as cmd
 
-    _run(cmd.run, patchset, python=python, root=root, state_dir=state_dir, as_json=as_json)
+    _run(
+        cmd.run,
+        patchset,
+        python=python,
+        root=root,
+        state_dir=state_dir,
+        as_json=as_json,
+        installed=installed,
+        dists=dist,
+        record=record,
+    )
+
+
+@app.command()
+def check(
+    patchset: PatchsetArg,
+    python: PythonOpt = None,
+    root: RootOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Judge every patch against a candidate image (applies, upstream, partial, conflict)."""
+    from .commands import check as cmd
+
+    _run(cmd.run, patchset, python=python, root=root, as_json=as_json)
 
 
 @app.command()

@@ -58,6 +58,17 @@ class Hunk:
         """The lines the hunk leaves (context and added), in order."""
         return [text for tag, text in self.lines if tag != "-"]
 
+    def render(self) -> str:
+        """The hunk as it reads in a patch file (header and lines)."""
+        out = [f"@@ -{self.old_start},{self.old_count} +{self.new_start},{self.new_count} @@\n"]
+        for tag, text in self.lines:
+            out.append(
+                tag + text
+                if text.endswith("\n")
+                else f"{tag}{text}\n\\ No newline at end of file\n"
+            )
+        return "".join(out)
+
     @property
     def leading_context(self) -> int:
         n = 0

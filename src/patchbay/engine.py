@@ -244,16 +244,23 @@ def _file_history(
 
 
 def make_plan(
-    patchset: Patchset, env: Environment, loaded: list[LoadedPatch] | None = None
+    patchset: Patchset,
+    env: Environment,
+    loaded: list[LoadedPatch] | None = None,
+    *,
+    use_ledger: bool = True,
 ) -> Plan:
     """Classify every patch of ``patchset`` in ``env``, in order; writes nothing.
+
+    With ``use_ledger=False`` the environment is judged as shipped (``patchbay check`` of a
+    candidate image): nothing counts as applied by patchbay.
 
     Raises:
         InputError: a patch's content is missing or corrupt; the ledger is unreadable.
         RefusedError: a patch path is unsafe (escapes its root, goes through a link).
     """
     loaded = loaded if loaded is not None else load_patches(patchset)
-    ledger = Ledger(env.state_dir)
+    ledger = Ledger(env.state_dir) if use_ledger else Ledger.empty(env.state_dir)
     tree = Tree(env.roots)
     guard = check_guard(patchset, env, ledger)
     ids = {p.id for p in patchset.patches}

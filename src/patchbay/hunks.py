@@ -41,6 +41,7 @@ class HunkResult:
         start: 0-based index of that line, for applying.
         detail: a human sentence for conflicts and ambiguities.
         candidates: 1-based lines of every occurrence, when ambiguous.
+        text: the hunk as written in the patch, for conflicts and ambiguities.
     """
 
     file: str
@@ -51,6 +52,7 @@ class HunkResult:
     start: int | None = None
     detail: str = ""
     candidates: list[int] = field(default_factory=list)
+    text: str = ""
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -64,6 +66,8 @@ class HunkResult:
             out["detail"] = self.detail
         if self.candidates:
             out["candidates"] = self.candidates
+        if self.text:
+            out["text"] = self.text
         return out
 
 
@@ -143,6 +147,8 @@ def classify_hunk(index: LineIndex, hunk: Hunk, path: str) -> HunkResult:
         )
     if result.start is not None:
         result.line = result.start + 1
+    else:
+        result.text = hunk.render()
     return result
 
 

@@ -108,6 +108,21 @@ class Ledger:
                 )
             self._data = data
 
+    @classmethod
+    def empty(cls, state_dir: Path) -> Ledger:
+        """A ledger that ignores what is on disk (to judge a candidate image as shipped)."""
+        ledger = cls.__new__(cls)
+        ledger.state_dir = state_dir
+        ledger.path = state_dir / "ledger.json"
+        ledger.blob_dir = state_dir / "blobs"
+        ledger._data = {"format": LEDGER_FORMAT, "patchsets": {}}
+        ledger._parsed = {}
+        return ledger
+
+    def all_entries(self) -> dict[str, list[LedgerEntry]]:
+        """Entries of every patchset in this environment, by patchset name."""
+        return {name: self.entries(name) for name in self._data["patchsets"]}
+
     def entries(self, patchset: str) -> list[LedgerEntry]:
         """Entries of ``patchset``, oldest first."""
         cached = self._parsed.get(patchset)

@@ -65,6 +65,7 @@ def norm(name):
 # importing importlib.metadata would cost more than the rest of the probe.
 wanted = {norm(n): n for n in args["distributions"]}
 dists = dict.fromkeys(args["distributions"])
+dist_info = {}
 seen = set()
 for entry in sys.path:
     try:
@@ -82,6 +83,7 @@ for entry in sys.path:
         if key not in wanted or key in seen:
             continue
         seen.add(key)
+        dist_info[wanted[key]] = os.path.abspath(os.path.join(entry, fn))
         try:
             with open(os.path.join(entry, fn, meta), encoding="utf-8") as fh:
                 for line in fh:
@@ -99,6 +101,7 @@ print(json.dumps({
     "version": "%d.%d.%d" % sys.version_info[:3],
     "packages": {name: locate(name) for name in args["packages"]},
     "distributions": dists,
+    "dist_info": dist_info,
 }))
 """
 
@@ -114,6 +117,7 @@ class Environment:
         roots: target name -> absolute root directory.
         distributions: distribution name -> installed version (None: not installed); only the
             ones the patchset asks about.
+        dist_info: distribution name -> its ``.dist-info`` (or ``.egg-info``) folder.
         state_dir: where the ledger, its blobs, the journal and the lock live.
     """
 
@@ -123,6 +127,7 @@ class Environment:
     roots: dict[str, Path]
     distributions: dict[str, str | None] = field(default_factory=dict)
     state_dir: Path = Path()
+    dist_info: dict[str, Path] = field(default_factory=dict)
 
     def describe(self) -> dict[str, object]:
         """JSON-ready summary for provenance records."""
@@ -199,6 +204,7 @@ def resolve_environment(
     python: str | None = None,
     root: Path | None = None,
     state_dir: Path | None = None,
+    extra_distributions: list[str] | None = None,
 ) -> Environment:
     """Resolve every target of ``patchset`` to a directory.
 
@@ -209,6 +215,8 @@ def resolve_environment(
             ``root/<target.path>``; distribution versions are then unknown.
         state_dir: override for the ledger folder (default ``<sys.prefix>/share/patchbay``,
             or ``<root>/.patchbay`` with ``root``).
+        extra_distributions: more distributions to look up, besides the base guard's and the
+            components'.
 
     Raises:
         RefusedError: a target package is not installed in the engine environment (the image
@@ -217,7 +225,13 @@ def resolve_environment(
     """
     spec = patchset.spec
     names = sorted({t.package for t in spec.targets.values()})
-    dists = sorted({*spec.base.distributions, *(c.distribution for c in spec.components)})
+    dists = sorted(
+        {
+            *spec.base.distributions,
+            *(c.distribution for c in spec.components),
+            *(extra_distributions or []),
+        }
+    )
     if root is not None:
         root = root.resolve()
         if not root.is_dir():
@@ -255,4 +269,5 @@ def resolve_environment(
         roots=roots,
         distributions=answer["distributions"],  # type: ignore[arg-type]
         state_dir=(state_dir or prefix / "share" / "patchbay").resolve(),
+        dist_info={k: Path(v) for k, v in answer.get("dist_info", {}).items()},  # type: ignore[union-attr]
     )

@@ -12,8 +12,9 @@ from rich.console import Console
 from ..model import Patchset, load_patchset
 from ..targets import Environment, resolve_environment
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# soft_wrap: one message is one line, whatever the width (paths stay greppable in CI logs)
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def patchset_path(arg: str) -> Path:
@@ -30,10 +31,20 @@ def load(arg: str) -> Patchset:
 
 
 def environment(
-    patchset: Patchset, python: str | None, root: Path | None, state_dir: Path | None
+    patchset: Patchset,
+    python: str | None,
+    root: Path | None,
+    state_dir: Path | None,
+    extra_distributions: list[str] | None = None,
 ) -> Environment:
     """Resolve the engine environment from the common options."""
-    return resolve_environment(patchset, python=python, root=root, state_dir=state_dir)
+    return resolve_environment(
+        patchset,
+        python=python,
+        root=root,
+        state_dir=state_dir,
+        extra_distributions=extra_distributions,
+    )
 
 
 def print_json(data: Any) -> None:

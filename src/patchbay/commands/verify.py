@@ -1,10 +1,14 @@
-"""``patchbay verify``: every patch present and every touched Python file compiles."""
+"""``patchbay verify``: every patch present and every touched Python file compiles; with
+``--installed``, every installed file of the engine's distributions matches its RECORD or a
+declared patch."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..engine import verify_patchset
+from ..engine import make_plan, verify_patchset
+from ..installed import verify_installed
+from ..provenance import provenance, write_record
 from .common import console, environment, err_console, load, print_json
 
 
@@ -15,10 +19,15 @@ def run(
     root: Path | None,
     state_dir: Path | None,
     as_json: bool,
+    installed: bool = False,
+    dists: list[str] | None = None,
+    record: Path | None = None,
 ) -> int:
     """Exit 0 when verified, 1 otherwise (each problem printed on one line)."""
     patchset = load(patchset_arg)
-    env = environment(patchset, python, root, state_dir)
+    env = environment(patchset, python, root, state_dir, extra_distributions=dists)
+    if installed:
+        return _installed(patchset, env, as_json=as_json, dists=dists, record=record)
     result = verify_patchset(patchset, env)
     if as_json:
         print_json({"ok": result.ok, "problems": result.problems, "compiled": result.compiled})
@@ -30,4 +39,43 @@ def run(
     else:
         for problem in result.problems:
             err_console.print(f"patchbay: verify: {problem}")
+    if record is not None:
+        doc = provenance(result.plan, command="verify")
+        doc["verify"] = {"ok": result.ok, "problems": result.problems}
+        write_record(record, doc)
+    return 0 if result.ok else 1
+
+
+def _installed(
+    patchset, env, *, as_json: bool, dists: list[str] | None, record: Path | None
+) -> int:  # type: ignore[no-untyped-def]
+    result = verify_installed(patchset, env, dists)
+    if as_json:
+        print_json(result.to_json())
+    else:
+        for finding in result.undeclared:
+            err_console.print(
+                f"patchbay: verify: {finding.path}: undeclared {finding.kind} "
+                f"({finding.distribution}): {finding.detail}"
+            )
+        for finding in result.unrecorded:
+            console.print(f"warning: {finding.path}: not in {finding.distribution}'s RECORD")
+        checked = sum(d["checked"] for d in result.distributions.values())
+        names = ", ".join(f"{n} {d['version']}" for n, d in result.distributions.items())
+        verdict = "image as shipped" if not result.declared else "image as shipped plus"
+        if result.ok:
+            patches = sorted(
+                {p for f in result.declared for p in (f.declared_by or "").split(", ") if p}
+            )
+            extra = f" {len(patches)} declared patch(es): {', '.join(patches)}" if patches else ""
+            console.print(f"verified {checked} installed file(s) of {names}: {verdict}{extra}")
+        else:
+            err_console.print(
+                f"patchbay: verify: {len(result.undeclared)} undeclared modification(s) in "
+                f"{checked} installed file(s) of {names}"
+            )
+    if record is not None:
+        doc = provenance(make_plan(patchset, env), command="verify --installed")
+        doc["installed"] = result.to_json()
+        write_record(record, doc)
     return 0 if result.ok else 1

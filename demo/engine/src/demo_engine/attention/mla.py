@@ -9,8 +9,29 @@ def kv_offsets(start, end, stride_kv, stride_pe):
     return [r * stride_kv for r in rows], [r * stride_pe for r in rows]
 
 
+def page_count(num_tokens, page_size):
+    """Number of kv pages needed for num_tokens."""
+    return (num_tokens + page_size - 1) // page_size
+
+
+def head_groups(num_heads, group):
+    """Split heads into groups of the given size."""
+    return [list(range(i, min(i + group, num_heads))) for i in range(0, num_heads, group)]
+
+
 def to_compute_dtype(q):
     return q
+
+
+def scale_for(dtype):
+    """Dequantisation scale for a kv dtype."""
+    return {"float8": 1.0 / 448.0, "bfloat16": 1.0}[dtype]
+
+
+def split_even(n, parts):
+    """Split n into parts as evenly as possible."""
+    base, extra = divmod(n, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
 def num_splits(batch_size, qlen, min_kv_len, block_n):

@@ -1,0 +1,105 @@
+"""``check``: every patch against a candidate image, before an image bump; writes nothing.
+
+The candidate is judged as shipped (its ledger, if any, is ignored) by the same classification
+engine as ``status``, and each patch gets a verdict for the bump:
+
+=========== ===========================================================================
+applies     still needed, and applies cleanly
+upstream    its result is already in the candidate: drop the patch with the bump
+partial     some hunks are already there, others pending: trim the patch (hunks named)
+conflict    a hunk neither applies nor is present (the closest matching place is named)
+ambiguous   a hunk's context occurs more than once: refusing to guess
+=========== ===========================================================================
+
+A patch is never reverse-applied to "fix" what looks like a reversal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from .engine import PatchReport, PatchStatus, Plan, make_plan
+from .model import Patchset
+from .targets import Environment
+
+
+class Verdict(str, Enum):
+    """What a candidate image means for one patch."""
+
+    APPLIES = "applies"
+    UPSTREAM = "upstream"
+    PARTIAL = "partial"
+    CONFLICT = "conflict"
+    AMBIGUOUS = "ambiguous"
+
+
+_VERDICTS = {
+    PatchStatus.PENDING: Verdict.APPLIES,
+    PatchStatus.APPLIED: Verdict.UPSTREAM,
+    PatchStatus.REDUNDANT: Verdict.UPSTREAM,
+    PatchStatus.PARTIAL: Verdict.PARTIAL,
+    PatchStatus.CONFLICT: Verdict.CONFLICT,
+    PatchStatus.AMBIGUOUS: Verdict.AMBIGUOUS,
+}
+
+CLEAR = {Verdict.APPLIES, Verdict.UPSTREAM}
+
+
+@dataclass
+class CheckItem:
+    """One patch's verdict on the candidate."""
+
+    report: PatchReport
+    verdict: Verdict
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.report.id,
+            "kind": self.report.patch.kind,
+            "verdict": self.verdict.value,
+            "hunks": [h.to_json() for h in self.report.inspection.hunks],
+            "notes": self.report.inspection.notes,
+        }
+
+
+@dataclass
+class CheckResult:
+    """All verdicts; ``ok`` when every patch applies or is already upstream."""
+
+    plan: Plan
+    items: list[CheckItem]
+
+    @property
+    def ok(self) -> bool:
+        return all(item.verdict in CLEAR for item in self.items)
+
+    @property
+    def droppable(self) -> list[str]:
+        """Ids of the patches the candidate makes unnecessary."""
+        return [i.report.id for i in self.items if i.verdict is Verdict.UPSTREAM]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "patchset": self.plan.patchset.name,
+            "candidate": self.plan.env.describe(),
+            "guard": {"ok": self.plan.guard.ok, "checks": self.plan.guard.checks},
+            "ok": self.ok,
+            "droppable": self.droppable,
+            "patches": [item.to_json() for item in self.items],
+        }
+
+
+def check_patchset(patchset: Patchset, env: Environment) -> CheckResult:
+    """Judge every patch of ``patchset`` on the candidate environment ``env``.
+
+    The base guard is evaluated and reported but does not block: a candidate image is expected
+    to differ from the pinned one.
+
+    Raises:
+        InputError: a patch's content is missing or corrupt.
+        RefusedError: a patch path is unsafe in the candidate tree.
+    """
+    plan = make_plan(patchset, env, use_ledger=False)
+    return CheckResult(plan, [CheckItem(r, _VERDICTS[r.status]) for r in plan.reports])
