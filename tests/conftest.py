@@ -162,9 +162,11 @@ def diff_patch(path: str, before: str, after: str) -> str:
     """A unified diff of one file (difflib, with ``a/`` and ``b/`` prefixes)."""
     import difflib
 
+    from patchbay.diffparse import split_lines
+
     lines = difflib.unified_diff(
-        before.splitlines(keepends=True),
-        after.splitlines(keepends=True),
+        split_lines(before),
+        split_lines(after),
         fromfile=f"a/{path}",
         tofile=f"b/{path}",
     )

@@ -140,4 +140,4 @@ def test_corrupt_diff_reported_by_validate(tmp_path: Path) -> None:
     )
     res = run_cli("validate", tmp_path)
     assert res.code == 2
-    assert f"{tmp_path / 'bad.patch'}:3: corrupt diff" in res.err
+    assert f"{tmp_path / 'bad.patch'}:3: patch a: corrupt diff" in res.err

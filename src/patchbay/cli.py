@@ -205,6 +205,24 @@ def schema() -> None:
 def version() -> None:
     """Print patchbay's version."""
     print(__version__)
+
+
+def _version_flag(value: bool) -> None:
+    if value:
+        print(__version__)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    show_version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version_flag, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Declarative, idempotent, all-or-nothing patches on a pinned inference-engine image."""
     return 0
 
 

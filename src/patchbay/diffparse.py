@@ -136,6 +136,16 @@ class ParsedDiff:
     crlf_normalised: bool = False
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split on ``\n`` only (as git and patch do; ``str.splitlines``
+    would also split on form feeds and other characters that are content in a diff)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
 def parse_diff(data: bytes, *, source: Path, strip: int = 1) -> ParsedDiff:
     """Parse a diff.
 
@@ -154,7 +164,7 @@ def parse_diff(data: bytes, *, source: Path, strip: int = 1) -> ParsedDiff:
             deeper than the path.
     """
     text = data.decode("utf-8", "surrogateescape")
-    lines = text.splitlines(keepends=True)
+    lines = split_lines(text)
     crlf = bool(lines) and all(line.endswith("\r\n") for line in lines)
     if crlf:
         lines = [line[:-2] + "\n" for line in lines]
@@ -335,6 +345,7 @@ class _Parser:
             if (self.peek() or "").startswith("\\"):
                 self.no_newline(body)
                 self.i += 1
+            self.check_hunk_end(fp, header_line, old_count, new_count)
             fp.hunks.append(
                 Hunk(
                     index=len(fp.hunks) + 1,
@@ -345,6 +356,27 @@ class _Parser:
                     lines=body,
                     line=header_line,
                 )
+            )
+
+    def check_hunk_end(self, fp: FilePatch, header_line: int, old: int, new: int) -> None:
+        """A hunk ends where its header's counts say; more hunk lines right after it mean the
+        counts lie (git apply and GNU patch reject such a diff as corrupt, and so do we)."""
+        j = self.i
+        while j < len(self.lines) and self.lines[j] in ("\n", "\r\n"):
+            j += 1  # blank lines after a hunk are harmless, unless hunk lines follow them
+        if j >= len(self.lines):
+            return
+        line = self.lines[j]
+        nxt = self.lines[j + 1] if j + 1 < len(self.lines) else ""
+        if line.rstrip("\r\n") in ("--", "-- "):  # a format-patch signature ends the diff
+            return
+        if line.startswith("--- ") and nxt.startswith("+++ "):
+            return
+        if line[0] in "+- ":
+            raise self.error(
+                f"hunk {len(fp.hunks) + 1} of {fp.path} has more lines than its header "
+                f"(line {header_line}) says: -{old} +{new}",
+                line=j + 1,
             )
 
     def no_newline(self, body: list[tuple[str, str]]) -> None:

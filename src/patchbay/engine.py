@@ -15,6 +15,7 @@ outdated   the ledger holds an older version of this patch (the patch file was e
 partial    some hunks present, others pending
 conflict   some hunk neither applies nor is present
 ambiguous  some hunk's context occurs more than once; refusing to guess
+unlocked   remote content or an artifact hash is not pinned yet (``patchbay vendor``)
 ========== ===============================================================================
 """
 
@@ -33,9 +34,11 @@ from typing import Any
 
 from . import __version__
 from .errors import ApplyFailed, InputError, PatchbayError, RefusedError
+from .hunks import HunkState
 from .kinds import KINDS, ContentState, Inspection, LoadedPatch, PendingPatch
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
+from .options import RunOptions
 from .targets import Environment
 from .transaction import MANIFEST, Transaction, recover, write_atomic
 from .tree import Tree
@@ -51,9 +54,10 @@ class PatchStatus(str, Enum):
     PARTIAL = "partial"
     CONFLICT = "conflict"
     AMBIGUOUS = "ambiguous"
+    UNLOCKED = "unlocked"
 
 
-BLOCKING = {PatchStatus.PARTIAL, PatchStatus.CONFLICT, PatchStatus.AMBIGUOUS}
+BLOCKING = {PatchStatus.PARTIAL, PatchStatus.CONFLICT, PatchStatus.AMBIGUOUS, PatchStatus.UNLOCKED}
 
 
 @dataclass
@@ -163,6 +167,7 @@ def load_patches(patchset: Patchset) -> list[LoadedPatch]:
         try:
             loaded.append(KINDS[patch.kind].load(patch, patchset, i))
         except InputError as exc:
+            exc.patch_id = exc.patch_id or patch.id
             problems.append(exc)
     if problems:
         first = problems[0]
@@ -249,6 +254,7 @@ def make_plan(
     loaded: list[LoadedPatch] | None = None,
     *,
     use_ledger: bool = True,
+    options: RunOptions | None = None,
 ) -> Plan:
     """Classify every patch of ``patchset`` in ``env``, in order; writes nothing.
 
@@ -261,38 +267,82 @@ def make_plan(
     """
     loaded = loaded if loaded is not None else load_patches(patchset)
     ledger = Ledger(env.state_dir) if use_ledger else Ledger.empty(env.state_dir)
-    tree = Tree(env.roots)
+    tree = Tree(env.roots, env, options)
     guard = check_guard(patchset, env, ledger)
-    ids = {p.id for p in patchset.patches}
     history = _file_history(ledger, patchset.name)
     pairs = list(zip(patchset.patches, loaded, strict=True))
     # Backward pass, as quilt pops a stack: a patch is judged on the tree with every later
     # applied patch taken off again, so that a later patch editing the same lines does not
-    # hide an earlier one.
-    unwound = Tree(env.roots)
+    # hide an earlier one. Only content the kind can take off again is unwound.
+    unwound = tree.fork()
     present: dict[str, Inspection] = {}
     for patch, lp in reversed(pairs):
+        if lp.unlocked:
+            continue
         inspection = _inspect(patch, lp, unwound)
-        if inspection.state is ContentState.APPLIED:
+        if inspection.state is ContentState.APPLIED and inspection.undo:
             present[patch.id] = inspection
             for change in inspection.undo:
                 unwound.stage(change.target, change.path, change.before)
     reports = []
     for i, (patch, lp) in enumerate(pairs):
-        inspection = present.get(patch.id) or _inspect(patch, lp, tree)
         entry = ledger.find(patchset.name, patch.id)
+        if lp.unlocked:
+            inspection = Inspection(state=ContentState.CONFLICT, notes=[lp.unlocked])
+            reports.append(
+                PatchReport(i, patch, lp, inspection, PatchStatus.UNLOCKED, entry, [lp.unlocked])
+            )
+            continue
+        inspection = present.get(patch.id) or _inspect(patch, lp, tree)
+        if inspection.state is ContentState.PENDING and any(
+            c.before != c.after for c in inspection.changes
+        ):
+            _check_reaches_applied(patch, lp, inspection, tree)
         status, notes = _status(inspection, entry, lp, tree, history)
         if status is PatchStatus.PENDING:
             for change in inspection.changes:
                 tree.stage(change.target, change.path, change.after)
+            tree.changed.add(patch.id)
         reports.append(PatchReport(i, patch, lp, inspection, status, entry, notes))
+    outdated = {r.id for r in reports if r.status is PatchStatus.OUTDATED}
+    ids = {p.id for p in patchset.patches}
     stale = [
-        e
-        for e in ledger.entries(patchset.name)
-        if e.patch_id not in ids
-        or any(r.status is PatchStatus.OUTDATED and r.id == e.patch_id for r in reports)
+        e for e in ledger.entries(patchset.name) if e.patch_id not in ids or e.patch_id in outdated
     ]
     return Plan(patchset, env, ledger, guard, reports, stale)
+
+
+def _check_reaches_applied(
+    patch: Any, loaded: LoadedPatch, inspection: Inspection, tree: Tree
+) -> None:
+    """A pending patch must leave the tree in a state recognised as applied; otherwise a re-run
+    would apply it again (e.g. an edit whose result contains its own old text). Such a patch is
+    turned into a conflict here, before anything is written."""
+    trial = tree.fork()
+    for change in inspection.changes:
+        trial.stage(change.target, change.path, change.after)
+    again = _inspect(patch, loaded, trial)
+    if again.state is ContentState.APPLIED:
+        return
+    mode_only = {c.path for c in inspection.changes if c.before == c.after}  # not in the trial
+    units = [h for h in again.hunks if h.state is not HunkState.APPLIED and h.file not in mode_only]
+    if not units:
+        return
+    where = (
+        ", ".join(
+            f"{h.file} {'edit' if patch.kind == 'replace' else 'hunk'} {h.index}" for h in units
+        )
+        or "the patch"
+    )
+    inspection.state = ContentState.CONFLICT
+    for h in inspection.hunks:
+        if any(u.file == h.file and u.index == h.index for u in units):
+            h.state = HunkState.CONFLICT
+            h.detail = (
+                "not idempotent: after applying it, its old text is still there, so a re-run "
+                "would apply it again; give it more context"
+            )
+    inspection.notes.append(f"applying would not make it present ({where}); refusing")
 
 
 def _inspect(patch: Any, loaded: LoadedPatch, tree: Tree) -> Inspection:
@@ -368,21 +418,34 @@ def state_lock(state_dir: Path, timeout: float) -> Iterator[None]:
         lock.release()
 
 
+def upgrade_command(plan: Plan) -> str:
+    """The exact command that moves this environment to the patchset as it is now."""
+    env = plan.env
+    where = f"--python {env.python}" if env.python else f"--root {next(iter(env.roots.values()))}"
+    return f"patchbay apply {plan.patchset.folder} {where} --upgrade"
+
+
 def _refuse_blocking(plan: Plan, upgrade: bool) -> None:
     if not plan.guard.ok:
+        details = list(plan.guard.failures)
+        if plan.ledger.has_orphan_blobs():
+            details.append(
+                f"the state folder {plan.env.state_dir} holds saved originals but no ledger: "
+                "was the ledger deleted, or is --state-dir different from the first run?"
+            )
         raise RefusedError(
-            "base guard failed: this is not the image the patchset was written for; "
-            "nothing was changed",
+            "base guard failed: this is not the image the patchset was written for (or it was "
+            "modified outside patchbay); nothing was changed",
             file=plan.patchset.path,
-            details=plan.guard.failures,
+            details=details,
         )
     if plan.stale and not upgrade:
         ids = ", ".join(e.patch_id for e in plan.stale)
         raise RefusedError(
             f"the ledger holds versions of {ids} that differ from the patchset (patch edited or "
-            "removed after it was applied); nothing was changed. Run `patchbay apply "
-            f"{plan.patchset.folder} --upgrade` to revert them and apply the patchset as it is "
-            "now, in one all-or-nothing step",
+            "removed after it was applied); nothing was changed. Run "
+            f"`{upgrade_command(plan)}` to revert them and apply the patchset as it is now, in "
+            "one all-or-nothing step",
             file=plan.patchset.path,
         )
     blocking = plan.with_status(*BLOCKING)
@@ -390,11 +453,19 @@ def _refuse_blocking(plan: Plan, upgrade: bool) -> None:
         first = blocking[0]
         details = []
         for report in blocking:
+            if report.status is PatchStatus.UNLOCKED:
+                details.append(f"{report.id}: {report.loaded.unlocked}")
+                continue
+            source = report.loaded.source or str(plan.patchset.path)
             for h in report.inspection.hunks:
-                where = f"hunk {h.index}" if h.index else "whole file"
+                unit = "edit" if report.patch.kind == "replace" else "hunk"
+                where = f"{unit} {h.index}" if h.index else "whole file"
                 line = f" at line {h.line}" if h.line else ""
                 extra = f": {h.detail}" if h.detail else ""
-                details.append(f"{report.id}: {h.file} {where}: {h.state.value}{line}{extra}")
+                origin = f"{source}:{h.patch_line}: " if h.patch_line else ""
+                details.append(
+                    f"{origin}{report.id}: {h.file} {where}: {h.state.value}{line}{extra}"
+                )
         raise RefusedError(
             f"{first.status.value}: {len(blocking)} patch(es) cannot be applied as they stand; "
             "nothing was changed",
@@ -507,12 +578,14 @@ def _write_pending(
     planned: dict[Path, bytes | None] = {}
     owner: dict[Path, str] = {}  # the first patch that changes each path
     created: dict[tuple[str, str], list[str]] = {}
+    modes: dict[tuple[str, str], int | None] = {}
     for report in reports:
         for change in report.inspection.changes:
             path = tree.resolve(change.target, change.path)
             key = (change.target, change.path)
             if key not in created:  # folders missing before the first write of this file
                 created[key] = _missing_parents(path, env.roots[change.target])
+                modes[key] = _mode(path)
             txn.save(path)
             planned[path] = change.after
             owner.setdefault(path, report.id)
@@ -539,9 +612,12 @@ def _write_pending(
         records = []
         for change in report.inspection.changes:
             before = None if change.before is None else ledger.store_blob(change.before, txn)
-            folders = created.pop((change.target, change.path), [])
+            key = (change.target, change.path)
+            folders = created.pop(key, [])
             after = sha256_or_none(change.after)
-            records.append(FileRecord(change.target, change.path, before, after, folders))
+            mode = modes.get(key)
+            records.append(FileRecord(change.target, change.path, before, after, folders, mode))
+            modes[key] = _mode(tree.resolve(*key))  # what the next patch of this file starts from
         ledger.put(
             patchset.name,
             LedgerEntry(
@@ -591,6 +667,13 @@ def _write_error(
     return error
 
 
+def _mode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        return None
+
+
 def _missing_parents(path: Path, root: Path) -> list[str]:
     """Root-relative folders above ``path`` that do not exist yet, deepest first."""
     missing = []
@@ -623,7 +706,7 @@ def _revert_entries(
 ) -> list[str]:
     """Undo ``entries`` newest first, restoring recorded bytes; checks everything first."""
     tree = Tree(env.roots)
-    writes: list[tuple[str, str, bytes | None, list[str]]] = []
+    writes: list[tuple[str, str, bytes | None, list[str], int | None]] = []
     for entry in reversed(entries):
         for rec in reversed(entry.files):
             if rec.target not in env.roots:
@@ -634,10 +717,12 @@ def _revert_entries(
                 )
             current = sha256_or_none(tree.read(rec.target, rec.path))
             if current != rec.after:
+                original = ledger.blob_dir / rec.before if rec.before else None
+                hint = f"; its original is kept at {original}" if original else ""
                 raise RefusedError(
                     f"{rec.path} changed since patchbay wrote it (sha256 {current or 'absent'}, "
                     f"recorded {rec.after or 'absent'}); refusing to revert over it; nothing "
-                    "was changed",
+                    f"was changed. Undo the edit by hand (or reinstall the package){hint}",
                     file=tree.resolve(rec.target, rec.path),
                     patch_id=entry.patch_id,
                 )
@@ -652,12 +737,12 @@ def _revert_entries(
                         file=ledger.path,
                     )
             tree.stage(rec.target, rec.path, before)
-            writes.append((rec.target, rec.path, before, rec.created_dirs))
-    for target, rel, _, _ in writes:
+            writes.append((rec.target, rec.path, before, rec.created_dirs, rec.mode_before))
+    for target, rel, *_ in writes:
         txn.save(tree.resolve(target, rel))
     txn.sync()
     try:
-        for target, rel, data, created_dirs in writes:
+        for target, rel, data, created_dirs, mode in writes:
             path = tree.resolve(target, rel)
             txn.save(path)
             if data is None:
@@ -667,7 +752,7 @@ def _revert_entries(
                         (env.roots[target] / folder).rmdir()
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(path, data)
+                write_atomic(path, data, mode=mode)
             _drop_bytecode(path, txn)
     except OSError as exc:
         raise ApplyFailed(

@@ -1,10 +1,13 @@
 """Running ``git apply`` (through GitPython) so that its surroundings cannot fool it.
 
 The engine's site-packages may sit inside some unrelated git work tree (a source checkout, a
-home directory under version control). ``git apply`` run there treats paths as relative to that
-repository and may skip files outside the current folder. We stop repository discovery at the
-target root with ``GIT_CEILING_DIRECTORIES`` and isolate git from system and user configuration
-(an ``apply.whitespace=fix`` there would rewrite the patch).
+home directory under version control), or be one itself (an editable install). ``git apply``
+run there follows that repository's configuration and attributes (``core.autocrlf``, ``eol``,
+filters) and may skip files outside the current folder. So git runs in an empty scratch folder
+that is no repository (discovery stops at its parent through ``GIT_CEILING_DIRECTORIES``), with
+system and user configuration off, and reaches the target root through ``--directory`` (an
+absolute path, hence ``--unsafe-paths``: patchbay has already refused every path that leaves the
+root, see tree.py).
 """
 
 from __future__ import annotations
@@ -13,12 +16,13 @@ import os
 import signal
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from .errors import ApplyFailed
 
 
 def git_environment(cwd: Path) -> dict[str, str]:
-    """Environment overrides for a git command that must act on ``cwd`` as a plain folder."""
+    """Environment overrides for a git command run in ``cwd``, a folder that is no repository."""
     return {
         "GIT_CEILING_DIRECTORIES": str(cwd.resolve().parent),
         "GIT_CONFIG_NOSYSTEM": "1",
@@ -36,12 +40,12 @@ def _exit_description(status: object) -> str:
     return f"exit status {status}"
 
 
-def git_apply(patch_text: bytes, cwd: Path, *, strip: int = 1, check: bool = False) -> None:
-    """Apply (or with ``check`` only test) a patch in ``cwd`` with zero fuzz.
+def git_apply(patch_text: bytes, root: Path, *, strip: int = 1, check: bool = False) -> None:
+    """Apply (or with ``check`` only test) a patch under ``root`` with zero fuzz.
 
     Args:
-        patch_text: the diff; its paths are relative to ``cwd`` after ``strip`` components.
-        cwd: the folder to apply in (a target root).
+        patch_text: the diff; its paths are relative to ``root`` after ``strip`` components.
+        root: the folder the paths are relative to (a target root).
         strip: ``-p`` strip level.
         check: only check that it applies (``--check``).
 
@@ -50,21 +54,26 @@ def git_apply(patch_text: bytes, cwd: Path, *, strip: int = 1, check: bool = Fal
     """
     import git  # GitPython; imported here because it is slow to import and only writes need it
 
-    with tempfile.NamedTemporaryFile(prefix="patchbay-", suffix=".patch", delete=False) as fh:
-        fh.write(patch_text)
-        patch_file = fh.name
-    args = ["git", "apply", f"-p{strip}", "--whitespace=nowarn"]
-    if check:
-        args.append("--check")
+    root = root.resolve()
+    with tempfile.TemporaryDirectory(prefix="patchbay-git-") as scratch:
+        patch_file = os.path.join(scratch, "run.patch")
+        with open(patch_file, "wb") as fh:
+            fh.write(patch_text)
+        work = Path(scratch) / "cwd"
+        work.mkdir()
+        args = ["git", "apply", f"-p{strip}", "--whitespace=nowarn", "--unsafe-paths"]
+        args.append(f"--directory={root}")
+        if check:
+            args.append("--check")
+        _run_git(git, [*args, patch_file], work)
+
+
+def _run_git(git: Any, args: list[str], work: Path) -> None:
     try:
-        git.Git(str(cwd)).execute(
-            [*args, patch_file], env=git_environment(cwd), with_extended_output=False
-        )
+        git.Git(str(work)).execute(args, env=git_environment(work), with_extended_output=False)
     except git.GitCommandError as exc:
         stderr = (exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'")
         first = next((ln for ln in stderr.splitlines() if ln.strip()), None)
         if first is None:
             first = f"git apply failed with {_exit_description(exc.status)}"
-        raise ApplyFailed(f"git apply: {first}", file=cwd) from None
-    finally:
-        os.unlink(patch_file)
+        raise ApplyFailed(f"git apply: {first}") from None

@@ -42,6 +42,7 @@ class HunkResult:
         detail: a human sentence for conflicts and ambiguities.
         candidates: 1-based lines of every occurrence, when ambiguous.
         text: the hunk as written in the patch, for conflicts and ambiguities.
+        patch_line: line of the hunk's header in the patch file (0: not from a patch file).
     """
 
     file: str
@@ -53,6 +54,7 @@ class HunkResult:
     detail: str = ""
     candidates: list[int] = field(default_factory=list)
     text: str = ""
+    patch_line: int = 0
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -68,6 +70,8 @@ class HunkResult:
             out["candidates"] = self.candidates
         if self.text:
             out["text"] = self.text
+        if self.patch_line:
+            out["patch_line"] = self.patch_line
         return out
 
 
@@ -106,7 +110,13 @@ class LineIndex:
 def classify_hunk(index: LineIndex, hunk: Hunk, path: str) -> HunkResult:
     """Classify one hunk on a file's lines (see the module docstring for the rules)."""
     pre, post = hunk.preimage, hunk.postimage
-    result = HunkResult(file=path, index=hunk.index, declared_line=hunk.old_start, state=None)  # type: ignore[arg-type]
+    result = HunkResult(
+        file=path,
+        index=hunk.index,
+        declared_line=hunk.old_start,
+        state=None,  # type: ignore[arg-type]
+        patch_line=hunk.line,
+    )
     if pre == post:
         result.state = HunkState.APPLIED
         return result
@@ -126,13 +136,22 @@ def classify_hunk(index: LineIndex, hunk: Hunk, path: str) -> HunkResult:
         result.state, result.start = HunkState.APPLIED, post_only[0]
     elif not pre_only and not post_only:
         result.state = HunkState.CONFLICT
-        line, matched = closest_match(index.lines, pre)
-        result.detail = (
-            f"context does not match; closest match at line {line} "
-            f"({matched} of {len(pre)} lines agree)"
-            if matched
-            else "context does not match anywhere in the file"
-        )
+        loose = index.find(pre, at_start=False, at_end=False)
+        if loose and (hunk.old_start <= 1 or at_end):
+            edge = "start" if hunk.old_start <= 1 else "end"
+            why = "it starts at line 1" if edge == "start" else "it has no trailing context"
+            result.detail = (
+                f"context found at line {loose[0] + 1}, but the hunk must match at the {edge} "
+                f"of the file ({why}, as git apply requires)"
+            )
+        else:
+            line, matched = closest_match(index.lines, pre)
+            result.detail = (
+                f"context does not match; closest match at line {line} "
+                f"({matched} of {len(pre)} lines agree)"
+                if matched
+                else "context does not match anywhere in the file"
+            )
     else:
         result.state = HunkState.AMBIGUOUS
         result.candidates = sorted(i + 1 for i in pre_only + post_only)

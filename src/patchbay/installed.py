@@ -33,9 +33,9 @@ _CHUNK = 1 << 20
 
 @dataclass
 class RecordEntry:
-    """One hashed line of a RECORD file."""
+    """One hashed line of a RECORD file (``path`` absolute and normalised)."""
 
-    path: Path
+    path: str
     algorithm: str
     digest: bytes
     line: int
@@ -87,8 +87,10 @@ class InstalledResult:
         }
 
 
-def read_record(dist_info: Path) -> list[RecordEntry]:
-    """The hashed entries of ``dist_info/RECORD``, paths made absolute.
+def read_record(dist_info: Path) -> tuple[list[RecordEntry], set[str]]:
+    """The hashed entries of ``dist_info/RECORD``, and the paths it lists without a hash.
+
+    Paths are made absolute (plain strings: this runs over tens of thousands of lines).
 
     Raises:
         InputError: RECORD is missing, or a line is malformed (wrong number of fields, an
@@ -103,8 +105,10 @@ def read_record(dist_info: Path) -> list[RecordEntry]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"RECORD is unreadable: {exc}", file=record) from None
-    site = dist_info.parent
+    site = str(dist_info.parent)
     entries = []
+    unhashed: set[str] = set()
+    normpath, join = os.path.normpath, os.path.join
     for number, row in enumerate(csv.reader(io.StringIO(text)), start=1):
         if not row:
             continue
@@ -115,8 +119,10 @@ def read_record(dist_info: Path) -> list[RecordEntry]:
                 line=number,
             )
         path, hash_field, _size = row
+        full = normpath(join(site, path))
         if not hash_field:
-            continue  # RECORD itself, install-time .pyc: not hashed, not checked (as pip)
+            unhashed.add(full)  # RECORD itself, install-time .pyc: not checked (as pip)
+            continue
         algorithm, _, encoded = hash_field.partition("=")
         if algorithm not in _HASHES or not encoded:
             raise InputError(f"malformed RECORD hash {hash_field!r}", file=record, line=number)
@@ -126,11 +132,11 @@ def read_record(dist_info: Path) -> list[RecordEntry]:
             raise InputError(
                 f"RECORD hash {hash_field!r} is not url-safe base64", file=record, line=number
             ) from None
-        entries.append(RecordEntry(Path(os.path.normpath(site / path)), algorithm, digest, number))
-    return entries
+        entries.append(RecordEntry(full, algorithm, digest, number))
+    return entries, unhashed
 
 
-def _digest(path: Path, algorithm: str) -> bytes | None:
+def _digest(path: str, algorithm: str) -> bytes | None:
     h = hashlib.new(algorithm)
     try:
         with open(path, "rb") as fh:
@@ -151,17 +157,17 @@ def _sha256_hex(entry: RecordEntry, digest: bytes | None) -> str | None:
     return None if again is None else again.hex()
 
 
-def _ledger_map(ledger: Ledger, env: Environment) -> dict[Path, tuple[str | None, str]]:
+def _ledger_map(ledger: Ledger, env: Environment) -> dict[str, tuple[str | None, str]]:
     """Absolute path -> (sha256 patchbay last wrote, "patchset/patch-id, ..." of every patch
     that changed it)."""
-    written: dict[Path, tuple[str | None, str]] = {}
+    written: dict[str, tuple[str | None, str]] = {}
     for patchset, entries in ledger.all_entries().items():
         for entry in entries:
             for rec in entry.files:
                 root = env.roots.get(rec.target)
                 if root is None:
                     continue
-                path = Path(os.path.normpath(root / rec.path))
+                path = os.path.normpath(os.path.join(root, rec.path))
                 name = f"{patchset}/{entry.patch_id}"
                 earlier = written[path][1] + ", " if path in written else ""
                 written[path] = (rec.after, earlier + name)
@@ -189,23 +195,22 @@ def verify_installed(
     ledger = Ledger(env.state_dir)
     written = _ledger_map(ledger, env)
     result = InstalledResult()
-    recorded_paths: set[Path] = set()
+    recorded_paths: set[str] = set()
     jobs: list[tuple[str, RecordEntry]] = []
     for name in names:
         dist_info = env.dist_info.get(name)
         if dist_info is None:
             raise RefusedError(f"distribution {name!r} is not installed", file=env.python)
-        entries = read_record(dist_info)
+        entries, unhashed = read_record(dist_info)
         recorded_paths.update(e.path for e in entries)
-        recorded_paths.update(_unhashed(dist_info))
+        recorded_paths.update(unhashed)
         result.distributions[name] = {
             "version": env.distributions.get(name),
             "dist_info": str(dist_info),
             "checked": len(entries),
         }
         jobs.extend((name, e) for e in entries)
-    with ThreadPoolExecutor(max_workers=min(16, (os.cpu_count() or 1) * 4)) as pool:
-        digests = list(pool.map(lambda job: _digest(job[1].path, job[1].algorithm), jobs))
+    digests = _hash_all([e for _, e in jobs])
     for (name, entry), digest in zip(jobs, digests, strict=True):
         if digest == entry.digest:
             continue
@@ -213,20 +218,19 @@ def verify_installed(
         sha256 = _sha256_hex(entry, digest)
         if declared is not None and declared[0] == sha256:
             kind = "missing" if digest is None else "modified"
-            result.declared.append(Finding(kind, name, str(entry.path), declared_by=declared[1]))
+            result.declared.append(Finding(kind, name, entry.path, declared_by=declared[1]))
             continue
         if digest is None:
-            result.undeclared.append(Finding("missing", name, str(entry.path), "file is gone"))
+            result.undeclared.append(Finding("missing", name, entry.path, "file is gone"))
         else:
             detail = "differs from RECORD"
             if declared is not None:
                 detail = f"changed since {declared[1]} wrote it"
-            result.undeclared.append(Finding("modified", name, str(entry.path), detail))
+            result.undeclared.append(Finding("modified", name, entry.path, detail))
     for name in names:
-        dist_info = env.dist_info[name]
-        for path in _unrecorded(dist_info, recorded_paths):
+        for path in _unrecorded(env.dist_info[name], recorded_paths):
             declared = written.get(path)
-            finding = Finding("unrecorded", name, str(path), "not in RECORD")
+            finding = Finding("unrecorded", name, path, "not in RECORD")
             if declared is not None:
                 finding.declared_by = declared[1]
                 result.declared.append(finding)
@@ -235,34 +239,35 @@ def verify_installed(
     return result
 
 
-def _unhashed(dist_info: Path) -> set[Path]:
-    """Paths RECORD lists without a hash (they exist legitimately)."""
-    site = dist_info.parent
-    out = set()
-    with open(dist_info / "RECORD", encoding="utf-8") as fh:
-        for row in csv.reader(fh):
-            if len(row) == 3 and not row[1]:
-                out.add(Path(os.path.normpath(site / row[0])))
-    return out
+def _hash_all(entries: list[RecordEntry]) -> list[bytes | None]:
+    """Digests of every entry's file, in order. hashlib and file reads release the GIL, so a
+    few threads over large contiguous slices use the cores without per-file scheduling cost."""
+    workers = max(1, min(4, os.cpu_count() or 1))
+    if workers == 1 or len(entries) < 64:
+        return [_digest(e.path, e.algorithm) for e in entries]
+    size = -(-len(entries) // workers)
+    slices = [entries[i : i + size] for i in range(0, len(entries), size)]
+    with ThreadPoolExecutor(max_workers=len(slices)) as pool:
+        parts = pool.map(lambda part: [_digest(e.path, e.algorithm) for e in part], slices)
+    return [digest for part in parts for digest in part]
 
 
-def _unrecorded(dist_info: Path, recorded: set[Path]) -> list[Path]:
+def _unrecorded(dist_info: Path, recorded: set[str]) -> list[str]:
     """Files inside the distribution's top-level folders that RECORD does not list."""
-    site = dist_info.parent
+    site = str(dist_info.parent) + os.sep
     tops = set()
     for path in recorded:
-        try:
-            rel = path.relative_to(site)
-        except ValueError:
+        if not path.startswith(site):
             continue  # scripts in bin/ and the like
-        if len(rel.parts) > 1 and not rel.parts[0].endswith((".dist-info", ".egg-info")):
-            tops.add(site / rel.parts[0])
+        top, sep, _ = path[len(site) :].partition(os.sep)
+        if sep and not top.endswith((".dist-info", ".egg-info")):
+            tops.add(site + top)
     extra = []
     for top in sorted(tops):
         for folder, dirs, files in os.walk(top):
             dirs[:] = [d for d in dirs if d != "__pycache__"]
             for name in files:
-                path = Path(folder) / name
+                path = os.path.join(folder, name)
                 if path not in recorded:
                     extra.append(path)
     return extra

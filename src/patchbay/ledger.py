@@ -41,7 +41,8 @@ class FileRecord:
     """One file a patch changed: root-relative path and sha256 before/after (None: absent).
 
     ``created_dirs`` lists the folders (root-relative, deepest first) that creating the file
-    also created, so that a revert removes them again.
+    also created, so that a revert removes them again; ``mode_before`` the permission bits the
+    file had, so that a revert restores them too.
     """
 
     target: str
@@ -49,6 +50,7 @@ class FileRecord:
     before: str | None
     after: str | None
     created_dirs: list[str] = field(default_factory=list)
+    mode_before: int | None = None
 
 
 @dataclass
@@ -95,6 +97,7 @@ class Ledger:
         self.blob_dir = state_dir / "blobs"
         self._data: dict[str, Any] = {"format": LEDGER_FORMAT, "patchsets": {}}
         self._parsed: dict[str, list[LedgerEntry]] = {}
+        self._index: dict[str, dict[str, LedgerEntry]] = {}
         if self.path.exists():
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -107,6 +110,15 @@ class Ledger:
                     file=self.path,
                 )
             self._data = data
+            try:
+                for name in self._data["patchsets"]:
+                    self.entries(name)
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise InputError(
+                    f"ledger is damaged ({type(exc).__name__}: {exc}); restore it from a backup "
+                    "or remove the environment's patches by reinstalling",
+                    file=self.path,
+                ) from None
 
     @classmethod
     def empty(cls, state_dir: Path) -> Ledger:
@@ -117,6 +129,7 @@ class Ledger:
         ledger.blob_dir = state_dir / "blobs"
         ledger._data = {"format": LEDGER_FORMAT, "patchsets": {}}
         ledger._parsed = {}
+        ledger._index = {}
         return ledger
 
     def all_entries(self) -> dict[str, list[LedgerEntry]]:
@@ -127,13 +140,26 @@ class Ledger:
         """Entries of ``patchset``, oldest first."""
         cached = self._parsed.get(patchset)
         if cached is None:
-            raw = self._data["patchsets"].get(patchset, {}).get("entries", [])
+            raw = (
+                self._data["patchsets"].get(patchset, {})["entries"]
+                if patchset in self._data["patchsets"]
+                else []
+            )
             cached = self._parsed[patchset] = [LedgerEntry.from_json(e) for e in raw]
         return list(cached)
 
     def find(self, patchset: str, patch_id: str) -> LedgerEntry | None:
         """The entry of ``patch_id``, or None."""
-        return next((e for e in self.entries(patchset) if e.patch_id == patch_id), None)
+        index = self._index.get(patchset)
+        if index is None:
+            index = self._index[patchset] = {e.patch_id: e for e in self.entries(patchset)}
+        return index.get(patch_id)
+
+    def has_orphan_blobs(self) -> bool:
+        """Stored originals but no entry at all: the ledger was probably deleted."""
+        return (
+            not self._data["patchsets"] and self.blob_dir.is_dir() and any(self.blob_dir.iterdir())
+        )
 
     def put(self, patchset: str, entry: LedgerEntry) -> None:
         """Add ``entry`` (replacing an older one of the same patch id) in memory."""
@@ -141,11 +167,13 @@ class Ledger:
         bucket = self._data["patchsets"].setdefault(patchset, {"entries": []})
         bucket["entries"].append(asdict(entry))
         self._parsed.pop(patchset, None)
+        self._index.pop(patchset, None)
 
     def remove(self, patchset: str, patch_id: str) -> None:
         """Drop the entry of ``patch_id`` in memory."""
         bucket = self._data["patchsets"].get(patchset)
         self._parsed.pop(patchset, None)
+        self._index.pop(patchset, None)
         if bucket:
             bucket["entries"] = [e for e in bucket["entries"] if e["patch_id"] != patch_id]
             if not bucket["entries"]:

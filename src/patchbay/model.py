@@ -30,7 +30,8 @@ _UPSTREAM_REF = re.compile(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+(?:#\d+|
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # strict: `strip: true` or `count: "2"` are mistakes, not values to coerce
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
 
 def relative_posix_path(value: str) -> str:
@@ -128,7 +129,7 @@ class PatchBase(_Strict):
     """Fields every patch has, whatever its kind."""
 
     id: str = Field(pattern=_ID, description="Stable id; the ledger and waivers refer to it")
-    target: str = Field(description="Name of an entry in `targets`")
+    target: str | None = Field(default=None, description="Name of an entry in `targets`")
     description: str = Field(min_length=1)
     upstream: list[str] = Field(
         default_factory=list,
@@ -158,14 +159,57 @@ class PatchBase(_Strict):
         return self
 
 
+class RemoteSource(_Strict):
+    """Diff content taken from upstream, pinned by ``patchbay vendor`` in the lock file.
+
+    Exactly one of ``pr`` (resolved to the PR's head commit) or ``commit``. ``paths`` keeps only
+    the file patches under these (pre-strip) paths, for a change spanning two install roots.
+    """
+
+    repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name on GitHub")
+    pr: int | None = Field(default=None, ge=1)
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
+    paths: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_ref(self) -> RemoteSource:
+        if (self.pr is None) == (self.commit is None):
+            raise ValueError("give exactly one of `pr` or `commit` (a full 40-hex commit id)")
+        return self
+
+    @property
+    def ref(self) -> str:
+        """``owner/repo#N`` or ``owner/repo@<commit>``."""
+        return f"{self.repo}#{self.pr}" if self.pr is not None else f"{self.repo}@{self.commit}"
+
+
 class DiffPatch(PatchBase):
-    """A unified or git-style diff file, applied with ``git apply`` and zero fuzz."""
+    """A unified or git-style diff, applied with ``git apply`` and zero fuzz: a file in the
+    patchset folder, or upstream content (``source``) vendored into ``vendor/<id>.patch``."""
 
     kind: Literal["diff"]
-    file: str = Field(description="Patch file, relative to the patchset folder")
+    target: str = Field(description="Name of an entry in `targets`")
+    file: str | None = Field(
+        default=None, description="Patch file, relative to the patchset folder"
+    )
+    source: RemoteSource | None = None
     strip: int = Field(default=1, ge=0, le=16, description="Strip level, as -p of git apply")
 
-    _check_file = field_validator("file")(relative_posix_path)
+    @field_validator("file")
+    @classmethod
+    def _check_file(cls, value: str | None) -> str | None:
+        return None if value is None else relative_posix_path(value)
+
+    @model_validator(mode="after")
+    def _file_or_source(self) -> DiffPatch:
+        if (self.file is None) == (self.source is None):
+            raise ValueError("give exactly one of `file` or `source`")
+        return self
+
+    @property
+    def content_path(self) -> str:
+        """Where the diff lives in the patchset folder (vendored content for a source)."""
+        return self.file or f"vendor/{self.id}.patch"
 
 
 class ReplaceEdit(_Strict):
@@ -189,10 +233,123 @@ class ReplacePatch(PatchBase):
     """Exact-text edits of installed files (what ``str.replace`` heredocs did)."""
 
     kind: Literal["replace"]
+    target: str = Field(description="Name of an entry in `targets`")
     edits: list[ReplaceEdit] = Field(min_length=1)
 
 
-PatchSpec = Annotated[DiffPatch | ReplacePatch, Field(discriminator="kind")]
+class PipPatch(PatchBase):
+    """A package pin over the image, installed with the engine interpreter's own pip.
+
+    ``requirement`` is PEP 508: ``name==version`` (any specifier set), or a direct reference
+    ``name @ git+https://host/owner/repo@<40-hex commit>`` (a branch or tag moves, so it is
+    refused). ``allow`` names protected distributions this pin may change.
+    """
+
+    kind: Literal["pip"]
+    requirement: str
+    index_url: str | None = None
+    extra_index_urls: list[str] = Field(default_factory=list)
+    find_links: list[str] = Field(default_factory=list)
+    no_deps: bool = False
+    no_build_isolation: bool = False
+    build_env: dict[str, str] = Field(default_factory=dict)
+    allow: list[str] = Field(default_factory=list)
+
+    @field_validator("requirement")
+    @classmethod
+    def _pinned(cls, value: str) -> str:
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        try:
+            req = Requirement(value)
+        except InvalidRequirement as exc:
+            raise ValueError(f"not a PEP 508 requirement: {exc}") from None
+        if req.url:
+            ref = req.url.rsplit("@", 1)[-1] if "@" in req.url.split("://", 1)[-1] else ""
+            ref = ref.split("#", 1)[0]
+            if not req.url.startswith("git+") or not re.fullmatch(r"[0-9a-f]{40}", ref):
+                raise ValueError(
+                    f"{value!r}: a direct reference must be git+<url>@<full 40-hex commit>; "
+                    "a branch or tag moves, so two runs would build different code"
+                )
+        elif not req.specifier:
+            raise ValueError(f"{value!r} pins nothing: give a version specifier")
+        return value
+
+
+class ArtifactFile(_Strict):
+    """One binary file fetched by URL into the target.
+
+    ``sha256`` is mandatory for ``apply``; ``null`` marks a file not locked yet (``patchbay
+    vendor`` records its hash in the lock file, with network access). Plain ``http://`` is
+    refused unless ``insecure_http: true``.
+    """
+
+    url: str = Field(pattern=r"^https?://\S+$")
+    dest: str
+    sha256: str | None = Field(pattern=_SHA256)
+    size: int | None = Field(default=None, ge=0)
+    insecure_http: bool = False
+
+    _check_dest = field_validator("dest")(relative_posix_path)
+
+    @model_validator(mode="after")
+    def _https(self) -> ArtifactFile:
+        if self.url.startswith("http://") and not self.insecure_http:
+            raise ValueError(f"{self.url}: plain http; use https, or mark `insecure_http: true`")
+        return self
+
+
+class ArtifactPatch(PatchBase):
+    """Binary files (e.g. GPU kernels) placed under a target, each pinned by sha256."""
+
+    kind: Literal["artifact"]
+    target: str = Field(description="Name of an entry in `targets`")
+    files: list[ArtifactFile] = Field(min_length=1)
+
+
+class CommandPatch(PatchBase):
+    """A rebuild or post step, run when a patch it depends on changed in this run or when its
+    declared output is missing. ``{python}`` in ``argv`` is the engine interpreter."""
+
+    kind: Literal["command"]
+    target: str = Field(description="Name of an entry in `targets`; cwd is relative to it")
+    argv: list[str] = Field(min_length=1)
+    shell: bool = Field(default=False, description="Run argv[0] as a /bin/sh script")
+    cwd: str = "."
+    env: dict[str, str] = Field(default_factory=dict)
+    remove: list[str] = Field(
+        default_factory=list, description="Paths removed first (stale builds)"
+    )
+    output: str | None = Field(default=None, description="A file the command produces")
+    after: list[str] = Field(default_factory=list, description="Ids of patches it rebuilds for")
+    timeout: float = Field(default=3600, gt=0, description="Seconds")
+
+    @field_validator("remove")
+    @classmethod
+    def _check_remove(cls, value: list[str]) -> list[str]:
+        return [relative_posix_path(v) for v in value]
+
+    @field_validator("cwd", "output")
+    @classmethod
+    def _check_paths(cls, value: str | None) -> str | None:
+        if value is None or value == ".":
+            return value
+        return relative_posix_path(value)
+
+    @model_validator(mode="after")
+    def _shell_script(self) -> CommandPatch:
+        if self.shell and len(self.argv) != 1:
+            raise ValueError("with `shell: true`, argv holds exactly one script string")
+        if not self.after and self.output is None:
+            raise ValueError("a command needs `after` (patch ids) or an `output`, or it never runs")
+        return self
+
+
+PatchSpec = Annotated[
+    DiffPatch | ReplacePatch | PipPatch | ArtifactPatch | CommandPatch,
+    Field(discriminator="kind"),
+]
 
 
 class PatchsetSpec(_Strict):
@@ -205,7 +362,18 @@ class PatchsetSpec(_Strict):
     components: list[Component] = Field(default_factory=list)
     targets: dict[str, Target] = Field(min_length=1)
     base: BaseGuard = Field(default_factory=BaseGuard)
+    protect: list[str] | None = Field(
+        default=None,
+        description="Distributions a pip pin must not change (default: the components)",
+    )
     patches: list[PatchSpec] = Field(default_factory=list)
+
+    @property
+    def protected(self) -> list[str]:
+        """Distributions no pin may add, upgrade or downgrade unless it allows them by name."""
+        if self.protect is not None:
+            return list(self.protect)
+        return [c.distribution for c in self.components]
 
 
 @dataclass
@@ -230,7 +398,7 @@ class Patchset:
         return self.spec.name
 
     @property
-    def patches(self) -> list[DiffPatch | ReplacePatch]:
+    def patches(self) -> list[DiffPatch | ReplacePatch | PipPatch | ArtifactPatch | CommandPatch]:
         return list(self.spec.patches)
 
     def patch_line(self, index: int, *keys: str | int) -> int | None:
@@ -281,7 +449,7 @@ def load_patchset(path: Path) -> Patchset:
         if patch.id in seen:
             problems.append((doc.line_of(("patches", i, "id")), f"duplicate patch id {patch.id!r}"))
         seen.setdefault(patch.id, i)
-        if patch.target not in spec.targets:
+        if patch.target is not None and patch.target not in spec.targets:
             problems.append(
                 (
                     doc.line_of(("patches", i, "target")),
@@ -294,6 +462,17 @@ def load_patchset(path: Path) -> Patchset:
             problems.append(
                 (doc.line_of(("base", "files", i, "target")), f"unknown target {guard.target!r}")
             )
+    for i, patch in enumerate(spec.patches):
+        if isinstance(patch, CommandPatch):
+            for dep in patch.after:
+                if dep not in seen or seen[dep] >= i:
+                    problems.append(
+                        (
+                            doc.line_of(("patches", i, "after")),
+                            f"patch {patch.id}: `after` names {dep!r}, which is not an earlier "
+                            "patch",
+                        )
+                    )
     if problems:
         raise _problems_error(yaml_path, problems)
     return Patchset(spec=spec, path=yaml_path, folder=yaml_path.parent, document=doc)
@@ -330,10 +509,13 @@ def _data_path(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
         elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             out.append(part)
             node = node[part]
-        elif isinstance(node, dict) and isinstance(part, str) and part not in ("diff", "replace"):
+        elif isinstance(node, dict) and isinstance(part, str) and part not in _KINDS:
             out.append(part)  # a missing key: name it, line falls back to its parent
             node = None
     return tuple(out)
+
+
+_KINDS = ("diff", "replace", "pip", "artifact", "command")
 
 
 def json_schema() -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from .engine import PatchStatus, Plan
 
@@ -15,6 +16,7 @@ STYLES = {
     PatchStatus.PARTIAL: "red",
     PatchStatus.CONFLICT: "red",
     PatchStatus.AMBIGUOUS: "red",
+    PatchStatus.UNLOCKED: "magenta",
 }
 
 # statuses whose per-hunk detail is worth a line each
@@ -42,10 +44,10 @@ def status_table(plan: Plan) -> Table:
                 detail.append(f"{h.file} {unit}: {h.state.value}{line}{extra}")
         table.add_row(
             str(report.index + 1),
-            report.id,
+            Text(report.id),
             report.patch.kind,
-            f"[{style}]{report.status.value}[/]",
-            "\n".join(detail),
+            Text(report.status.value, style=style),
+            Text("\n".join(detail)),
         )
     return table
 
@@ -53,4 +55,4 @@ def status_table(plan: Plan) -> Table:
 def print_guard(plan: Plan, console: Console) -> None:
     """The base guard's failures, if any."""
     for failure in plan.guard.failures:
-        console.print(f"[red]base guard:[/] {failure}")
+        console.print(Text("base guard: ", style="red") + Text(failure))

@@ -7,12 +7,14 @@ with its sha256 and outcome, so a result can carry "image as shipped + exactly t
 from __future__ import annotations
 
 import json
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from . import __version__
 from .engine import Plan
+from .errors import ApplyFailed, InputError
 from .transaction import write_atomic
 
 PROVENANCE_FORMAT = 1
@@ -51,7 +53,33 @@ def provenance(
     }
 
 
+def check_record_path(path: Path) -> None:
+    """Make sure a record can be written at ``path`` before the command changes anything.
+
+    Raises:
+        InputError: the folder cannot be created or written, or ``path`` is a folder.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir():
+            raise InputError("--record names a folder, not a file", file=path)
+        probe = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".patchbay-record-")  # noqa: SIM115
+        probe.close()
+    except OSError as exc:
+        raise InputError(f"--record cannot be written: {exc.strerror or exc}", file=path) from None
+
+
 def write_record(path: Path, document: dict[str, Any]) -> None:
-    """Write a provenance document as JSON (atomically; the folder is created)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, (json.dumps(document, indent=2) + "\n").encode(), mode=0o644)
+    """Write a provenance document as JSON (atomically; the folder is created).
+
+    Raises:
+        ApplyFailed: the file could not be written (the command's own work stands).
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, (json.dumps(document, indent=2) + "\n").encode(), mode=0o644)
+    except OSError as exc:
+        raise ApplyFailed(
+            f"the command succeeded, but its record could not be written: {exc.strerror or exc}",
+            file=path,
+        ) from None

@@ -190,12 +190,16 @@ def probe(python: str, packages: list[str], distributions: list[str]) -> dict[st
             f"engine interpreter failed (exit {proc.returncode}): {last}", file=python
         )
     try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
+        answer = json.loads(proc.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
+        answer = None
+    expected = ("executable", "prefix", "version", "packages", "distributions")
+    if not isinstance(answer, dict) or any(k not in answer for k in expected):
         raise EnvironmentProbeError(
             "engine interpreter printed no probe answer (is it a Python 3 interpreter?)",
             file=python,
-        ) from None
+        )
+    return answer
 
 
 def resolve_environment(

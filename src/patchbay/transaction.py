@@ -14,7 +14,10 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -95,12 +98,30 @@ class Transaction:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def rollback(self) -> list[Path]:
-        """Restore every saved path; returns them. Safe to call once."""
+        """Restore every saved path; returns them. Safe to call once.
+
+        SIGINT and SIGTERM are held back while restoring (a second Ctrl-C must not leave the
+        tree half restored); they are delivered when the restore is complete.
+        """
         self._done = True
         self._manifest.close()
-        restored = _restore(self.dir, list(self._entries.values()))
-        shutil.rmtree(self.dir, ignore_errors=True)
+        with _signals_held():
+            restored = _restore(self.dir, list(self._entries.values()))
+            shutil.rmtree(self.dir, ignore_errors=True)
         return restored
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    held = {signal.SIGINT, signal.SIGTERM}
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def recover(journal_dir: Path) -> list[Path]:
@@ -115,8 +136,9 @@ def recover(journal_dir: Path) -> list[Path]:
     for line in manifest.read_text(encoding="utf-8").splitlines():
         with contextlib.suppress(json.JSONDecodeError):  # a torn last line: that change never began
             entries.append(json.loads(line))
-    restored = _restore(journal_dir, entries)
-    shutil.rmtree(journal_dir, ignore_errors=True)
+    with _signals_held():
+        restored = _restore(journal_dir, entries)
+        shutil.rmtree(journal_dir, ignore_errors=True)
     return restored
 
 
@@ -128,6 +150,7 @@ def _restore(journal_dir: Path, entries: list[dict[str, object]]) -> list[Path]:
             backup = journal_dir / str(entry["backup"])
             if not backup.exists():
                 continue
+            path.parent.mkdir(parents=True, exist_ok=True)  # a removed folder comes back too
             os.replace(backup, path)
             os.chmod(path, int(entry["mode"]))  # type: ignore[arg-type]
             atime, mtime = entry["times"]  # type: ignore[misc]

@@ -10,8 +10,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from .diffparse import split_lines
 from .errors import RefusedError
+from .hunks import LineIndex
+from .options import RunOptions
+
+if TYPE_CHECKING:
+    from .targets import Environment
 
 _ABSENT = object()
 
@@ -21,13 +28,29 @@ class Tree:
 
     Args:
         roots: target name -> root directory.
+        env: the engine environment (kinds that act on packages need its interpreter).
+        options: network, cache and bundle options of the run.
+
+    Attributes:
+        changed: ids of the patches staged as pending so far (a ``command`` patch runs when one
+            it depends on is among them).
     """
 
-    def __init__(self, roots: dict[str, Path]) -> None:
+    def __init__(
+        self,
+        roots: dict[str, Path],
+        env: Environment | None = None,
+        options: RunOptions | None = None,
+    ) -> None:
         self.roots = roots
+        self.env = env
+        self.options = options or RunOptions()
+        self.changed: set[str] = set()
         self._real_roots: dict[str, str] = {}
         self._staged: dict[tuple[str, str], bytes | None] = {}
         self._resolved: dict[tuple[str, str], Path] = {}
+        self._disk: dict[tuple[str, str], bytes | None] = {}
+        self._indexes: dict[int, tuple[bytes, LineIndex]] = {}
 
     def resolve(self, target: str, rel: str) -> Path:
         """Absolute path of ``rel`` under ``target``'s root.
@@ -67,13 +90,37 @@ class Tree:
         staged = self._staged.get((target, rel), _ABSENT)
         if staged is not _ABSENT:
             return staged  # type: ignore[return-value]
+        known = self._disk.get((target, rel), _ABSENT)  # a plan reads each file once
+        if known is not _ABSENT:
+            return known  # type: ignore[return-value]
         path = self.resolve(target, rel)
         try:
-            return path.read_bytes()
+            data: bytes | None = path.read_bytes()
         except FileNotFoundError:
-            return None
+            data = None
         except IsADirectoryError:
             raise RefusedError(f"{rel} is a directory, expected a file", file=path) from None
+        self._disk[(target, rel)] = data
+        return data
+
+    def line_index(self, data: bytes) -> LineIndex:
+        """The :class:`LineIndex` of some file content, built once per content object."""
+        cached = self._indexes.get(id(data))
+        if cached is not None and cached[0] is data:
+            return cached[1]
+        index = LineIndex(split_lines(data.decode("utf-8", "surrogateescape")))
+        self._indexes[id(data)] = (data, index)
+        return index
+
+    def fork(self) -> Tree:
+        """A copy whose staged changes are its own (to try a result without committing to it)."""
+        other = Tree(self.roots, self.env, self.options)
+        other._staged = dict(self._staged)
+        other._resolved = self._resolved
+        other._disk = self._disk
+        other._real_roots = self._real_roots
+        other.changed = set(self.changed)
+        return other
 
     def on_disk(self, target: str, rel: str) -> bytes | None:
         """Content on disk, ignoring staged changes."""

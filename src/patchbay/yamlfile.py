@@ -53,8 +53,19 @@ def load_yaml(path: Path) -> YamlDocument:
         raise InputError("file not found", file=path) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read: {exc}", file=path) from None
+    return parse_yaml(text, path)
+
+
+def parse_yaml(text: str, path: Path, first_line: int = 1) -> YamlDocument:
+    """Parse YAML text that sits in ``path`` from line ``first_line`` on (e.g. the front
+    matter of a Markdown file), with the same checks and line numbers as :func:`load_yaml`.
+
+    Raises:
+        InputError: as :func:`load_yaml`, naming ``path`` and the line in it.
+    """
     try:
-        node = yaml.compose(text, Loader=_Loader)
+        # leading newlines put every mark on its line in the surrounding file
+        node = yaml.compose("\n" * (first_line - 1) + text, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -70,8 +81,20 @@ def load_yaml(path: Path) -> YamlDocument:
     return doc
 
 
+_PLAIN_TAGS = {
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")
+}
+
+
 def _build(node: yaml.Node, key_path: KeyPath, doc: YamlDocument, constructor: Any) -> Any:
     doc.lines.setdefault(key_path, node.start_mark.line + 1)
+    if node.tag not in _PLAIN_TAGS:
+        raise InputError(
+            f"YAML tag {node.tag!r} is not allowed (plain YAML only)",
+            file=doc.path,
+            line=node.start_mark.line + 1,
+        )
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:

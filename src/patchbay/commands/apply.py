@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
+
 from ..engine import PatchStatus, apply_patchset, make_plan
-from ..provenance import provenance, write_record
+from ..provenance import check_record_path, provenance, write_record
 from .common import console, environment, load
 
 
@@ -20,26 +22,28 @@ def run(
     record: Path | None,
 ) -> int:
     """Apply; print what was done; exit 0 (done or nothing to do). Errors raise."""
+    if record is not None:
+        check_record_path(record)
     patchset = load(patchset_arg)
     env = environment(patchset, python, root, state_dir)
     result = apply_patchset(patchset, env, upgrade=upgrade, lock_timeout=lock_timeout)
     plan = result.plan
     for path in result.recovered:
-        console.print(f"rolled back an interrupted earlier run: restored {path}")
+        console.print(f"rolled back an interrupted earlier run: restored {path}", markup=False)
     for pid in result.reverted:
-        console.print(f"reverted {pid} (recorded version)")
+        console.print(f"reverted {pid} (recorded version)", markup=False)
     for pid in result.applied:
-        console.print(f"[green]applied[/] {pid}")
+        console.print(f"[green]applied[/] {escape(pid)}")
     redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
     already = [r.id for r in plan.with_status(PatchStatus.APPLIED)]
     for report in plan.reports:
         for note in report.notes:
             if report.status is not PatchStatus.REDUNDANT:
-                console.print(f"note: {report.id}: {note}")
+                console.print(f"note: {report.id}: {note}", markup=False)
     if redundant:
         console.print(
             f"[cyan]{len(redundant)} patch(es) redundant[/] (already in the image, not applied "
-            f"by patchbay; remove them from the patchset): {', '.join(redundant)}"
+            f"by patchbay; remove them from the patchset): {escape(', '.join(redundant))}"
         )
     if result.nothing_to_do:
         console.print(f"nothing to do: {len(already) + len(redundant)} patch(es) already present")

@@ -36,12 +36,16 @@ def run(
         for item in result.items:
             for h in item.report.inspection.hunks:
                 if h.text:
-                    console.print(f"\n{item.report.id}: {h.file} hunk {h.index} ({h.state.value}):")
+                    console.print(
+                        f"\n{item.report.id}: {h.file} hunk {h.index} ({h.state.value}):",
+                        markup=False,
+                    )
                     console.print(h.text.rstrip("\n"), markup=False, highlight=False)
         if result.droppable:
             console.print(
                 f"\n{len(result.droppable)} patch(es) can be dropped with this image: "
-                + ", ".join(result.droppable)
+                + ", ".join(result.droppable),
+                markup=False,
             )
     return 0 if result.ok else 1
 

@@ -18,10 +18,13 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def patchset_path(arg: str) -> Path:
-    """A PATCHSET argument: a folder or YAML file, or a bare name under ``./patchsets``."""
+    """A PATCHSET argument: a folder holding ``patchset.yaml``, a YAML file, or a bare name
+    under ``./patchsets`` (tried when ``arg`` itself is no patchset)."""
     path = Path(arg)
-    if not path.exists() and "/" not in arg and (Path("patchsets") / arg).exists():
-        return Path("patchsets") / arg
+    is_patchset = path.is_file() or (path / "patchset.yaml").is_file()
+    named = Path("patchsets") / arg
+    if not is_patchset and "/" not in arg and (named / "patchset.yaml").is_file():
+        return named
     return path
 
 

@@ -21,7 +21,9 @@ def run(
     env = environment(patchset, python, root, state_dir)
     reverted = revert_patchset(patchset, env, lock_timeout=lock_timeout)
     if not reverted:
-        console.print(f"nothing to revert: the ledger records no patch of {patchset.name}")
+        console.print(
+            f"nothing to revert: the ledger records no patch of {patchset.name}", markup=False
+        )
     for pid in reverted:
-        console.print(f"reverted {pid}")
+        console.print(f"reverted {pid}", markup=False)
     return 0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..engine import BLOCKING, interrupted, make_plan
+from ..engine import BLOCKING, PatchStatus, interrupted, make_plan, upgrade_command
 from ..output import print_guard, status_table
-from ..provenance import provenance, write_record
+from ..provenance import check_record_path, provenance, write_record
 from .common import console, environment, err_console, load, print_json
 
 
@@ -22,11 +22,23 @@ def run(
     """Print the status; exit 0 when nothing blocks an apply, 1 otherwise."""
     patchset = load(patchset_arg)
     env = environment(patchset, python, root, state_dir)
+    if record is not None:
+        check_record_path(record)
     plan = make_plan(patchset, env)
-    if interrupted(env):
+    busy = interrupted(env)
+    if busy:
         err_console.print(
-            "patchbay: warning: an earlier run was interrupted mid-write; the next apply or "
-            "revert restores its files first"
+            f"patchbay: warning: {env.state_dir / 'journal'} exists: an apply or revert is "
+            "running, or was interrupted mid-write (the next apply or revert restores its files "
+            "first); the states below may be transient",
+            markup=False,
+        )
+    if plan.ledger.has_orphan_blobs():
+        err_console.print(
+            f"patchbay: warning: {env.state_dir} holds saved originals but no ledger: was the "
+            "ledger deleted, or is --state-dir different from the first run? 'redundant' below "
+            "may mean 'applied by patchbay, record lost'",
+            markup=False,
         )
     if as_json:
         print_json(plan.to_json())
@@ -37,8 +49,10 @@ def run(
             if entry.patch_id not in {r.id for r in plan.reports}:
                 console.print(
                     f"note: the ledger records {entry.patch_id}, which is no longer in the "
-                    "patchset; `patchbay apply --upgrade` reverts it"
+                    f"patchset; `{upgrade_command(plan)}` reverts it",
+                    markup=False,
                 )
     if record is not None:
         write_record(record, provenance(plan, command="status"))
-    return 1 if plan.with_status(*BLOCKING) or not plan.guard.ok else 0
+    blocked = plan.with_status(*BLOCKING, PatchStatus.OUTDATED) or plan.stale
+    return 1 if blocked or busy or not plan.guard.ok else 0

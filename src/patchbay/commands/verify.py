@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..engine import make_plan, verify_patchset
-from ..installed import verify_installed
-from ..provenance import provenance, write_record
+from ..model import Patchset
+from ..provenance import check_record_path, write_record
+from ..targets import Environment
 from .common import console, environment, err_console, load, print_json
 
 
@@ -24,10 +24,15 @@ def run(
     record: Path | None = None,
 ) -> int:
     """Exit 0 when verified, 1 otherwise (each problem printed on one line)."""
+    if record is not None:
+        check_record_path(record)
     patchset = load(patchset_arg)
     env = environment(patchset, python, root, state_dir, extra_distributions=dists)
     if installed:
         return _installed(patchset, env, as_json=as_json, dists=dists, record=record)
+    from ..engine import verify_patchset
+    from ..provenance import provenance
+
     result = verify_patchset(patchset, env)
     if as_json:
         print_json({"ok": result.ok, "problems": result.problems, "compiled": result.compiled})
@@ -38,7 +43,7 @@ def run(
         )
     else:
         for problem in result.problems:
-            err_console.print(f"patchbay: verify: {problem}")
+            err_console.print(f"patchbay: verify: {problem}", markup=False)
     if record is not None:
         doc = provenance(result.plan, command="verify")
         doc["verify"] = {"ok": result.ok, "problems": result.problems}
@@ -47,8 +52,15 @@ def run(
 
 
 def _installed(
-    patchset, env, *, as_json: bool, dists: list[str] | None, record: Path | None
-) -> int:  # type: ignore[no-untyped-def]
+    patchset: Patchset,
+    env: Environment,
+    *,
+    as_json: bool,
+    dists: list[str] | None,
+    record: Path | None,
+) -> int:
+    from ..installed import verify_installed
+
     result = verify_installed(patchset, env, dists)
     if as_json:
         print_json(result.to_json())
@@ -56,10 +68,13 @@ def _installed(
         for finding in result.undeclared:
             err_console.print(
                 f"patchbay: verify: {finding.path}: undeclared {finding.kind} "
-                f"({finding.distribution}): {finding.detail}"
+                f"({finding.distribution}): {finding.detail}",
+                markup=False,
             )
         for finding in result.unrecorded:
-            console.print(f"warning: {finding.path}: not in {finding.distribution}'s RECORD")
+            console.print(
+                f"warning: {finding.path}: not in {finding.distribution}'s RECORD", markup=False
+            )
         checked = sum(d["checked"] for d in result.distributions.values())
         names = ", ".join(f"{n} {d['version']}" for n, d in result.distributions.items())
         verdict = "image as shipped" if not result.declared else "image as shipped plus"
@@ -68,13 +83,18 @@ def _installed(
                 {p for f in result.declared for p in (f.declared_by or "").split(", ") if p}
             )
             extra = f" {len(patches)} declared patch(es): {', '.join(patches)}" if patches else ""
-            console.print(f"verified {checked} installed file(s) of {names}: {verdict}{extra}")
+            console.print(
+                f"verified {checked} installed file(s) of {names}: {verdict}{extra}", markup=False
+            )
         else:
             err_console.print(
                 f"patchbay: verify: {len(result.undeclared)} undeclared modification(s) in "
                 f"{checked} installed file(s) of {names}"
             )
     if record is not None:
+        from ..engine import make_plan
+        from ..provenance import provenance
+
         doc = provenance(make_plan(patchset, env), command="verify --installed")
         doc["installed"] = result.to_json()
         write_record(record, doc)

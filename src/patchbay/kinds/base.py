@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..hunks import HunkResult, HunkState
 
 if TYPE_CHECKING:
+    from ..ledger import LedgerEntry
     from ..model import Patchset
+    from ..transaction import Transaction
     from ..tree import Tree
 
 
@@ -63,12 +65,15 @@ class LoadedPatch:
         source: the file the content came from (for messages), if any.
         data: kind-specific parsed content.
         notes: things worth telling the user (e.g. CRLF line endings normalised).
+        unlocked: why the content is not pinned yet (a remote source or an artifact without a
+            hash): ``validate`` accepts it, marked; ``apply`` refuses it.
     """
 
     sha256: str
     source: str | None
     data: Any
     notes: list[str] = field(default_factory=list)
+    unlocked: str | None = None
 
 
 @dataclass
@@ -96,6 +101,16 @@ class PendingPatch:
     patch: Any
     loaded: LoadedPatch
     inspection: Inspection
+
+
+class FileKind:
+    """Defaults for kinds whose whole effect is file contents (diff, replace, artifact)."""
+
+    def preflight(self, item: PendingPatch, tree: Tree) -> None:
+        return None
+
+    def revert(self, entry: LedgerEntry, tree: Tree, txn: Transaction) -> bool:
+        return False
 
 
 class PatchKind(Protocol):
@@ -129,4 +144,21 @@ class PatchKind(Protocol):
 
     def describe(self, patch: Any, loaded: LoadedPatch) -> str:
         """One line saying what the patch does, for tables and waivers."""
+        ...
+
+    def preflight(self, item: PendingPatch, tree: Tree) -> None:
+        """Last checks of a pending patch before anything is written (may fetch into the
+        cache, or ask pip for a dry run, and complete ``item.inspection.changes``).
+
+        Raises:
+            RefusedError: the patch must not be applied (nothing has been written).
+        """
+        ...
+
+    def revert(self, entry: LedgerEntry, tree: Tree, txn: Transaction) -> bool:
+        """Undo what ``entry`` recorded beyond its files (e.g. reinstall a package version).
+
+        Returns:
+            True when the kind handled the entry; False to let the engine restore its files.
+        """
         ...

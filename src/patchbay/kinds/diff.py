@@ -17,13 +17,22 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..diffparse import FilePatch, Hunk, ParsedDiff, parse_diff
+from ..diffparse import FilePatch, Hunk, ParsedDiff, parse_diff, split_lines
 from ..errors import InputError
 from ..gitapply import git_apply
-from ..hunks import HunkResult, HunkState, LineIndex, apply_hunks, classify_hunk
+from ..hunks import HunkResult, HunkState, apply_hunks, classify_hunk
 from ..ledger import sha256_bytes
+from ..lockfile import Lock
 from ..model import DiffPatch
-from .base import ContentState, FileChange, Inspection, LoadedPatch, PendingPatch, aggregate
+from .base import (
+    ContentState,
+    FileChange,
+    FileKind,
+    Inspection,
+    LoadedPatch,
+    PendingPatch,
+    aggregate,
+)
 
 if TYPE_CHECKING:
     from ..model import Patchset
@@ -31,7 +40,7 @@ if TYPE_CHECKING:
 
 
 def _lines(data: bytes) -> list[str]:
-    return data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    return split_lines(data.decode("utf-8", "surrogateescape"))
 
 
 def _bytes(lines: list[str]) -> bytes:
@@ -71,28 +80,48 @@ def git_blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
-class DiffKind:
+class DiffKind(FileKind):
     """Implements :class:`~patchbay.kinds.base.PatchKind` for ``kind: diff``."""
 
     name = "diff"
 
     def load(self, patch: DiffPatch, patchset: Patchset, index: int) -> LoadedPatch:
-        path = patchset.folder / patch.file
+        if patch.source is not None:
+            locked = Lock.load(patchset.folder).sources.get(patch.id)
+            src = patch.source
+            if locked is None or locked.ref != src.ref or locked.paths != src.paths:
+                return LoadedPatch(
+                    sha256="",
+                    source=None,
+                    data=None,
+                    unlocked=f"upstream source {src.ref} is not locked yet: run "
+                    f"`patchbay vendor {patchset.folder}` with network access",
+                )
+            path = patchset.folder / locked.file
+        else:
+            path = patchset.folder / patch.content_path
         try:
             data = path.read_bytes()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise InputError(
-                f"patch file {patch.file} not found (looked at {path})",
+                f"patch file {patch.content_path} not found (looked at {path})",
                 file=patchset.path,
-                line=patchset.patch_line(index, "file"),
+                line=patchset.patch_line(index, "file" if patch.file else "source"),
                 patch_id=patch.id,
             ) from None
+        if patch.source is not None and sha256_bytes(data) != locked.sha256:
+            raise InputError(
+                f"vendored content of {patch.source.ref} does not match the lock (sha256 "
+                f"{sha256_bytes(data)}, locked {locked.sha256}); run `patchbay vendor` again",
+                file=path,
+                patch_id=patch.id,
+            )
         parsed = parse_diff(data, source=path, strip=patch.strip)
         notes = []
         if parsed.crlf_normalised:
             notes.append(
-                f"{patch.file} has CRLF line endings (a checkout conversion); read as LF and "
-                "matched to each target file's own line endings"
+                f"{patch.content_path} has CRLF line endings (a checkout conversion); read as "
+                "LF and matched to each target file's own line endings"
             )
         return LoadedPatch(sha256=sha256_bytes(data), source=str(path), data=parsed, notes=notes)
 
@@ -100,7 +129,7 @@ class DiffKind:
         parsed: ParsedDiff = loaded.data
         files = ", ".join(fp.path for fp in parsed.files)
         hunks = sum(len(fp.hunks) for fp in parsed.files)
-        return f"{patch.file}: {hunks} hunk(s) in {files}"
+        return f"{patch.content_path}: {hunks} hunk(s) in {files}"
 
     # -- state --------------------------------------------------------------------------
 
@@ -134,7 +163,7 @@ class DiffKind:
         if fp.is_delete:
             return self._deleted_file(target, fp, tree, old)
         if fp.is_rename:
-            return self._renamed_file(target, fp, old, new, notes)
+            return self._renamed_file(target, fp, old, new, notes, tree)
         if old is None:
             return _Outcome(
                 [self._file_result(fp, HunkState.CONFLICT, f"{fp.path} does not exist")]
@@ -143,7 +172,7 @@ class DiffKind:
             return self._binary_modify(target, fp, old)
         if not fp.hunks and fp.old_mode and fp.new_mode:
             return self._mode_only(target, fp, tree, old)
-        results, after, placed = self._modify(fp, old, notes)
+        results, after, placed = self._modify(fp, old, notes, tree)
         if after is None:
             undone = self._undo(fp, old, results)
             undo = [] if undone is None else [FileChange(target, fp.path, undone, old)]
@@ -153,14 +182,20 @@ class DiffKind:
         )
 
     def _renamed_file(
-        self, target: str, fp: FilePatch, old: bytes | None, new: bytes | None, notes: list[str]
+        self,
+        target: str,
+        fp: FilePatch,
+        old: bytes | None,
+        new: bytes | None,
+        notes: list[str],
+        tree: Tree,
     ) -> _Outcome:
         if old is not None and new is None:
             placed = None
             if not fp.hunks:
                 results, after = [self._file_result(fp, HunkState.PENDING)], old
             else:
-                results, after, placed = self._modify(fp, old, notes)
+                results, after, placed = self._modify(fp, old, notes, tree)
                 if all(r.state is HunkState.APPLIED for r in results):
                     detail = "content already changed, but not renamed"
                     return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
@@ -176,7 +211,7 @@ class DiffKind:
             if not fp.hunks:
                 results = [self._file_result(fp, HunkState.APPLIED)]
             else:
-                results, _, _ = self._modify(fp, new, notes)
+                results, _, _ = self._modify(fp, new, notes, tree)
                 undone = self._undo(fp, new, results)
             undo = []
             if undone is not None:
@@ -189,7 +224,7 @@ class DiffKind:
         return _Outcome([self._file_result(fp, HunkState.CONFLICT, f"rename: {detail}")])
 
     def _modify(
-        self, fp: FilePatch, data: bytes, notes: list[str]
+        self, fp: FilePatch, data: bytes, notes: list[str], tree: Tree
     ) -> tuple[list[HunkResult], bytes | None, list[tuple[int | None, Hunk]] | None]:
         """Classify text hunks on ``data``; when all are pending, also the result bytes and
         the hunks (with the file's line endings) at the places found."""
@@ -197,7 +232,7 @@ class DiffKind:
         if _is_crlf(data):
             hunks = [_to_crlf(h) for h in hunks]
             notes.append(f"{fp.path} uses CRLF line endings; the patch was matched with CRLF")
-        index = LineIndex(_lines(data))
+        index = tree.line_index(data)
         results = [classify_hunk(index, h, fp.path) for h in hunks]
         if not results or any(r.state is not HunkState.PENDING for r in results):
             return results, None, None
@@ -299,7 +334,9 @@ class DiffKind:
 
     @staticmethod
     def _file_result(fp: FilePatch, state: HunkState, detail: str = "") -> HunkResult:
-        return HunkResult(file=fp.path, index=0, declared_line=0, state=state, detail=detail)
+        return HunkResult(
+            file=fp.path, index=0, declared_line=0, state=state, detail=detail, patch_line=fp.line
+        )
 
     # -- writing ------------------------------------------------------------------------
 

@@ -22,7 +22,15 @@ from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
 from ..model import ReplaceEdit, ReplacePatch
 from ..transaction import write_atomic
-from .base import ContentState, FileChange, Inspection, LoadedPatch, PendingPatch, aggregate
+from .base import (
+    ContentState,
+    FileChange,
+    FileKind,
+    Inspection,
+    LoadedPatch,
+    PendingPatch,
+    aggregate,
+)
 
 if TYPE_CHECKING:
     from ..model import Patchset
@@ -47,7 +55,7 @@ def _classify(text: str, edit: ReplaceEdit, old: str, new: str) -> tuple[HunkSta
     )
 
 
-class ReplaceKind:
+class ReplaceKind(FileKind):
     """Implements :class:`~patchbay.kinds.base.PatchKind` for ``kind: replace``."""
 
     name = "replace"
