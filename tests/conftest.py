@@ -39,10 +39,8 @@ def _site_packages(prefix: Path) -> Path:
     return next((prefix / "lib").glob("python3*/site-packages"))
 
 
-@pytest.fixture(scope="session")
-def demo_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """demo/engine built into a wheel, once per test session."""
-    out = tmp_path_factory.mktemp("wheels")
+def build_wheel(source: Path, out: Path) -> Path:
+    """Build a project folder into a wheel with pip (no isolation: setuptools is in .venv)."""
     subprocess.run(
         [
             sys.executable,
@@ -54,42 +52,59 @@ def demo_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "--no-build-isolation",
             "--wheel-dir",
             str(out),
-            str(REPO / "demo" / "engine"),
+            str(source),
         ],
         check=True,
     )
-    return next(out.glob("demo_engine-*.whl"))
+    return max(out.glob("*.whl"), key=lambda p: p.stat().st_mtime)
 
 
-@pytest.fixture(scope="session")
-def engine_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) -> Path:
-    """A virtual environment with the demo wheel installed by pip, copied for each test."""
-    prefix = tmp_path_factory.mktemp("template") / "engine"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True)
+def make_engine(prefix: Path, wheel: Path, *, with_pip: bool = False) -> Engine:
+    """A real virtual environment at ``prefix`` with ``wheel`` installed by pip; with its own
+    pip (and setuptools) when ``with_pip``."""
+    venv = [sys.executable, "-m", "venv", str(prefix)]
+    subprocess.run(venv if with_pip else [*venv, "--without-pip"], check=True)
+    python = prefix / "bin" / "python"
     subprocess.run(
         [
             sys.executable,
             "-m",
             "pip",
             "--python",
-            str(prefix / "bin" / "python"),
+            str(python),
             "install",
             "--quiet",
             "--no-index",
             "--no-deps",
-            str(demo_wheel),
+            str(wheel),
         ],
         check=True,
     )
-    return prefix
+    return Engine(prefix=prefix, python=python, site=_site_packages(prefix))
+
+
+def copy_engine(template: Path, prefix: Path) -> Engine:
+    """A copy of a template environment (venvs keep working when copied with their links)."""
+    shutil.copytree(template, prefix, symlinks=True)
+    return Engine(prefix=prefix, python=prefix / "bin" / "python", site=_site_packages(prefix))
+
+
+@pytest.fixture(scope="session")
+def demo_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """demo/engine built into a wheel, once per test session."""
+    return build_wheel(REPO / "demo" / "engine", tmp_path_factory.mktemp("wheels"))
+
+
+@pytest.fixture(scope="session")
+def engine_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) -> Path:
+    """A virtual environment with the demo wheel installed by pip, copied for each test."""
+    return make_engine(tmp_path_factory.mktemp("template") / "engine", demo_wheel).prefix
 
 
 @pytest.fixture
 def engine(tmp_path: Path, engine_template: Path) -> Engine:
     """A fresh engine environment for one test."""
-    prefix = tmp_path / "engine"
-    shutil.copytree(engine_template, prefix, symlinks=True)
-    return Engine(prefix=prefix, python=prefix / "bin" / "python", site=_site_packages(prefix))
+    return copy_engine(engine_template, tmp_path / "engine")
 
 
 @dataclass

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import CASES, REPO, Engine, _site_packages, run_cli, snapshot, write_patchset
+from conftest import (
+    CASES,
+    REPO,
+    Engine,
+    build_wheel,
+    make_engine,
+    run_cli,
+    snapshot,
+    write_patchset,
+)
 
 DEMO = REPO / "patchsets" / "demo"
 
@@ -53,40 +60,7 @@ def candidate(tmp_path_factory: pytest.TempPathFactory) -> Engine:
         "    limit = envs.MAX_BATCH\n",
         "    limit = min(envs.MAX_BATCH, 512)\n",
     )
-    wheels = work / "wheels"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--wheel-dir",
-            str(wheels),
-            str(src),
-        ],
-        check=True,
-    )
-    prefix = work / "env"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(prefix)], check=True)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "--python",
-            str(prefix / "bin" / "python"),
-            "install",
-            "--quiet",
-            "--no-index",
-            "--no-deps",
-            str(next(wheels.glob("*.whl"))),
-        ],
-        check=True,
-    )
-    return Engine(prefix=prefix, python=prefix / "bin" / "python", site=_site_packages(prefix))
+    return make_engine(work / "env", build_wheel(src, work / "wheels"))
 
 
 def test_check_against_a_newer_image(candidate: Engine) -> None:

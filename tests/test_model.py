@@ -141,3 +141,19 @@ def test_corrupt_diff_reported_by_validate(tmp_path: Path) -> None:
     res = run_cli("validate", tmp_path)
     assert res.code == 2
     assert f"{tmp_path / 'bad.patch'}:3: patch a: corrupt diff" in res.err
+
+
+def test_kimi_k3_patchset_validates_offline_with_unlocked_content_marked() -> None:
+    res = run_cli("validate", REPO / "patchsets" / "kimik3-mi355x-vllm")
+    assert res.code == 0, res.err
+    unlocked = [line for line in res.out.splitlines() if line.startswith("NOT LOCKED:")]
+    assert [line.split(":")[1].strip() for line in unlocked] == [
+        "kda-state-indices-stride",
+        "mla-gluon-int64-kv-strides",
+        "aiter-fp8-verify-kernels",
+        "aiter-fp8-verify-kernel-table",
+    ]
+    ps = load_patchset(REPO / "patchsets" / "kimik3-mi355x-vllm")
+    assert {p.kind for p in ps.patches} == {"diff", "replace", "artifact", "command", "pip"}
+    assert ps.spec.protected == ["vllm", "torch", "amd-aiter"]
+    assert not (REPO / "patchsets" / "kimik3-mi355x-vllm" / "patchbay.lock").exists()

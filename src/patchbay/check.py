@@ -33,6 +33,7 @@ class Verdict(str, Enum):
     PARTIAL = "partial"
     CONFLICT = "conflict"
     AMBIGUOUS = "ambiguous"
+    UNLOCKED = "unlocked"
 
 
 _VERDICTS = {
@@ -42,6 +43,7 @@ _VERDICTS = {
     PatchStatus.PARTIAL: Verdict.PARTIAL,
     PatchStatus.CONFLICT: Verdict.CONFLICT,
     PatchStatus.AMBIGUOUS: Verdict.AMBIGUOUS,
+    PatchStatus.UNLOCKED: Verdict.UNLOCKED,
 }
 
 CLEAR = {Verdict.APPLIES, Verdict.UPSTREAM}

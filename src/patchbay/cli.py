@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from datetime import datetime
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -58,9 +60,49 @@ RecordOpt = Annotated[
 LockOpt = Annotated[
     float,
     typer.Option(
-        "--lock-timeout", metavar="SECONDS", help="Wait this long for another run's lock."
+        "--lock-timeout", metavar="SECONDS", min=0, help="Wait this long for another run's lock."
     ),
 ]
+OfflineOpt = Annotated[
+    bool, typer.Option("--offline", help="Use only the bundle and the cache; never the network.")
+]
+BundleOpt = Annotated[
+    Path | None,
+    typer.Option("--bundle", metavar="DIR", help="A folder made by `patchbay bundle`."),
+]
+CacheOpt = Annotated[
+    Path | None,
+    typer.Option("--cache-dir", metavar="DIR", help="Download cache (default ~/.cache/patchbay)."),
+]
+MirrorOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mirror",
+        metavar="FROM=TO",
+        help="Fetch URLs starting with FROM from TO instead (repeatable).",
+    ),
+]
+
+
+def _options(
+    offline: bool = False,
+    bundle: Path | None = None,
+    cache_dir: Path | None = None,
+    mirrors: list[str] | None = None,
+) -> Any:
+    from .errors import InputError
+    from .options import RunOptions
+
+    pairs = []
+    for item in mirrors or []:
+        prefix, sep, replacement = item.partition("=")
+        if not sep or not prefix or not replacement:
+            raise InputError(f"--mirror {item!r}: expected FROM=TO")
+        pairs.append((prefix, replacement))
+    options = RunOptions(offline=offline, bundle=bundle, mirrors=pairs)
+    if cache_dir is not None:
+        options.cache_dir = cache_dir
+    return options
 
 
 @app.command()
@@ -78,6 +120,10 @@ def apply(
     ] = False,
     lock_timeout: LockOpt = 0.0,
     record: RecordOpt = None,
+    offline: OfflineOpt = False,
+    bundle: BundleOpt = None,
+    cache_dir: CacheOpt = None,
+    mirror: MirrorOpt = None,
 ) -> None:
     """Apply the pending patches; all or nothing; a re-run is a no-op."""
     from .commands import apply as cmd
@@ -91,6 +137,7 @@ def apply(
         upgrade=upgrade,
         lock_timeout=lock_timeout,
         record=record,
+        options=lambda: _options(offline, bundle, cache_dir, mirror),
     )
 
 
@@ -124,12 +171,63 @@ def revert(
     root: RootOpt = None,
     state_dir: StateOpt = None,
     lock_timeout: LockOpt = 0.0,
+    offline: OfflineOpt = False,
+    bundle: BundleOpt = None,
 ) -> None:
     """Undo what the ledger says patchbay applied, newest first."""
     from .commands import revert as cmd
 
     _run(
-        cmd.run, patchset, python=python, root=root, state_dir=state_dir, lock_timeout=lock_timeout
+        cmd.run,
+        patchset,
+        python=python,
+        root=root,
+        state_dir=state_dir,
+        lock_timeout=lock_timeout,
+        options=lambda: _options(offline, bundle),
+    )
+
+
+@app.command()
+def vendor(
+    patchset: PatchsetArg,
+    api_url: Annotated[
+        str | None,
+        typer.Option(
+            "--api-url",
+            metavar="URL",
+            envvar="PATCHBAY_GITHUB_API",
+            help="GitHub API base (default https://api.github.com).",
+        ),
+    ] = None,
+    cache_dir: CacheOpt = None,
+    mirror: MirrorOpt = None,
+) -> None:
+    """Download remote diffs and unhashed artifacts, and pin them in patchbay.lock."""
+    from .commands import vendor as cmd
+
+    _run(
+        cmd.run, patchset, api_url=api_url, options=lambda: _options(False, None, cache_dir, mirror)
+    )
+
+
+@app.command("bundle")
+def bundle_command(
+    patchset: PatchsetArg,
+    out: Annotated[Path, typer.Argument(metavar="OUT", help="New folder for the bundle.")],
+    python: PythonOpt = None,
+    cache_dir: CacheOpt = None,
+    mirror: MirrorOpt = None,
+) -> None:
+    """Gather everything apply needs (wheels, artifacts, vendored diffs) for an offline run."""
+    from .commands import bundle as cmd
+
+    _run(
+        cmd.run,
+        patchset,
+        out=out,
+        python=python,
+        options=lambda: _options(False, None, cache_dir, mirror),
     )
 
 
@@ -201,6 +299,94 @@ def schema() -> None:
     )
 
 
+class AuditFormat(str, Enum):
+    table = "table"
+    json = "json"
+    github = "github"
+    sarif = "sarif"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    note = "note"
+
+
+@app.command()
+def audit(
+    root: Annotated[
+        Path, typer.Argument(metavar="[ROOT]", help="Repository to audit (default: .).")
+    ] = Path("."),
+    output_format: Annotated[
+        AuditFormat,
+        typer.Option("--format", "-f", help="table (people), json, github (annotations), sarif."),
+    ] = AuditFormat.table,
+    fail_on: Annotated[
+        FailOn | None,
+        typer.Option(
+            "--fail-on", help="Lowest severity that makes the run exit 1 (default: config, error)."
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config", metavar="FILE", help="patchbay.toml or pyproject.toml (default: in ROOT)."
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE."),
+    ] = None,
+    today: Annotated[
+        datetime | None,
+        typer.Option("--today", formats=["%Y-%m-%d"], help="Judge review dates as of this date."),
+    ] = None,
+) -> None:
+    """Audit patchsets, waivers and scripts (undeclared engine patching); exit 1 on findings."""
+    from .commands import audit as cmd
+
+    _run(
+        cmd.run,
+        root,
+        output_format=output_format.value,
+        fail_on=fail_on.value if fail_on else None,
+        config=config,
+        output=output,
+        today=today.date() if today else None,
+    )
+
+
+waiver_app = typer.Typer(
+    help="Waiver documents: why a patch may be carried, and until when.", no_args_is_help=True
+)
+app.add_typer(waiver_app, name="waiver")
+
+
+@waiver_app.command("new")
+def waiver_new(
+    patchset: PatchsetArg,
+    patch_ids: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[PATCH_ID]...", help="Patches to cover (default: all)."),
+    ] = None,
+    waiver_id: Annotated[
+        str | None,
+        typer.Option("--id", help="Waiver id (default: the patch id, or the patchset name)."),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", metavar="FILE", help="Where to write (default: waivers/<id>.md)."
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a waiver prefilled from the patchset, with <TODO: ...> blanks to fill."""
+    from .commands import waiver as cmd
+
+    _run(cmd.new, patchset, patch_ids or [], waiver_id=waiver_id, output=output, force=force)
+
+
 @app.command()
 def version() -> None:
     """Print patchbay's version."""
@@ -224,6 +410,136 @@ def _main(
 ) -> None:
     """Declarative, idempotent, all-or-nothing patches on a pinned inference-engine image."""
     return 0
+
+
+class ReportFormat(str, Enum):
+    markdown = "markdown"
+    json = "json"
+    html = "html"
+
+
+@app.command()
+def report(
+    patchsets: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[PATCHSET]...", help="Patchsets to cover (default: all under patchsets/)."
+        ),
+    ] = None,
+    repo: Annotated[
+        Path,
+        typer.Option(
+            "--repo", metavar="DIR", help="Repository with patchsets/ and waivers/ (default: .)."
+        ),
+    ] = Path("."),
+    output_format: Annotated[
+        ReportFormat,
+        typer.Option("--format", "-f", help="markdown (issue, chat), json, html (one page)."),
+    ] = ReportFormat.markdown,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE."),
+    ] = None,
+    history: Annotated[
+        Path | None,
+        typer.Option(
+            "--history",
+            metavar="FILE",
+            help="JSON-lines history of runs (default: REPO/.patchbay/upstream-history.jsonl).",
+        ),
+    ] = None,
+    no_history: Annotated[
+        bool, typer.Option("--no-history", help="Neither read nor append the history.")
+    ] = False,
+    api_url: Annotated[
+        str | None,
+        typer.Option(
+            "--api-url",
+            metavar="URL",
+            envvar="PATCHBAY_GITHUB_API",
+            help="GitHub API base (default https://api.github.com).",
+        ),
+    ] = None,
+    cache_dir: CacheOpt = None,
+    publish: Annotated[
+        str | None,
+        typer.Option(
+            "--publish",
+            metavar="OWNER/REPO",
+            help="Create or update the tracking issue there (needs GITHUB_TOKEN or GH_TOKEN).",
+        ),
+    ] = None,
+    candidate_python: Annotated[
+        str | None,
+        typer.Option(
+            "--candidate-python",
+            metavar="PATH",
+            help="A candidate image's interpreter: list the patches the bump drops.",
+        ),
+    ] = None,
+    candidate_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--candidate-root", metavar="DIR", help="A candidate image as an unpacked tree."
+        ),
+    ] = None,
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python",
+            metavar="PATH",
+            help="The pinned image's interpreter: a patch it already ships is `remove`.",
+        ),
+    ] = None,
+    root: RootOpt = None,
+    today: Annotated[
+        datetime | None,
+        typer.Option("--today", formats=["%Y-%m-%d"], help="Count days and judge waivers as of."),
+    ] = None,
+    max_wait: Annotated[
+        float,
+        typer.Option(
+            "--max-wait", metavar="SECONDS", min=0, help="Longest total wait for rate limits."
+        ),
+    ] = 60.0,
+    timeout: Annotated[
+        float,
+        typer.Option("--timeout", metavar="SECONDS", min=0.1, help="Seconds per request."),
+    ] = 20.0,
+    workers: Annotated[
+        int, typer.Option("--workers", metavar="N", min=1, help="Concurrent requests.")
+    ] = 8,
+    graphql: Annotated[
+        bool | None,
+        typer.Option(
+            "--graphql/--no-graphql", help="Batch look-ups with GraphQL (default: with a token)."
+        ),
+    ] = None,
+) -> None:
+    """Upstream state and verdict (remove, bump, keep, attention) of every carried patch."""
+    from .commands import report as cmd
+
+    _run(
+        cmd.run,
+        patchsets or [],
+        repo=repo,
+        output_format=output_format.value,
+        output=output,
+        history=history,
+        no_history=no_history,
+        api_url=api_url,
+        cache_dir=cache_dir,
+        publish_to=publish,
+        candidate_python=candidate_python,
+        candidate_root=candidate_root,
+        python=python,
+        root=root,
+        today=today.date() if today else None,
+        max_wait=max_wait,
+        timeout=timeout,
+        workers=workers,
+        graphql=graphql,
+    )
 
 
 def _run(command: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:

@@ -268,6 +268,7 @@ def make_plan(
     loaded = loaded if loaded is not None else load_patches(patchset)
     ledger = Ledger(env.state_dir) if use_ledger else Ledger.empty(env.state_dir)
     tree = Tree(env.roots, env, options)
+    tree.protected = set(patchset.spec.protected)
     guard = check_guard(patchset, env, ledger)
     history = _file_history(ledger, patchset.name)
     pairs = list(zip(patchset.patches, loaded, strict=True))
@@ -294,8 +295,10 @@ def make_plan(
             )
             continue
         inspection = present.get(patch.id) or _inspect(patch, lp, tree)
-        if inspection.state is ContentState.PENDING and any(
-            c.before != c.after for c in inspection.changes
+        if (
+            inspection.state is ContentState.PENDING
+            and getattr(KINDS[patch.kind], "recheck", False)
+            and any(c.before != c.after for c in inspection.changes)
         ):
             _check_reaches_applied(patch, lp, inspection, tree)
         status, notes = _status(inspection, entry, lp, tree, history)
@@ -481,6 +484,7 @@ def apply_patchset(
     *,
     upgrade: bool = False,
     lock_timeout: float = 0.0,
+    options: RunOptions | None = None,
 ) -> ApplyResult:
     """Apply every pending patch of ``patchset`` in ``env`` as one transaction.
 
@@ -490,6 +494,7 @@ def apply_patchset(
         upgrade: revert ledger entries whose patch was edited or removed, then apply, all in
             the same transaction.
         lock_timeout: seconds to wait for another run's lock.
+        options: network, cache and bundle options (artifacts, package pins).
 
     Returns:
         The :class:`ApplyResult`; ``nothing_to_do`` when every patch was already present (no
@@ -507,14 +512,16 @@ def apply_patchset(
         # a killed run left its journal: put its files back before judging the tree
         with state_lock(env.state_dir, lock_timeout):
             recovered = recover(env.state_dir / "journal")
-    plan = make_plan(patchset, env, loaded)
+    plan = make_plan(patchset, env, loaded, options=options)
     _refuse_blocking(plan, upgrade)
     if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
         return ApplyResult(plan, recovered=recovered)
     with state_lock(env.state_dir, lock_timeout):
         recovered += recover(env.state_dir / "journal")
-        plan = make_plan(patchset, env, loaded)  # the tree may have moved while we waited
+        plan = make_plan(patchset, env, loaded, options=options)  # the tree may have moved
         _refuse_blocking(plan, upgrade)
+        if not plan.stale:
+            _preflight(plan, options)
         result = ApplyResult(plan, recovered=recovered)
         if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
             return result
@@ -527,18 +534,34 @@ def apply_patchset(
                     env,
                     ledger,
                     txn,
+                    options,
                 )
                 ledger.save(txn)
-                plan = make_plan(patchset, env, loaded)
+                plan = make_plan(patchset, env, loaded, options=options)
                 result.plan = plan
                 _refuse_blocking(plan, upgrade=True)
+                _preflight(plan, options)
                 ledger = plan.ledger
             pending = plan.with_status(PatchStatus.PENDING)
-            _write_pending(patchset, pending, env, ledger, txn)
+            _write_pending(patchset, pending, env, ledger, txn, options)
             result.applied = [r.id for r in pending]
             ledger.save(txn)
             txn.commit()
     return result
+
+
+def _preflight(plan: Plan, options: RunOptions | None) -> None:
+    """Each pending patch's last checks (fetches into the cache, pip's dry run), before any
+    write; a refusal here leaves everything as it was."""
+    tree = Tree(plan.env.roots, plan.env, options)
+    tree.protected = set(plan.patchset.spec.protected)
+    for report in plan.with_status(PatchStatus.PENDING):
+        item = PendingPatch(report.patch, report.loaded, report.inspection)
+        try:
+            KINDS[report.patch.kind].preflight(item, tree)
+        except PatchbayError as exc:
+            exc.patch_id = exc.patch_id or report.id
+            raise
 
 
 def _entries_from(ledger: Ledger, patchset: str, stale: list[LedgerEntry]) -> list[LedgerEntry]:
@@ -568,13 +591,14 @@ def _write_pending(
     env: Environment,
     ledger: Ledger,
     txn: Transaction,
+    options: RunOptions | None = None,
 ) -> None:
     """Write every pending patch, check the result against the plan, record it in the ledger.
 
     Every path is journaled before the first write; any failure propagates and the caller's
     transaction restores everything.
     """
-    tree = Tree(env.roots)
+    tree = Tree(env.roots, env, options)
     planned: dict[Path, bytes | None] = {}
     owner: dict[Path, str] = {}  # the first patch that changes each path
     created: dict[tuple[str, str], list[str]] = {}
@@ -595,7 +619,7 @@ def _write_pending(
         for batch in _batches(reports):
             running = [r.id for r in batch]
             items = [PendingPatch(r.patch, r.loaded, r.inspection) for r in batch]
-            KINDS[batch[0].patch.kind].apply(items, tree)
+            KINDS[batch[0].patch.kind].apply(items, tree, txn)
         running = []
         for path, data in planned.items():
             try:
@@ -627,6 +651,7 @@ def _write_pending(
                 applied_at=now,
                 tool_version=__version__,
                 files=records,
+                extra=report.inspection.record,
             ),
         )
 
@@ -703,11 +728,15 @@ def _revert_entries(
     env: Environment,
     ledger: Ledger,
     txn: Transaction,
+    options: RunOptions | None = None,
 ) -> list[str]:
-    """Undo ``entries`` newest first, restoring recorded bytes; checks everything first."""
-    tree = Tree(env.roots)
-    writes: list[tuple[str, str, bytes | None, list[str], int | None]] = []
+    """Undo ``entries`` newest first, restoring recorded bytes (and, through the kind, effects
+    beyond files, e.g. a package version); every file is checked before anything is written."""
+    tree = Tree(env.roots, env, options)
+    steps: list[tuple[LedgerEntry, list[tuple[str, str, bytes | None, list[str], int | None]]]]
+    steps = []
     for entry in reversed(entries):
+        writes = []
         for rec in reversed(entry.files):
             if rec.target not in env.roots:
                 raise RefusedError(
@@ -738,22 +767,27 @@ def _revert_entries(
                     )
             tree.stage(rec.target, rec.path, before)
             writes.append((rec.target, rec.path, before, rec.created_dirs, rec.mode_before))
-    for target, rel, *_ in writes:
-        txn.save(tree.resolve(target, rel))
+        steps.append((entry, writes))
+    for _, writes in steps:
+        for target, rel, *_ in writes:
+            txn.save(tree.resolve(target, rel))
     txn.sync()
     try:
-        for target, rel, data, created_dirs, mode in writes:
-            path = tree.resolve(target, rel)
-            txn.save(path)
-            if data is None:
-                path.unlink(missing_ok=True)
-                for folder in created_dirs:
-                    with contextlib.suppress(OSError):  # not empty: something else lives there
-                        (env.roots[target] / folder).rmdir()
-            else:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(path, data, mode=mode)
-            _drop_bytecode(path, txn)
+        for entry, writes in steps:
+            kind = KINDS.get(entry.kind)
+            if kind is not None:
+                kind.revert(entry, tree, txn)
+            for target, rel, data, created_dirs, mode in writes:
+                path = tree.resolve(target, rel)
+                if data is None:
+                    path.unlink(missing_ok=True)
+                    for folder in created_dirs:
+                        with contextlib.suppress(OSError):  # not empty: something else lives there
+                            (env.roots[target] / folder).rmdir()
+                else:
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    write_atomic(path, data, mode=mode)
+                _drop_bytecode(path, txn)
     except OSError as exc:
         raise ApplyFailed(
             f"write failed: {exc.strerror or exc}; every file this run touched was restored",
@@ -765,7 +799,11 @@ def _revert_entries(
 
 
 def revert_patchset(
-    patchset: Patchset, env: Environment, *, lock_timeout: float = 0.0
+    patchset: Patchset,
+    env: Environment,
+    *,
+    lock_timeout: float = 0.0,
+    options: RunOptions | None = None,
 ) -> list[str]:
     """Undo everything the ledger records for ``patchset``, newest first, as one transaction.
 
@@ -784,7 +822,7 @@ def revert_patchset(
         if not entries:
             return []
         with Transaction(env.state_dir / "journal") as txn:
-            reverted = _revert_entries(patchset.name, entries, env, ledger, txn)
+            reverted = _revert_entries(patchset.name, entries, env, ledger, txn, options)
             ledger.save(txn)
             txn.commit()
     return reverted

@@ -16,6 +16,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.requirements import Requirement
+
 from .errors import EnvironmentProbeError, InputError, RefusedError
 from .model import Patchset
 
@@ -229,10 +231,12 @@ def resolve_environment(
     """
     spec = patchset.spec
     names = sorted({t.package for t in spec.targets.values()})
+    pins = [Requirement(p.requirement).name for p in spec.patches if p.kind == "pip"]
     dists = sorted(
         {
             *spec.base.distributions,
             *(c.distribution for c in spec.components),
+            *pins,
             *(extra_distributions or []),
         }
     )

@@ -17,7 +17,7 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
@@ -34,6 +34,8 @@ class Transaction:
     def __init__(self, journal_dir: Path) -> None:
         self.dir = journal_dir
         self._entries: dict[str, dict[str, object]] = {}
+        self._undo: list[tuple[str, Callable[[], None]]] = []
+        self.rollback_problems: list[str] = []
         self._done = False
         journal_dir.mkdir(parents=True, exist_ok=True)
         self._manifest = open(journal_dir / MANIFEST, "a", encoding="utf-8")  # noqa: SIM115
@@ -49,6 +51,8 @@ class Transaction:
     ) -> None:
         if not self._done:
             self.rollback()
+            if self.rollback_problems and exc is not None and hasattr(exc, "details"):
+                exc.details.extend(self.rollback_problems)
 
     @property
     def paths(self) -> list[Path]:
@@ -91,6 +95,12 @@ class Transaction:
         """Make the journal durable (fsync); call once after saving a batch, before writing."""
         os.fsync(self._manifest.fileno())
 
+    def on_rollback(self, what: str, undo: Callable[[], None]) -> None:
+        """Register an undo for an effect the journal cannot restore byte for byte (a package
+        install); undos run newest first, after the files are restored. ``what`` names the
+        effect in the report when its undo fails."""
+        self._undo.append((what, undo))
+
     def commit(self) -> None:
         """Forget the originals: the run succeeded."""
         self._done = True
@@ -108,6 +118,11 @@ class Transaction:
         with _signals_held():
             restored = _restore(self.dir, list(self._entries.values()))
             shutil.rmtree(self.dir, ignore_errors=True)
+            for what, undo in reversed(self._undo):
+                try:
+                    undo()
+                except Exception as exc:  # report every undo that failed, then go on
+                    self.rollback_problems.append(f"could not undo {what}: {exc}")
         return restored
 
 

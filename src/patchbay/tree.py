@@ -34,6 +34,7 @@ class Tree:
     Attributes:
         changed: ids of the patches staged as pending so far (a ``command`` patch runs when one
             it depends on is among them).
+        protected: distributions no package pin may change unless it allows them.
     """
 
     def __init__(
@@ -46,6 +47,7 @@ class Tree:
         self.env = env
         self.options = options or RunOptions()
         self.changed: set[str] = set()
+        self.protected: set[str] = set()
         self._real_roots: dict[str, str] = {}
         self._staged: dict[tuple[str, str], bytes | None] = {}
         self._resolved: dict[tuple[str, str], Path] = {}
@@ -120,6 +122,7 @@ class Tree:
         other._disk = self._disk
         other._real_roots = self._real_roots
         other.changed = set(self.changed)
+        other.protected = self.protected
         return other
 
     def on_disk(self, target: str, rel: str) -> bytes | None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.markup import escape
 
+from ..bundle import check_bundle
 from ..engine import PatchStatus, apply_patchset, make_plan
+from ..options import RunOptions
 from ..provenance import check_record_path, provenance, write_record
 from .common import console, environment, load
 
@@ -20,13 +23,19 @@ def run(
     upgrade: bool,
     lock_timeout: float,
     record: Path | None,
+    options: Callable[[], RunOptions] | None = None,
 ) -> int:
     """Apply; print what was done; exit 0 (done or nothing to do). Errors raise."""
     if record is not None:
         check_record_path(record)
+    run_options = options() if options is not None else RunOptions()
+    if run_options.bundle is not None:
+        check_bundle(run_options.bundle)
     patchset = load(patchset_arg)
     env = environment(patchset, python, root, state_dir)
-    result = apply_patchset(patchset, env, upgrade=upgrade, lock_timeout=lock_timeout)
+    result = apply_patchset(
+        patchset, env, upgrade=upgrade, lock_timeout=lock_timeout, options=run_options
+    )
     plan = result.plan
     for path in result.recovered:
         console.print(f"rolled back an interrupted earlier run: restored {path}", markup=False)
@@ -54,6 +63,8 @@ def run(
         )
     if record is not None:
         outcome = {pid: "applied" for pid in result.applied}
+        if not result.nothing_to_do:  # package pins changed versions: look again
+            env = environment(patchset, python, root, state_dir)
         final = make_plan(patchset, env) if not result.nothing_to_do else plan
         write_record(record, provenance(final, command="apply", outcome=outcome))
     return 0

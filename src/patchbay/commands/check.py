@@ -15,6 +15,7 @@ STYLES = {
     Verdict.PARTIAL: "red",
     Verdict.CONFLICT: "red",
     Verdict.AMBIGUOUS: "red",
+    Verdict.UNLOCKED: "magenta",
 }
 
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from ..engine import revert_patchset
+from ..options import RunOptions
 from .common import console, environment, load
 
 
@@ -15,11 +17,14 @@ def run(
     root: Path | None,
     state_dir: Path | None,
     lock_timeout: float,
+    options: Callable[[], RunOptions] | None = None,
 ) -> int:
     """Revert; exit 0 (also when there was nothing to revert). Errors raise."""
     patchset = load(patchset_arg)
     env = environment(patchset, python, root, state_dir)
-    reverted = revert_patchset(patchset, env, lock_timeout=lock_timeout)
+    reverted = revert_patchset(
+        patchset, env, lock_timeout=lock_timeout, options=options() if options else None
+    )
     if not reverted:
         console.print(
             f"nothing to revert: the ledger records no patch of {patchset.name}", markup=False

@@ -6,11 +6,17 @@ registered in :data:`KINDS`.
 
 from __future__ import annotations
 
+from .artifact import ArtifactKind
 from .base import ContentState, FileChange, Inspection, LoadedPatch, PatchKind, PendingPatch
+from .command import CommandKind
 from .diff import DiffKind
+from .pip import PipKind
 from .replace import ReplaceKind
 
-KINDS: dict[str, PatchKind] = {kind.name: kind for kind in (DiffKind(), ReplaceKind())}
+KINDS: dict[str, PatchKind] = {
+    kind.name: kind
+    for kind in (DiffKind(), ReplaceKind(), PipKind(), ArtifactKind(), CommandKind())
+}
 
 __all__ = [
     "KINDS",

@@ -92,6 +92,7 @@ class Inspection:
     notes: list[str] = field(default_factory=list)
     data: Any = None
     undo: list[FileChange] = field(default_factory=list)
+    record: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -104,7 +105,13 @@ class PendingPatch:
 
 
 class FileKind:
-    """Defaults for kinds whose whole effect is file contents (diff, replace, artifact)."""
+    """Defaults for kinds whose whole effect is file contents (diff, replace, artifact).
+
+    ``recheck``: the engine re-inspects a pending patch on its own result and refuses it
+    unless it is then applied (so a re-run can never apply it twice).
+    """
+
+    recheck = True
 
     def preflight(self, item: PendingPatch, tree: Tree) -> None:
         return None
@@ -131,11 +138,13 @@ class PatchKind(Protocol):
         """Classify the patch on ``tree`` (disk plus staged changes); never writes."""
         ...
 
-    def apply(self, batch: list[PendingPatch], tree: Tree) -> None:
+    def apply(self, batch: list[PendingPatch], tree: Tree, txn: Transaction) -> None:
         """Write the changes the inspections planned, for consecutive pending patches of this
         kind on one target, in order (a kind may write them in one go: ``diff`` runs one
         ``git apply``). Every path was already saved in the run's transaction, and the engine
-        checks the written bytes against the plan afterwards.
+        checks the written bytes against the plan afterwards. Effects beyond file contents
+        (a package install) register their undo with ``txn.on_rollback``; facts the ledger
+        must keep go into ``item.inspection.record``.
 
         Raises:
             ApplyFailed or OSError: a write failed (the engine rolls the run back).

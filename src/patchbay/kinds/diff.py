@@ -36,6 +36,7 @@ from .base import (
 
 if TYPE_CHECKING:
     from ..model import Patchset
+    from ..transaction import Transaction
     from ..tree import Tree
 
 
@@ -340,7 +341,7 @@ class DiffKind(FileKind):
 
     # -- writing ------------------------------------------------------------------------
 
-    def apply(self, batch: list[PendingPatch], tree: Tree) -> None:
+    def apply(self, batch: list[PendingPatch], tree: Tree, txn: Transaction) -> None:
         # one git process for the whole batch: git applies its file patches in order, each on
         # the result of the ones before (the batch is consecutive patches of one target)
         root = tree.roots[batch[0].patch.target]

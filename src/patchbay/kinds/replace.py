@@ -34,6 +34,7 @@ from .base import (
 
 if TYPE_CHECKING:
     from ..model import Patchset
+    from ..transaction import Transaction
     from ..tree import Tree
 
 
@@ -132,7 +133,7 @@ class ReplaceKind(FileKind):
             for f in texts
         ]
 
-    def apply(self, batch: list[PendingPatch], tree: Tree) -> None:
+    def apply(self, batch: list[PendingPatch], tree: Tree, txn: Transaction) -> None:
         for item in batch:
             for change in item.inspection.changes:
                 assert change.after is not None

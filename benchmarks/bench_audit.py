@@ -1,0 +1,309 @@
+"""Benchmark ``patchbay audit`` against ``grep -rE`` of the scanner's patterns, on a large tree.
+
+What is measured, and why
+-------------------------
+Reviewers look for undeclared engine patching today with ``grep -rE`` over the benchmark scripts.
+``patchbay audit`` does more (it parses the lines grep would show, follows variables and working
+folders, judges heredocs, and checks every patchset and waiver), so it should not be much slower:
+the target is within 3x of the grep baseline.
+
+In a temporary folder the benchmark generates a repository of ``--scripts`` script files (shell
+run scripts of 60-180 lines built from the lines real ones contain: exports, server launches,
+client sweeps, harness ``pip install``s, results copies; one in ten is a Python harness file and
+one in forty a Dockerfile), ``--patches`` patches in patchsets of ten (diff files and replace
+edits) and ``--waivers`` waivers with front matter, each covering two patches. One script in
+twenty gets one to three undeclared engine modifications (``sed -i`` into site-packages, a ``cp``
+over an installed file, ``git apply`` after ``cd "$SITE"``, ``pip install`` of a fork, a
+``PYTHONPATH`` hook), one of them reviewed with an annotation.
+
+It then times, ``--repeat`` times after one untimed warm-up, and reports the median:
+
+- ``patchbay in-process``: :func:`patchbay.audit.run_audit` on the tree (imports done);
+- ``patchbay CLI``: ``patchbay audit ROOT --format json`` (wall time, start-up included);
+- ``grep -rE``: ``grep -rEn PATTERN ROOT`` with :data:`patchbay.audit.scanner.GREP_PATTERN`, the
+  scanner's trigger substrings as one extended regex, over the same tree.
+
+It prints both ratios against grep (target <= 3.0), each marked PASS or MISS, and exits 1 when a
+correctness check fails: the audit must report exactly the planted modifications (file and line,
+the reviewed one suppressed) and no other finding, and the CLI must agree. How many planted lines
+grep matches is printed (it cannot follow ``$SITE``).
+
+Run it as ``.venv/bin/python benchmarks/bench_audit.py`` from the repository root; no network.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from patchbay.audit import run_audit
+from patchbay.audit.scanner import GREP_PATTERN
+
+TARGET = 3.0
+PATCHBAY = Path(sys.executable).with_name("patchbay")
+
+SHELL_LINES = [
+    "export VLLM_USE_V1=1",
+    "export HIP_VISIBLE_DEVICES=0,1,2,3,4,5,6,7",
+    "MODEL=${MODEL:-deepseek-ai/DeepSeek-R1}",
+    "PORT=${PORT:-8000}",
+    'echo "starting server for $MODEL on port $PORT"',
+    "vllm serve $MODEL --tensor-parallel-size 8 --max-model-len 8192 \\\n"
+    "  --port $PORT --gpu-memory-utilization 0.9 &",
+    "SERVER_PID=$!",
+    "for c in 1 2 4 8 16 32 64; do\n"
+    "  python3 benchmarks/benchmark_serving.py --model $MODEL --concurrency $c \\\n"
+    "    --num-prompts $((c * 10)) --result-dir results/ --save-result\n"
+    "done",
+    "pip install --quiet tabulate==0.9.0 datasets",
+    "until curl -s localhost:$PORT/health > /dev/null; do sleep 5; done",
+    "kill $SERVER_PID",
+    "# run the client sweep and collect the results",
+    "cp results/*.json /workspace/results/",
+    'sed -i "s/^model:.*/model: $MODEL/" configs/run.yaml',
+    'if [ "$TP" -gt 4 ]; then\n  EXTRA_ARGS="--enable-expert-parallel"\nfi',
+    "python3 -m sglang.launch_server --model-path $MODEL --tp $TP --port $PORT &",
+    "rocm-smi --showuse",
+    "mkdir -p results logs",
+    'tee -a logs/run.log <<< "run $RUN_ID"',
+    "cat > configs/client.yaml <<EOF\nmodel: $MODEL\nconcurrency: 64\nEOF",
+    "python3 utils/summarize.py results/ > results/summary.md",
+    'export PYTHONPATH="${PYTHONPATH:-}"',
+    "wait",
+]
+PLANTED = [
+    ('sed -i "s/MAX_BATCH = 256/MAX_BATCH = 512/" "$SITE/vllm/envs.py"', "PB402"),
+    ('cp overrides/attention.py "$SITE/vllm/attention/backends/rocm.py"', "PB404"),
+    ('cd "$SITE" && git apply /workspace/patches/fix.patch', "PB401"),
+    ('pip install "git+https://github.com/example-fork/vllm@fast-decode"', "PB405"),
+    ("export PYTHONPATH=/workspace/hooks:${PYTHONPATH:-}", "PB407"),
+]
+SITE_LINE = "SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')"
+PYTHON_FILE = '''"""Summarise a benchmark run."""
+import json
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def main() -> None:
+    rows = [json.loads(p.read_text()) for p in sorted((HERE / "results").glob("*.json"))]
+    with open(HERE / "summary.json", "w") as fh:
+        json.dump(rows, fh)
+    subprocess.run(["pip", "install", "tabulate"], check=True)
+
+
+if __name__ == "__main__":
+    main()
+'''
+DOCKERFILE = """FROM rocm/vllm:nightly
+RUN pip install --no-cache-dir tabulate datasets
+COPY configs/ /workspace/configs/
+WORKDIR /workspace
+ENV HF_HOME=/workspace/hf
+"""
+WAIVER = """---
+id: {id}
+patches: [{a}, {b}]
+owner: "@bench"
+filed: 2026-01-01
+review_by: 2099-01-01
+status: approved
+approval: https://example.invalid/bench/pull/{n}#review
+---
+
+# Waiver {id}
+
+## What is patched
+
+| patch | file |
+|---|---|
+| `{a}` | bigengine/mod_{n}_a.py |
+| `{b}` | bigengine/mod_{n}_b.py |
+
+## Why the unmodified image cannot run the benchmark
+
+The pinned image crashes during graph capture at batch 256 on this configuration.
+
+## Upstream
+
+- https://github.com/example/bigengine/pull/{n}
+- example/bigengine#{m}
+
+## Removal plan
+
+Drop both patches when the image contains example/bigengine#{m}.
+"""
+
+
+def generate(root: Path, scripts: int, patches: int, waivers: int, seed: int) -> list[tuple]:
+    """Write the repository; return the planted findings as (path, line, code, suppressed)."""
+    rng = random.Random(seed)
+    planted: list[tuple] = []
+    for n in range(scripts):
+        group = root / "benchmarks" / f"group{n % 40:02d}"
+        group.mkdir(parents=True, exist_ok=True)
+        if n % 40 == 39:
+            (group / f"Dockerfile.{n:04d}").write_text(DOCKERFILE)
+            continue
+        if n % 10 == 9:
+            (group / f"summarize_{n:04d}.py").write_text(PYTHON_FILE)
+            continue
+        snippets = ["#!/usr/bin/env bash", "set -euo pipefail"]
+        snippets += [rng.choice(SHELL_LINES) for _ in range(rng.randint(30, 90))]
+        rel = f"benchmarks/group{n % 40:02d}/run_{n:04d}.sh"
+        if n % 20 == 3:
+            snippets.insert(2, SITE_LINE)
+            picks = rng.sample(range(len(PLANTED)), rng.randint(1, 3))
+            for k, pick in enumerate(picks):
+                text = PLANTED[pick][0]
+                if k == 0 and n % 60 == 3:
+                    text += "  # patchbay-reviewed: measured with and without, see waiver W-1"
+                snippets.insert(rng.randint(3, len(snippets)), text)  # between snippets
+        lines = "\n".join(snippets).split("\n")
+        for i, line in enumerate(lines, start=1):
+            for text, code in PLANTED:
+                if line.startswith(text):
+                    planted.append((rel, i, code, "patchbay-reviewed" in line))
+        (root / rel).write_text("\n".join(lines) + "\n")
+    per_set = 10
+    for s in range(patches // per_set):
+        folder = root / "patchsets" / f"set{s:02d}"
+        (folder / "patches").mkdir(parents=True)
+        entries = []
+        for k in range(per_set):
+            n = s * per_set + k
+            pid = f"p{n:03d}"
+            waiver = f"w{n // 2:03d}" if n // 2 < waivers else None
+            entry = [
+                f"  - id: {pid}",
+                "    target: engine",
+                f"    description: Fix {n} in the big engine.",
+                f"    upstream: [example/bigengine#{1000 + n}]",
+            ]
+            if waiver:
+                entry.append(f"    waiver: {waiver}")
+            if k % 2:
+                entry += [
+                    "    kind: replace",
+                    "    edits:",
+                    f"      - {{file: bigengine/mod_{n}.py, old: 'A = 1\\n', new: 'A = 2\\n'}}",
+                ]
+            else:
+                (folder / "patches" / f"{pid}.patch").write_text(
+                    f"--- a/bigengine/mod_{n}.py\n+++ b/bigengine/mod_{n}.py\n"
+                    "@@ -1 +1 @@\n-A = 1\n+A = 2\n"
+                )
+                entry += ["    kind: diff", f"    file: patches/{pid}.patch"]
+            entries.append("\n".join(entry))
+        (folder / "patchset.yaml").write_text(
+            f"schema: 1\nname: set{s:02d}\nimage: {{reference: example.invalid/big:1}}\n"
+            "components:\n  - {distribution: bigengine, repository: example/bigengine}\n"
+            "targets:\n  engine: {package: bigengine}\npatches:\n" + "\n".join(entries) + "\n"
+        )
+    (root / "waivers").mkdir()
+    for n in range(waivers):
+        (root / "waivers" / f"w{n:03d}.md").write_text(
+            WAIVER.format(id=f"w{n:03d}", a=f"p{2 * n:03d}", b=f"p{2 * n + 1:03d}", n=n, m=2000 + n)
+        )
+    return sorted(planted)
+
+
+def timed(fn: Callable[[], object], repeat: int) -> tuple[list[float], object]:
+    fn()  # warm-up: file cache, imports
+    times, result = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return times, result
+
+
+def fmt(times: list[float]) -> str:
+    return (
+        f"{statistics.median(times) * 1000:8.1f} ms  "
+        f"({min(times) * 1000:.1f}..{max(times) * 1000:.1f})"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--scripts", type=int, default=2000)
+    parser.add_argument("--patches", type=int, default=100)
+    parser.add_argument("--waivers", type=int, default=50)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=4)
+    parser.add_argument("--keep", action="store_true", help="keep the generated tree")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="bench-audit-"))
+    root = work / "repo"
+    root.mkdir()
+    try:
+        planted = generate(root, args.scripts, args.patches, args.waivers, args.seed)
+        size = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+        print(
+            f"tree: {args.scripts} scripts, {args.patches} patches, {args.waivers} waivers, "
+            f"{size / 1e6:.1f} MB; {len(planted)} planted modifications"
+        )
+        grep = ["grep", "-rEn", GREP_PATTERN, str(root)]
+        t_grep, grep_out = timed(
+            lambda: subprocess.run(grep, capture_output=True, text=True, check=False).stdout,
+            args.repeat,
+        )
+        t_lib, result = timed(lambda: run_audit(root), args.repeat)
+        cli = [str(PATCHBAY), "audit", str(root), "--format", "json"]
+        t_cli, cli_out = timed(
+            lambda: subprocess.run(cli, capture_output=True, text=True, check=False), args.repeat
+        )
+
+        ok = True
+        found = sorted((f.path, f.line, f.code, f.suppression is not None) for f in result.findings)
+        if found != planted:
+            ok = False
+            print("FAIL: audit findings differ from the planted modifications")
+            for item in sorted(set(found) ^ set(planted))[:10]:
+                print("  ", "found" if item in found else "missed", item)
+        doc = json.loads(cli_out.stdout)
+        if len(doc["findings"]) != len(planted) or cli_out.returncode != 1:
+            ok = False
+            print(
+                f"FAIL: CLI reported {len(doc['findings'])} finding(s), exit {cli_out.returncode}"
+            )
+        grep_hits = {
+            (line.split(":", 2)[0], int(line.split(":", 2)[1])) for line in grep_out.splitlines()
+        }
+        seen = sum((str(root / p[0]), p[1]) in grep_hits for p in planted)
+        print(
+            f"grep: {len(grep_hits)} line(s) matched, {seen} of the {len(planted)} planted ones "
+            f"(a line using $SITE has no pattern to match); audit: {len(found)} finding(s)"
+        )
+
+        print(f"grep -rE              {fmt(t_grep)}")
+        print(f"patchbay in-process   {fmt(t_lib)}")
+        print(f"patchbay CLI          {fmt(t_cli)}")
+        base = statistics.median(t_grep)
+        for name, times in (("in-process", t_lib), ("CLI", t_cli)):
+            ratio = statistics.median(times) / base
+            mark = "PASS" if ratio <= TARGET else "MISS"
+            print(f"ratio patchbay {name} / grep: {ratio:.2f} (target <= {TARGET}) {mark}")
+        return 0 if ok else 1
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,23 @@
+"""``patchbay audit``: patchsets, waivers and undeclared engine patching, as CI findings.
+
+- :mod:`.rules` — the rule registry (stable codes, severities) and :class:`Finding`;
+- :mod:`.config` — ``[tool.patchbay]`` / ``patchbay.toml``;
+- :mod:`.checks` — patch and waiver rules (PB1xx-PB3xx);
+- :mod:`.scanner` — undeclared patching in scripts and Dockerfiles (PB4xx);
+- :mod:`.run` — :func:`run_audit`, which ties them together;
+- :mod:`.formats` — table, JSON, GitHub workflow commands, SARIF.
+"""
+
+from .rules import RESERVED, RULES, Finding, Rule, Severity, Suppression
+from .run import AuditResult, run_audit
+
+__all__ = [
+    "RESERVED",
+    "RULES",
+    "AuditResult",
+    "Finding",
+    "Rule",
+    "Severity",
+    "Suppression",
+    "run_audit",
+]

@@ -1,0 +1,345 @@
+"""The audit's checks of patchsets and waivers (rules PB1xx, PB2xx, PB3xx).
+
+Each function takes what was loaded and returns findings with the rules' default severities;
+:func:`~patchbay.audit.run.run_audit` applies the configured severities and ignores.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from ..lockfile import LOCK_NAME, Lock
+from ..model import ArtifactPatch, DiffPatch, Patchset
+from ..waivers import FIELD_TITLES, Waiver, placeholder_in
+from .rules import Finding
+
+PATCH_SUFFIXES = (".patch", ".diff")
+"""Files in a patchset folder that are patch files (PB303 looks for unreferenced ones)."""
+
+
+def relative(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` with ``/`` separators (as findings name files)."""
+    return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def _patch_file(patch: Any) -> str | None:
+    """The patch file a diff patch reads from its patchset folder, if it names one."""
+    return getattr(patch, "file", None) if getattr(patch, "kind", None) == "diff" else None
+
+
+def check_patchsets(patchsets: Iterable[Patchset], root: Path) -> list[Finding]:
+    """PB301 (no upstream and no real reason), PB302 (missing patch file), PB303 (patch file
+    that no patch references), PB304 (remote content not pinned by a hash yet)."""
+    out: list[Finding] = []
+    for ps in patchsets:
+        yaml_rel = relative(ps.path, root)
+        referenced: set[Path] = set()
+        out.extend(_unlocked(ps, yaml_rel))
+        for i, patch in enumerate(ps.patches):
+            status = patch.upstream_status
+            reason = status.reason if status is not None else ""
+            if not patch.upstream and (status is None or placeholder_in(reason)):
+                what = f"reason {reason!r} is a placeholder" if status else "no upstream_status"
+                out.append(
+                    Finding.of(
+                        "PB301",
+                        yaml_rel,
+                        ps.patch_line(i, "upstream_status", "reason") or ps.patch_line(i),
+                        f"patch {patch.id}: no upstream reference, and {what}; give the "
+                        "upstream PR/issue or a real reason",
+                    )
+                )
+            content = getattr(patch, "content_path", None) or _patch_file(patch)
+            if content:
+                referenced.add((ps.folder / content).resolve())
+            file = _patch_file(patch)
+            if file and not (ps.folder / file).is_file():
+                out.append(
+                    Finding.of(
+                        "PB302",
+                        yaml_rel,
+                        ps.patch_line(i, "file"),
+                        f"patch {patch.id}: patch file {file} does not exist",
+                    )
+                )
+        for path in sorted(ps.folder.rglob("*")):
+            if (
+                path.suffix in PATCH_SUFFIXES
+                and path.is_file()
+                and path.resolve() not in referenced
+            ):
+                out.append(
+                    Finding.of(
+                        "PB303",
+                        relative(path, root),
+                        None,
+                        f"patch file not referenced by patchset {ps.name} "
+                        f"({yaml_rel}): remove it, or add the patch it belongs to",
+                    )
+                )
+    return out
+
+
+def _unlocked(ps: Patchset, yaml_rel: str) -> list[Finding]:
+    """PB304: diff sources without a lock entry that matches them, artifacts without a hash
+    (in the patchset or the lock). Such content is fetched by ``patchbay vendor``, never by
+    ``apply``, which refuses it until then."""
+    lock = Lock.load(ps.folder)
+    out = []
+    for i, patch in enumerate(ps.patches):
+        if isinstance(patch, DiffPatch) and patch.source is not None:
+            locked = lock.sources.get(patch.id)
+            if (
+                locked is None
+                or locked.ref != patch.source.ref
+                or locked.paths != patch.source.paths
+            ):
+                out.append(
+                    Finding.of(
+                        "PB304",
+                        yaml_rel,
+                        ps.patch_line(i, "source"),
+                        f"patch {patch.id}: upstream source {patch.source.ref} has no hash in "
+                        f"{LOCK_NAME} yet; run `patchbay vendor`",
+                    )
+                )
+        elif isinstance(patch, ArtifactPatch):
+            for n, f in enumerate(patch.files):
+                if f.sha256 is None and f.url not in lock.artifacts:
+                    out.append(
+                        Finding.of(
+                            "PB304",
+                            yaml_rel,
+                            ps.patch_line(i, "files", n, "sha256"),
+                            f"patch {patch.id}: {f.url} has no sha256 yet; run `patchbay vendor`",
+                        )
+                    )
+    return out
+
+
+def check_coverage(
+    patchsets: Iterable[Patchset], waivers: Iterable[Waiver], root: Path
+) -> list[Finding]:
+    """PB101-PB105 and PB208: every patch covered by a waiver, every waiver by a patch.
+
+    A waiver covers a patch when the patch names it (``waiver: <id>``) or its front matter
+    lists the patch (``patches: [<id> | <patchset>/<id>]``).
+    """
+    out: list[Finding] = []
+    by_id: dict[str, Waiver] = {}
+    for w in waivers:
+        if w.id in by_id:
+            out.append(
+                Finding.of(
+                    "PB208",
+                    relative(w.path, root),
+                    w.line_of("id"),
+                    f"waiver id {w.id} is also used by {relative(by_id[w.id].path, root)}",
+                )
+            )
+            continue
+        by_id[w.id] = w
+    patches: dict[str, list[tuple[Patchset, str]]] = {}
+    for ps in patchsets:
+        for patch in ps.patches:
+            patches.setdefault(patch.id, []).append((ps, patch.id))
+            patches.setdefault(f"{ps.name}/{patch.id}", []).append((ps, patch.id))
+    covered: dict[tuple[str, str], set[str]] = {}
+    for w in by_id.values():
+        for ref in w.patches:
+            for ps, pid in patches.get(ref, []):
+                covered.setdefault((ps.name, pid), set()).add(w.id)
+    named: set[str] = set()
+    for ps in patchsets:
+        yaml_rel = relative(ps.path, root)
+        for i, patch in enumerate(ps.patches):
+            key = (ps.name, patch.id)
+            if patch.waiver is not None:
+                w = by_id.get(patch.waiver)
+                if w is None:
+                    out.append(
+                        Finding.of(
+                            "PB102",
+                            yaml_rel,
+                            ps.patch_line(i, "waiver"),
+                            f"patch {patch.id}: waiver {patch.waiver} does not exist "
+                            "(no waiver document has this id)",
+                        )
+                    )
+                else:
+                    named.add(w.id)
+                    covered.setdefault(key, set()).add(w.id)
+                    if w.patches and not ({patch.id, f"{ps.name}/{patch.id}"} & set(w.patches)):
+                        out.append(
+                            Finding.of(
+                                "PB105",
+                                yaml_rel,
+                                ps.patch_line(i, "waiver"),
+                                f"patch {patch.id} names waiver {w.id}, whose `patches` list "
+                                f"({relative(w.path, root)}) does not include it",
+                            )
+                        )
+            if not covered.get(key) and patch.waiver is None:
+                out.append(
+                    Finding.of(
+                        "PB101",
+                        yaml_rel,
+                        ps.patch_line(i, "id"),
+                        f"patch {patch.id} has no waiver: write one with `patchbay waiver new "
+                        f"{relative(ps.folder, root)} {patch.id}`",
+                    )
+                )
+    for w in by_id.values():
+        rel = relative(w.path, root)
+        unknown = [(n, ref) for n, ref in enumerate(w.patches) if ref not in patches]
+        if w.id not in named and len(unknown) == len(w.patches):
+            listed = f" (it lists {', '.join(w.patches)})" if w.patches else ""
+            out.append(
+                Finding.of(
+                    "PB103",
+                    rel,
+                    w.line_of("patches", w.line_of("id")),
+                    f"waiver {w.id} covers no existing patch{listed}: the patches were removed "
+                    "or renamed; delete the waiver or fix its list",
+                )
+            )
+            continue
+        for n, ref in unknown:
+            out.append(
+                Finding.of(
+                    "PB104",
+                    rel,
+                    w.line_of(("patches", n), w.line_of("patches")),
+                    f"waiver {w.id} lists patch {ref}, which no patchset has",
+                )
+            )
+    return out
+
+
+_REQUIRED_KEYS = ("id", "patches", "owner", "filed", "status")
+
+
+def check_waivers(
+    waivers: Iterable[Waiver], root: Path, *, today: date, warning_days: int
+) -> list[Finding]:
+    """PB201-PB207: required fields, placeholders, review dates, status, references."""
+    out: list[Finding] = []
+    for w in waivers:
+        rel = relative(w.path, root)
+        fm = w.front_matter
+        if fm is None:
+            out.append(
+                Finding.of(
+                    "PB206",
+                    rel,
+                    1,
+                    f"waiver {w.id} has no front matter: its owner, dates, status and patches "
+                    "are unknown (`patchbay waiver new` writes the header)",
+                )
+            )
+        else:
+            blank_keys = {p.field for p in w.placeholders}
+            values = fm.model_dump()
+            missing = [k for k in _REQUIRED_KEYS if not values.get(k) and k not in blank_keys]
+            if (
+                fm.review_by is None
+                and fm.expires is None
+                and not blank_keys
+                & {
+                    "review_by",
+                    "expires",
+                }
+            ):
+                missing.append("review_by (or expires)")
+            if fm.status == "approved" and not fm.approval and "approval" not in blank_keys:
+                missing.append("approval (the link to the approving review)")
+            for key in missing:
+                out.append(
+                    Finding.of(
+                        "PB201",
+                        rel,
+                        w.line_of(key.split()[0], 1),
+                        f"waiver {w.id}: front matter has no {key}",
+                    )
+                )
+        for blank in w.placeholders:
+            out.append(
+                Finding.of(
+                    "PB202",
+                    rel,
+                    blank.line,
+                    f"waiver {w.id}: {blank.field} is a placeholder ({blank.text})",
+                )
+            )
+        for name, result in w.fields.items():
+            title = FIELD_TITLES[name]
+            if result.status == "missing":
+                where = f" ({result.where})" if result.where else ""
+                out.append(
+                    Finding.of(
+                        "PB201",
+                        rel,
+                        result.line or 1,
+                        f"waiver {w.id}: no '{title}'{where}",
+                    )
+                )
+            for blank in result.placeholders:
+                row = f" in row {blank.row!r}" if blank.row else ""
+                out.append(
+                    Finding.of(
+                        "PB202",
+                        rel,
+                        blank.line,
+                        f"waiver {w.id}: '{title}' has a placeholder{row}: {blank.text}",
+                    )
+                )
+        if fm is not None:
+            dates = [(d, k) for k, d in (("review_by", fm.review_by), ("expires", fm.expires)) if d]
+            if dates:
+                when, key = min(dates)
+                days = (when - today).days
+                if days < 0:
+                    out.append(
+                        Finding.of(
+                            "PB203",
+                            rel,
+                            w.line_of(key),
+                            f"waiver {w.id}: {key} {when.isoformat()} has passed "
+                            f"({-days} day(s) ago); review it or remove the patches",
+                        )
+                    )
+                elif days <= warning_days:
+                    out.append(
+                        Finding.of(
+                            "PB204",
+                            rel,
+                            w.line_of(key),
+                            f"waiver {w.id}: {key} {when.isoformat()} is in {days} day(s)",
+                        )
+                    )
+        if w.status == "requested":
+            line = w.line_of("status") if fm is not None else w.meta.get("status", ("", 1))[1]
+            out.append(
+                Finding.of(
+                    "PB205",
+                    rel,
+                    line,
+                    f"waiver {w.id} is requested, not approved",
+                )
+            )
+        for ref in w.references:
+            if not ref.resolved and ref.project:
+                out.append(
+                    Finding.of(
+                        "PB207",
+                        rel,
+                        ref.line,
+                        f"waiver {w.id}: {ref.text!r} names no repository; map "
+                        f"{ref.project!r} to owner/repo in upstream-names",
+                    )
+                )
+    return out

@@ -1,0 +1,340 @@
+"""Configuration of ``patchbay audit``: ``patchbay.toml``, or ``[tool.patchbay]`` in
+``pyproject.toml``.
+
+``patchbay.toml`` (keys at the top level) wins over ``pyproject.toml``, as ``ruff.toml`` does
+over ``[tool.ruff]``. Every key is optional::
+
+    [tool.patchbay]
+    patchsets = ["patchsets"]          # patchset folders or files, or folders of patchsets
+    waivers = "waivers"                # the folder of waiver documents
+    scripts = ["**/*.sh", "**/Dockerfile*", "**/*.py"]   # what the scanner reads
+    exclude = ["tests/**"]             # never scanned
+    engines = ["my-engine"]            # engine packages besides the defaults and components
+    fail-on = "error"                  # lowest severity that makes the run exit 1
+    expiry-warning-days = 30           # PB204: review date within this many days
+    upstream-names = {flashinfer = "flashinfer-ai/flashinfer"}   # `project #N` -> owner/repo
+
+    [tool.patchbay.severity]
+    PB205 = "error"                    # or "warning", "note", "off"
+
+    [[tool.patchbay.ignore]]
+    rule = "PB303"
+    paths = ["patchsets/old/**"]       # default: everywhere
+    reason = "kept for the 0.3 image until it is retired"   # required
+
+Unknown keys, unknown rule codes and ignores without a reason are bad input (exit 2), named by
+``file:line``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import InputError
+from ..waivers import placeholder_in
+from .rules import RESERVED, RULES, Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+DEFAULT_ENGINES = (
+    "vllm",
+    "sglang",
+    "sgl-kernel",
+    "aiter",
+    "triton",
+    "pytorch-triton-rocm",
+    "torch",
+    "flashinfer",
+    "flashinfer-python",
+    "flash-attn",
+    "xformers",
+    "tensorrt-llm",
+    "lmdeploy",
+)
+"""Engine distributions the scanner knows without configuration; a patchset's ``components``
+and the ``engines`` key add more."""
+
+DEFAULT_SCRIPTS = (
+    "**/*.sh",
+    "**/*.bash",
+    "**/Dockerfile",
+    "**/Dockerfile.*",
+    "**/*.Dockerfile",
+    "**/*.dockerfile",
+    "**/Containerfile",
+    "**/*.py",
+)
+"""Files the scanner reads; files without a suffix whose first line is a shell or Python
+shebang are read too."""
+
+SKIPPED_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "node_modules",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".eggs",
+        "build",
+        "dist",
+        "site-packages",
+    }
+)
+"""Folders never walked (virtual environments, caches, build output)."""
+
+SeverityName = Literal["error", "warning", "note"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Ignore(_Strict):
+    """A rule switched off for some paths, with the reason (required)."""
+
+    rule: str
+    paths: list[str] = Field(default_factory=lambda: ["**"])
+    reason: str
+
+    @field_validator("rule")
+    @classmethod
+    def _known_rule(cls, value: str) -> str:
+        return _check_code(value)
+
+    @field_validator("reason")
+    @classmethod
+    def _real_reason(cls, value: str) -> str:
+        if len(value.strip()) < 3 or placeholder_in(value):
+            raise ValueError("an ignore needs a reason (a sentence, not a placeholder)")
+        return value.strip()
+
+
+class AuditConfig(_Strict):
+    """The audit's settings (defaults apply to every key that is absent)."""
+
+    # only the spelled keys (fail-on), so that a near miss (fail_on) is an unknown key
+    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+
+    patchsets: list[str] = Field(default_factory=lambda: ["patchsets"])
+    waivers: str = "waivers"
+    scripts: list[str] = Field(default_factory=lambda: list(DEFAULT_SCRIPTS))
+    exclude: list[str] = Field(default_factory=list)
+    engines: list[str] = Field(default_factory=list)
+    upstream_names: dict[str, str] = Field(default_factory=dict, alias="upstream-names")
+    fail_on: SeverityName = Field(default="error", alias="fail-on")
+    expiry_warning_days: int = Field(default=30, ge=0, alias="expiry-warning-days")
+    severity: dict[str, Literal["error", "warning", "note", "off"]] = Field(default_factory=dict)
+    ignore: list[Ignore] = Field(default_factory=list)
+
+    @field_validator("severity")
+    @classmethod
+    def _known_codes(cls, value: dict[str, str]) -> dict[str, str]:
+        for code in value:
+            _check_code(code)
+        return value
+
+    @field_validator("upstream_names")
+    @classmethod
+    def _repositories(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, repo in value.items():
+            if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
+                raise ValueError(f"{name}: {repo!r} is not owner/repo")
+        return value
+
+    def severity_of(self, code: str) -> Severity | None:
+        """The effective severity of a rule, or None when it is switched off."""
+        value = self.severity.get(code)
+        if value == "off":
+            return None
+        return Severity(value) if value else RULES[code].severity
+
+    def engine_names(self, extra: Iterable[str] = ()) -> frozenset[str]:
+        """Normalised engine distribution names: defaults, ``engines`` and ``extra``."""
+        return frozenset(normalise_name(n) for n in (*DEFAULT_ENGINES, *self.engines, *extra) if n)
+
+
+def normalise_name(name: str) -> str:
+    """PEP 503 normalisation (``Flash_Attn`` -> ``flash-attn``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _check_code(code: str) -> str:
+    if code in RESERVED:
+        raise ValueError(f"{code} is reserved ({RESERVED[code]}) and not implemented yet")
+    if code not in RULES:
+        raise ValueError(f"unknown rule {code!r} (rules: PB101-{max(RULES)})")
+    return code
+
+
+@dataclass
+class LoadedConfig:
+    """The settings and the file they came from (None: defaults)."""
+
+    config: AuditConfig
+    path: Path | None
+
+
+def load_config(root: Path, config_file: Path | None = None) -> LoadedConfig:
+    """Find and read the audit configuration.
+
+    Args:
+        root: the audited folder; ``patchbay.toml``, then ``pyproject.toml`` are looked for
+            there.
+        config_file: an explicit ``patchbay.toml`` (keys at the top level) or ``pyproject.toml``
+            (keys under ``[tool.patchbay]``).
+
+    Raises:
+        InputError: unreadable file, invalid TOML, an unknown key, a value of the wrong type, an
+            unknown or reserved rule code, an ignore without a reason; with ``file:line``.
+    """
+    if config_file is not None:
+        if not config_file.is_file():
+            raise InputError("configuration file not found", file=config_file)
+        candidates = [config_file]
+    else:
+        candidates = [root / "patchbay.toml", root / "pyproject.toml"]
+    for path in candidates:
+        if not path.is_file():
+            continue
+        text = _read(path)
+        data = _parse(text, path)
+        in_pyproject = path.name == "pyproject.toml"
+        section = data.get("tool", {}).get("patchbay") if in_pyproject else data
+        if section is None:
+            if config_file is not None:
+                return LoadedConfig(AuditConfig(), path)
+            continue
+        prefix = "tool.patchbay" if in_pyproject else ""
+        if not isinstance(section, dict):
+            raise InputError(f"[{prefix}] must be a table", file=path)
+        try:
+            return LoadedConfig(AuditConfig.model_validate(section), path)
+        except ValidationError as exc:
+            raise _config_error(exc, text, path, prefix) from None
+    return LoadedConfig(AuditConfig(), None)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read: {exc}", file=path) from None
+
+
+def _parse(text: str, path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+        reason = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        line = int(m.group(1)) if m else None
+        raise InputError(f"invalid TOML: {reason}", file=path, line=line) from None
+
+
+def _config_error(exc: ValidationError, text: str, path: Path, prefix: str) -> InputError:
+    problems = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        where = ".".join(str(p) for p in loc)
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        elif err["type"] == "missing":
+            msg = "required key is missing"
+        problems.append((_key_line(text, prefix, loc), f"{where}: {msg}"))
+    (line, first), rest = problems[0], problems[1:]
+    return InputError(
+        f"audit configuration: {first}",
+        file=path,
+        line=line,
+        details=[f"{path}:{n}: {m}" if n else f"{path}: {m}" for n, m in rest],
+    )
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
+
+
+def _key_line(text: str, prefix: str, loc: tuple[Any, ...]) -> int | None:
+    """The line of a configuration key: TOML parsers give values without positions, so this
+    follows the table headers (``[a.b]``, the n-th ``[[a.b]]``) and finds ``key =``."""
+    lines = text.splitlines()
+    table = prefix
+    want_table = prefix
+    keys = [p for p in loc if isinstance(p, str)]
+    index = next((p for p in loc if isinstance(p, int)), None)
+    # an array of tables entry ("ignore", 2, "reason") lives under the 3rd [[...ignore]]
+    if index is not None and keys:
+        want_table = ".".join(p for p in (prefix, keys[0]) if p)
+        keys = keys[1:]
+    elif len(keys) > 1:
+        want_table = ".".join(p for p in (prefix, keys[0]) if p)
+        keys = keys[1:]
+    seen_arrays = -1
+    fallback = None
+    for n, line in enumerate(lines, start=1):
+        m = _HEADER.match(line)
+        if m:
+            table = m.group(2)
+            if fallback is None and table == ".".join(p for p in (prefix, str(loc[0])) if p):
+                fallback = n  # [tool.patchbay.severity] itself
+            if m.group(1) == "[[" and table == want_table:
+                seen_arrays += 1
+                if index is not None and seen_arrays == index:
+                    fallback = n
+            continue
+        in_table = table == want_table and (index is None or seen_arrays == index)
+        if in_table and keys and re.match(rf"\s*\"?{re.escape(keys[0])}\"?\s*=", line):
+            return n
+        if table == prefix and re.match(rf"\s*\"?{re.escape(str(loc[0]))}\"?\s*=", line):
+            fallback = fallback or n
+    return fallback
+
+
+@lru_cache(maxsize=512)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob over ``/``-separated relative paths as a regex: ``**`` crosses folders, ``*``
+    and ``?`` do not; a pattern without ``/`` matches at any depth (as in ``.gitignore``)."""
+    if "/" not in pattern:
+        pattern = "**/" + pattern
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches_any(path: str, patterns: Iterable[str]) -> bool:
+    """True when the relative ``path`` matches one of the globs (see :func:`glob_regex`)."""
+    return any(glob_regex(p).match(path) for p in patterns)

@@ -1,0 +1,144 @@
+"""How audit results look: a rich table per file for people; JSON, GitHub workflow commands
+and SARIF 2.1.0 for machines.
+
+- GitHub: one ``::error file=F,line=L,endLine=E,title=T::MESSAGE`` workflow command per finding
+  (``warning``/``notice`` for the lower severities), escaped as the Actions runner expects
+  (``%``, CR, LF in the message; also ``:`` and ``,`` in properties).
+- SARIF: OASIS SARIF 2.1.0 (errata 01), one run, every rule as a ``reportingDescriptor``, every
+  finding as a ``result`` with a relative ``artifactLocation`` (GitHub code scanning resolves it
+  against the repository); suppressed findings carry ``suppressions`` (``inSource`` for review
+  annotations, ``external`` for configured ignores), so viewers show them as such.
+"""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import Any
+from urllib.parse import quote
+
+from rich.console import Console
+from rich.table import Table
+
+from .. import __version__
+from .rules import RULES, Finding, Severity
+from .run import AuditResult
+
+FORMATS = ("table", "json", "github", "sarif")
+
+SARIF_SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.NOTE: "cyan"}
+_GITHUB_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "notice"}
+
+
+def summary(result: AuditResult, fail_on: Severity) -> str:
+    """One line: counts, what was audited, and whether the run fails."""
+    c = result.counts()
+    patches = sum(len(ps.patches) for ps in result.patchsets)
+    audited = (
+        f"{patches} patch(es) in {len(result.patchsets)} patchset(s), "
+        f"{len(result.waivers)} waiver(s)"
+    )
+    if not result.active:
+        extra = f" ({c['suppressed']} suppressed)" if c["suppressed"] else ""
+        return f"audit clean: {audited}{extra}"
+    failing = len(result.failing(fail_on))
+    verdict = f"{failing} at or above {fail_on.value}" if failing else f"none at {fail_on.value}"
+    return (
+        f"{c['error']} error(s), {c['warning']} warning(s), {c['note']} note(s), "
+        f"{c['suppressed']} suppressed; {verdict}; audited {audited}"
+    )
+
+
+def print_table(result: AuditResult, console: Console, fail_on: Severity) -> None:
+    """The findings that count, grouped by file, one table each; then the summary line."""
+    for path, group in groupby(result.active, key=lambda f: f.path):
+        table = Table(title=path, title_justify="left", title_style="bold", expand=False)
+        table.add_column("line", justify="right")
+        table.add_column("code")
+        table.add_column("severity")
+        table.add_column("message", overflow="fold")
+        for f in group:
+            line = "" if f.line is None else str(f.line)
+            if f.end_line and f.end_line != f.line:
+                line += f"-{f.end_line}"
+            style = _STYLE[f.severity]
+            table.add_row(line, f.code, f"[{style}]{f.severity.value}[/]", f.message)
+        console.print(table)
+    console.print(summary(result, fail_on))
+
+
+def github_lines(result: AuditResult) -> list[str]:
+    """One GitHub Actions workflow command per finding that counts."""
+    out = []
+    for f in result.active:
+        props = [f"file={_prop(f.path)}"]
+        if f.line:
+            props.append(f"line={f.line}")
+        if f.end_line:
+            props.append(f"endLine={f.end_line}")
+        props.append(f"title={_prop(f'{f.code} {f.rule.name}')}")
+        out.append(f"::{_GITHUB_LEVEL[f.severity]} {','.join(props)}::{_data(f.message)}")
+    return out
+
+
+def _data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _prop(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def sarif(result: AuditResult) -> dict[str, Any]:
+    """The SARIF 2.1.0 log of an audit (suppressed findings included, marked)."""
+    codes = sorted(RULES)
+    index = {code: n for n, code in enumerate(codes)}
+    rules = [
+        {
+            "id": code,
+            "name": RULES[code].name,
+            "shortDescription": {"text": RULES[code].summary},
+            "defaultConfiguration": {"level": RULES[code].severity.value},
+        }
+        for code in codes
+    ]
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "patchbay",
+                        "version": __version__,
+                        "rules": rules,
+                    }
+                },
+                "columnKind": "unicodeCodePoints",
+                "results": [_sarif_result(f, index[f.code]) for f in result.findings],
+            }
+        ],
+    }
+
+
+def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
+    location: dict[str, Any] = {"artifactLocation": {"uri": quote(f.path)}}
+    if f.line:
+        region: dict[str, Any] = {"startLine": f.line}
+        if f.end_line:
+            region["endLine"] = f.end_line
+        location["region"] = region
+    out: dict[str, Any] = {
+        "ruleId": f.code,
+        "ruleIndex": rule_index,
+        "level": f.severity.value,
+        "message": {"text": f.message},
+        "locations": [{"physicalLocation": location}],
+    }
+    if f.suppression is not None:
+        out["suppressions"] = [
+            {"kind": f.suppression.kind, "justification": f.suppression.justification}
+        ]
+    return out

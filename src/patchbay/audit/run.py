@@ -1,0 +1,215 @@
+"""``run_audit``: load the patchsets and waivers of a repository, scan its scripts, and judge.
+
+Data flows one way: configuration, then patchsets (bad ones are bad input, exit 2), then
+waivers (likewise), then the checks and the scanner, then severities and ignores from the
+configuration. Nothing is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..model import PATCHSET_FILENAMES, Patchset, load_patchset
+from ..waivers import Waiver, read_waivers
+from .checks import check_coverage, check_patchsets, check_waivers, relative
+from .config import LoadedConfig, load_config, matches_any
+from .rules import Finding, Severity, Suppression
+from .scanner import EngineNames, scan_tree
+
+
+@dataclass
+class AuditResult:
+    """Everything one audit found.
+
+    Attributes:
+        root: the audited folder.
+        config: the configuration used (and its file).
+        patchsets: the loaded patchsets.
+        waivers: the parsed waivers.
+        findings: every finding, sorted by file and line; suppressed ones (in-source review
+            annotations, configured ignores) carry their :class:`Suppression`.
+        today: the date review dates were judged against.
+    """
+
+    root: Path
+    config: LoadedConfig
+    patchsets: list[Patchset]
+    waivers: list[Waiver]
+    findings: list[Finding] = field(default_factory=list)
+    today: date = field(default_factory=date.today)
+
+    @property
+    def active(self) -> list[Finding]:
+        """Findings that count (not suppressed)."""
+        return [f for f in self.findings if f.suppression is None]
+
+    @property
+    def suppressed(self) -> list[Finding]:
+        return [f for f in self.findings if f.suppression is not None]
+
+    def failing(self, fail_on: Severity) -> list[Finding]:
+        """Active findings at or above ``fail_on``."""
+        return [f for f in self.active if f.severity.rank >= fail_on.rank]
+
+    def counts(self) -> dict[str, int]:
+        """Active findings per severity, and the number suppressed."""
+        out = {s.value: 0 for s in (Severity.ERROR, Severity.WARNING, Severity.NOTE)}
+        for f in self.active:
+            out[f.severity.value] += 1
+        out["suppressed"] = len(self.suppressed)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON document of ``--format json`` (``version`` 1)."""
+        return {
+            "version": 1,
+            "root": str(self.root),
+            "config": None if self.config.path is None else str(self.config.path),
+            "today": self.today.isoformat(),
+            "counts": self.counts(),
+            "findings": [_finding_json(f) for f in self.findings],
+            "patchsets": [
+                {"name": ps.name, "path": relative(ps.path, self.root), "patches": len(ps.patches)}
+                for ps in self.patchsets
+            ],
+            "waivers": [_waiver_json(w, self.root) for w in self.waivers],
+        }
+
+
+def _finding_json(f: Finding) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "code": f.code,
+        "name": f.rule.name,
+        "severity": f.severity.value,
+        "path": f.path,
+        "line": f.line,
+        "end_line": f.end_line,
+        "message": f.message,
+        "suppressed": None,
+    }
+    if f.suppression is not None:
+        out["suppressed"] = {"kind": f.suppression.kind, "reason": f.suppression.justification}
+    return out
+
+
+def _waiver_json(w: Waiver, root: Path) -> dict[str, Any]:
+    fm = w.front_matter
+    return {
+        "id": w.id,
+        "path": relative(w.path, root),
+        "legacy": w.legacy,
+        "status": w.status,
+        "patches": w.patches,
+        "owner": fm.owner if fm else None,
+        "review_by": fm.review_by.isoformat() if fm and fm.review_by else None,
+        "expires": fm.expires.isoformat() if fm and fm.expires else None,
+        "fields": {
+            name: {
+                "status": r.status,
+                "line": r.line,
+                "where": r.where,
+                "placeholders": [
+                    {"line": p.line, "text": p.text, "row": p.row} for p in r.placeholders
+                ],
+            }
+            for name, r in w.fields.items()
+        },
+        "references": [
+            {
+                "text": r.text,
+                "line": r.line,
+                "form": r.form,
+                "reference": r.canonical,
+                "repository": r.repository,
+                "number": r.number,
+                "commit": r.commit,
+                "resolved": r.resolved,
+            }
+            for r in w.references
+        ],
+    }
+
+
+def find_patchsets(root: Path, entries: list[str], *, explicit: bool) -> list[Patchset]:
+    """Load the patchsets named by ``entries`` (relative to ``root``): a patchset folder or
+    YAML file, or a folder whose subfolders are patchsets.
+
+    Raises:
+        InputError: an explicitly configured entry that does not exist; any patchset that does
+            not load (see :func:`~patchbay.model.load_patchset`).
+    """
+    out = []
+    for entry in entries:
+        path = root / entry
+        if not path.exists():
+            if explicit:
+                raise InputError(f"configured patchset path {entry!r} does not exist", file=root)
+            continue
+        if path.is_file() or any((path / n).is_file() for n in PATCHSET_FILENAMES):
+            out.append(load_patchset(path))
+            continue
+        for sub in sorted(p for p in path.iterdir() if p.is_dir()):
+            if any((sub / n).is_file() for n in PATCHSET_FILENAMES):
+                out.append(load_patchset(sub))
+    return out
+
+
+def run_audit(
+    root: Path, *, config_file: Path | None = None, today: date | None = None
+) -> AuditResult:
+    """Audit a repository.
+
+    Args:
+        root: the repository (or any folder holding patchsets, waivers and scripts).
+        config_file: a ``patchbay.toml`` or ``pyproject.toml``; default: looked up in ``root``.
+        today: the date review dates are judged against (default: today).
+
+    Returns:
+        The :class:`AuditResult`.
+
+    Raises:
+        InputError: bad configuration, a patchset that does not load, a malformed waiver.
+    """
+    root = root.resolve()
+    if not root.is_dir():
+        raise InputError("not a folder", file=root)
+    loaded = load_config(root, config_file)
+    cfg = loaded.config
+    patchsets = find_patchsets(root, cfg.patchsets, explicit="patchsets" in cfg.model_fields_set)
+    components = [c for ps in patchsets for c in ps.spec.components]
+    engines = EngineNames.build(
+        cfg.engine_names(c.distribution for c in components),
+        [t.package for ps in patchsets for t in ps.spec.targets.values()],
+        [c.repository for c in components if c.repository],
+    )
+    names = {c.distribution: c.repository for c in components if c.repository}
+    names.update({repo.rsplit("/", 1)[-1]: repo for repo in names.values()})
+    names.update(cfg.upstream_names)
+    waivers = read_waivers(
+        root / cfg.waivers, names=names, projects=engines.distributions | engines.imports
+    )
+    today = today or date.today()
+    findings = [
+        *check_patchsets(patchsets, root),
+        *check_coverage(patchsets, waivers, root),
+        *check_waivers(waivers, root, today=today, warning_days=cfg.expiry_warning_days),
+        *scan_tree(root, cfg.scripts, cfg.exclude, engines),
+    ]
+    kept = []
+    for finding in findings:
+        severity = cfg.severity_of(finding.code)
+        if severity is None:
+            continue
+        finding.severity = severity
+        if finding.suppression is None:
+            for ignore in cfg.ignore:
+                if ignore.rule == finding.code and matches_any(finding.path, ignore.paths):
+                    finding.suppression = Suppression("external", ignore.reason)
+                    break
+        kept.append(finding)
+    kept.sort(key=Finding.sort_key)
+    return AuditResult(root, loaded, patchsets, waivers, kept, today)

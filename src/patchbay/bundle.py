@@ -1,0 +1,129 @@
+"""Air-gapped containers: ``patchbay bundle`` gathers everything ``apply`` needs.
+
+On a networked host, ``bundle PATCHSET OUT --python ENGINE`` writes::
+
+    OUT/wheels/         pip download of every pin, for the engine's platform and Python
+                        (run with the engine interpreter's own pip)
+    OUT/artifacts/<sha256>   every artifact file, verified
+    OUT/patchset/       a copy of the patchset folder (vendored diffs and the lock included)
+    OUT/manifest.json   sha256 of every file above
+
+Inside the container, ``apply OUT/patchset --bundle OUT --offline`` uses only that: pins
+install with ``--no-index --find-links OUT/wheels``, artifacts come from ``OUT/artifacts``, and
+anything missing fails with a message naming it. The manifest is checked first.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from .errors import InputError, RefusedError
+from .fetch import fetch_pinned
+from .kinds.pip import index_args, vcs_commit
+from .ledger import sha256_bytes
+from .lockfile import Lock
+from .model import ArtifactPatch, Patchset, PipPatch
+from .options import RunOptions
+from .targets import Environment
+from .tree import Tree
+
+MANIFEST = "manifest.json"
+
+
+def make_bundle(
+    patchset: Patchset, env: Environment, out: Path, options: RunOptions | None = None
+) -> dict[str, str]:
+    """Write the bundle of ``patchset`` for ``env``'s platform into ``out``.
+
+    Returns:
+        The manifest: relative path -> sha256.
+
+    Raises:
+        InputError: ``out`` exists and is not empty; a remote source or artifact is unlocked.
+        RefusedError: pip or a download failed; a VCS pin (not bundled: its commit could not
+            be checked offline).
+    """
+    options = options or RunOptions()
+    if out.exists() and any(out.iterdir()):
+        raise InputError("bundle folder exists and is not empty", file=out)
+    if env.python is None:
+        raise RefusedError("bundle needs the engine interpreter (--python) for its platform")
+    from .engine import load_patches
+
+    loaded = load_patches(patchset)
+    unlocked = [lp.unlocked for lp in loaded if lp.unlocked]
+    if unlocked:
+        raise InputError(f"cannot bundle unlocked content: {unlocked[0]}", file=patchset.path)
+    (out / "wheels").mkdir(parents=True)
+    (out / "artifacts").mkdir()
+    tree = Tree(env.roots, env, options)
+    lock = Lock.load(patchset.folder)
+    for patch in patchset.patches:
+        if isinstance(patch, PipPatch):
+            _download(patch, env.python, out / "wheels", tree)
+        elif isinstance(patch, ArtifactPatch):
+            for f in patch.files:
+                sha = f.sha256 or lock.artifacts[f.url].sha256
+                cached, _ = fetch_pinned(f.url, sha, options, size=f.size)
+                shutil.copyfile(cached, out / "artifacts" / sha)
+    shutil.copytree(patchset.folder, out / "patchset")
+    manifest = {
+        str(path.relative_to(out)): sha256_bytes(path.read_bytes())
+        for path in sorted(out.rglob("*"))
+        if path.is_file()
+    }
+    (out / MANIFEST).write_text(json.dumps({"format": 1, "files": manifest}, indent=2) + "\n")
+    return manifest
+
+
+def _download(patch: PipPatch, python: str, dest: Path, tree: Tree) -> None:
+    from packaging.requirements import Requirement
+
+    if vcs_commit(Requirement(patch.requirement)) is not None:
+        raise RefusedError(
+            f"{patch.requirement}: VCS pins are not bundled (offline, the installed commit could "
+            "not be checked); build a wheel of that commit and pin its version instead",
+            patch_id=patch.id,
+        )
+    args = [
+        python,
+        "-m",
+        "pip",
+        "--no-input",
+        "--disable-pip-version-check",
+        "download",
+        "--quiet",
+        "--dest",
+        str(dest),
+        *index_args(patch, tree),
+    ]
+    if patch.no_deps:
+        args.append("--no-deps")
+    proc = subprocess.run([*args, patch.requirement], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["pip download failed"])[-1]
+        raise RefusedError(f"pip download {patch.requirement}: {last}", patch_id=patch.id)
+
+
+def check_bundle(bundle: Path) -> None:
+    """Verify every file of a bundle against its manifest.
+
+    Raises:
+        InputError: no manifest, or a file missing or changed.
+    """
+    manifest_path = bundle / MANIFEST
+    try:
+        files = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise InputError(
+            "not a patchbay bundle (manifest.json missing or unreadable)", file=manifest_path
+        ) from None
+    for rel, sha in files.items():
+        path = bundle / rel
+        if not path.is_file():
+            raise InputError(f"bundle file {rel} is missing", file=bundle)
+        if sha256_bytes(path.read_bytes()) != sha:
+            raise InputError(f"bundle file {rel} does not match the manifest", file=path)

@@ -1,0 +1,140 @@
+"""``patchbay report``: every carried patch, its upstream state and verdict; optionally published
+as one tracking issue."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from ..errors import InputError
+from ..options import default_cache_dir
+from ..report import (
+    append_history,
+    build_report,
+    check_candidate,
+    content_present,
+    find_patchsets,
+    publish,
+    read_history,
+    render,
+)
+from ..upstream.github import GitHubClient
+from .common import err_console
+
+DEFAULT_HISTORY = Path(".patchbay") / "upstream-history.jsonl"
+
+
+def run(
+    patchsets: list[str],
+    *,
+    repo: Path = Path("."),
+    output_format: str = "markdown",
+    output: Path | None = None,
+    history: Path | None = None,
+    no_history: bool = False,
+    api_url: str | None = None,
+    cache_dir: Path | None = None,
+    publish_to: str | None = None,
+    candidate_python: str | None = None,
+    candidate_root: Path | None = None,
+    python: str | None = None,
+    root: Path | None = None,
+    today: date | None = None,
+    max_wait: float = 60.0,
+    timeout: float = 20.0,
+    workers: int = 8,
+    graphql: bool | None = None,
+) -> int:
+    """Build the report, print or write it, append the run to the history, and publish.
+
+    Args:
+        patchsets: PATCHSET arguments; empty: every patchset under ``<repo>/patchsets``.
+        repo: the repository (patchsets, ``waivers/``, the default history file).
+        output_format: ``markdown``, ``json`` or ``html``.
+        output: write the report here instead of stdout.
+        history: the JSON-lines history (default ``<repo>/.patchbay/upstream-history.jsonl``);
+            ``no_history`` neither reads nor appends it.
+        api_url: GitHub API base (default ``$PATCHBAY_GITHUB_API`` or api.github.com).
+        cache_dir: cache folder (default ``~/.cache/patchbay``); the ETag cache is ``github/``.
+        publish_to: ``owner/repo`` whose tracking issue is created or updated.
+        candidate_python, candidate_root: a candidate image to check the patchsets against.
+        python, root: the pinned image, to find patches whose content it already ships (one
+            patchset only).
+        today: the report's date (default today).
+        max_wait: seconds the run may wait for rate limits in total.
+        timeout: seconds per request.
+        workers: concurrent requests.
+        graphql: force GraphQL on or off (default: on with a token).
+
+    Returns:
+        0 (the verdicts are the report's content; ``patchbay audit --upstream`` fails CI).
+
+    Raises:
+        InputError: bad arguments, a patchset or history file that does not load (exit 2).
+        RateLimitError: the forge's rate limit outlasts ``max_wait`` (exit 1).
+        GitHubError: publishing failed (exit 1).
+    """
+    if candidate_python is not None and candidate_root is not None:
+        raise InputError("give --candidate-python or --candidate-root, not both")
+    if python is not None and root is not None:
+        raise InputError("give --python or --root, not both")
+    if workers < 1:
+        raise InputError("--workers must be at least 1")
+    loaded = find_patchsets(repo, patchsets)
+    present = None
+    if python is not None or root is not None:
+        if len(loaded) != 1:
+            raise InputError("--python/--root describe one pinned image: name exactly one patchset")
+        present = {loaded[0].name: content_present(loaded[0], python=python, root=root)}
+    candidate = None
+    if candidate_python is not None or candidate_root is not None:
+        candidate = check_candidate(loaded, python=candidate_python, root=candidate_root)
+    history_path = None if no_history else (history or repo / DEFAULT_HISTORY)
+    earlier = read_history(history_path) if history_path is not None else []
+    client = GitHubClient.from_env(
+        api_url,
+        cache_dir=(cache_dir or default_cache_dir()) / "github",
+        timeout=timeout,
+        max_wait=max_wait,
+        workers=workers,
+        use_graphql=graphql,
+    )
+    report = build_report(
+        loaded,
+        client,
+        today=today,
+        waivers_dir=repo / "waivers",
+        history=earlier,
+        present=present,
+        candidate=candidate,
+    )
+    text = render(report, output_format)
+    if output is None:
+        print(text, end="")
+    else:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"cannot write the report: {exc}", file=output) from None
+    counts = ", ".join(f"{n} {v}" for v, n in report.counts.items())
+    stats = client.stats
+    err_console.print(
+        f"patchbay: {len(report.rows)} patches: {counts}; {stats.requests} requests to the "
+        f"forge, {stats.not_modified} answered 304 from the cache",
+        markup=False,
+    )
+    if publish_to is not None:
+        result = publish(report, client, publish_to)
+        what = {
+            "created": "created",
+            "updated": "updated",
+            "unchanged": "is up to date; not edited",
+        }[result.action]
+        err_console.print(
+            f"patchbay: tracking issue {result.repository}#{result.number} {what}",
+            markup=False,
+        )
+    # after publishing: a run whose issue update failed is not the "last run" of the next one
+    if history_path is not None:
+        append_history(history_path, report.entry())
+    return 0

@@ -1,0 +1,22 @@
+"""``patchbay vendor``: pin remote diffs and unhashed artifacts into the lock file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..options import RunOptions
+from ..vendor import DEFAULT_API, vendor_patchset
+from .common import console, load
+
+
+def run(patchset_arg: str, *, api_url: str | None, options: Callable[[], RunOptions]) -> int:
+    """Vendor; exit 0. Errors raise."""
+    patchset = load(patchset_arg)
+    result = vendor_patchset(patchset, api_url=api_url or DEFAULT_API, options=options())
+    for pid in result.sources:
+        console.print(f"locked {pid}", markup=False)
+    for url in result.artifacts:
+        console.print(f"locked {url}", markup=False)
+    if not result.sources and not result.artifacts:
+        console.print("nothing to vendor: no remote source and no unhashed artifact")
+    return 0

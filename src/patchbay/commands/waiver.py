@@ -1,0 +1,90 @@
+"""``patchbay waiver new``: a waiver document prefilled from a patchset."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+from ..audit.config import load_config
+from ..errors import InputError, PatchbayError, RefusedError
+from ..kinds import KINDS
+from ..waivers import PatchSummary, waiver_template
+from .common import console, load
+
+
+def new(
+    patchset_arg: str,
+    patch_ids: list[str],
+    *,
+    waiver_id: str | None,
+    output: Path | None,
+    force: bool,
+    today: date | None = None,
+) -> int:
+    """Write ``waivers/<id>.md`` (or ``output``) covering ``patch_ids`` (default: all).
+
+    Returns:
+        0 when written.
+
+    Raises:
+        InputError: unknown patch id, invalid waiver id, a patchset that does not load.
+        RefusedError: the file exists and ``force`` is not set.
+    """
+    patchset = load(patchset_arg)
+    by_id = {p.id: (i, p) for i, p in enumerate(patchset.patches)}
+    unknown = [pid for pid in patch_ids if pid not in by_id]
+    if unknown:
+        raise InputError(
+            f"no patch {', '.join(unknown)} in patchset {patchset.name} "
+            f"(patches: {', '.join(by_id) or 'none'})",
+            file=patchset.path,
+        )
+    chosen = [by_id[pid] for pid in patch_ids] if patch_ids else list(by_id.values())
+    if not chosen:
+        raise InputError(f"patchset {patchset.name} has no patches to cover", file=patchset.path)
+    wid = waiver_id or (chosen[0][1].id if len(chosen) == 1 else patchset.name)
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", wid):
+        raise InputError(f"waiver id {wid!r} must match [A-Za-z0-9][A-Za-z0-9._-]*")
+    if output is None:
+        output = Path(load_config(Path.cwd()).config.waivers) / f"{wid}.md"
+    if output.exists() and not force:
+        raise RefusedError("already exists (use --force to overwrite)", file=output)
+    summaries = []
+    for index, patch in chosen:
+        try:
+            loaded = KINDS[patch.kind].load(patch, patchset, index)
+            unlocked = getattr(loaded, "unlocked", None)
+            content = unlocked or KINDS[patch.kind].describe(patch, loaded)
+        except (PatchbayError, KeyError) as exc:
+            content = f"(content not readable: {getattr(exc, 'reason', exc)})"
+        status = patch.upstream_status
+        summaries.append(
+            PatchSummary(
+                id=patch.id,
+                kind=patch.kind,
+                target=getattr(patch, "target", None),
+                description=patch.description,
+                content=content,
+                upstream=list(patch.upstream),
+                upstream_status=f"{status.status}: {status.reason}" if status else None,
+            )
+        )
+    image = patchset.spec.image.reference
+    if patchset.spec.image.digest:
+        image += f"@{patchset.spec.image.digest}"
+    text = waiver_template(
+        waiver_id=wid,
+        patchset_name=patchset.name,
+        patchset_path=str(patchset.path),
+        image=image,
+        patches=summaries,
+        today=today or date.today(),
+    )
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text, encoding="utf-8")
+    console.print(
+        f"wrote {output}: waiver {wid} for {len(summaries)} patch(es); fill in every "
+        "<TODO: ...> (`patchbay audit` lists the ones left)"
+    )
+    return 0

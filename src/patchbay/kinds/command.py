@@ -1,0 +1,143 @@
+"""The ``command`` kind: rebuild and post steps (e.g. a JIT kernel module after its sources
+were patched; its cache is keyed on the module name, so a stale build would keep the old code).
+
+A command is pending when a patch it names in ``after`` is applied in this run, or when its
+declared ``output`` is missing; otherwise it is up to date and does not run. It runs with an
+argv list (``/bin/sh -c`` only with ``shell: true``), ``{python}`` standing for the engine
+interpreter, in ``cwd`` under its target, with ``env`` added; ``remove`` paths (stale builds)
+are deleted first, through the run's journal. Output goes to a log in the state folder; a
+non-zero exit fails the run, which is rolled back like any other failure (files restored; what
+the command itself wrote beyond its declared output cannot be tracked).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import ApplyFailed
+from ..hunks import HunkResult, HunkState
+from ..ledger import sha256_bytes
+from ..model import CommandPatch
+from .base import ContentState, Inspection, LoadedPatch, PendingPatch
+
+if TYPE_CHECKING:
+    from ..ledger import LedgerEntry
+    from ..model import Patchset
+    from ..transaction import Transaction
+    from ..tree import Tree
+
+
+class CommandKind:
+    """Implements :class:`~patchbay.kinds.base.PatchKind` for ``kind: command``."""
+
+    name = "command"
+
+    def load(self, patch: CommandPatch, patchset: Patchset, index: int) -> LoadedPatch:
+        spec = patch.model_dump(
+            include={"argv", "shell", "cwd", "env", "remove", "output", "after"}
+        )
+        canonical = json.dumps(spec, sort_keys=True)
+        return LoadedPatch(sha256=sha256_bytes(canonical.encode()), source=None, data=None)
+
+    def describe(self, patch: CommandPatch, loaded: LoadedPatch) -> str:
+        return f"run {' '.join(patch.argv)}" + (
+            f" (after {', '.join(patch.after)})" if patch.after else ""
+        )
+
+    def inspect(self, patch: CommandPatch, loaded: LoadedPatch, tree: Tree) -> Inspection:
+        reasons = [f"{dep} changes in this run" for dep in patch.after if dep in tree.changed]
+        if patch.output is not None and not os.path.exists(
+            tree.resolve(patch.target, patch.output)
+        ):
+            reasons.append(f"its output {patch.output} is missing")
+        unit = HunkResult(
+            file=patch.output or patch.argv[0],
+            index=1,
+            declared_line=0,
+            state=HunkState.PENDING if reasons else HunkState.APPLIED,
+            detail="; ".join(reasons) or "up to date",
+        )
+        state = ContentState.PENDING if reasons else ContentState.APPLIED
+        return Inspection(state=state, hunks=[unit])
+
+    def preflight(self, item: PendingPatch, tree: Tree) -> None:
+        return None
+
+    def apply(self, batch: list[PendingPatch], tree: Tree, txn: Transaction) -> None:
+        env = tree.env
+        python = env.python if env is not None and env.python else sys.executable
+        state_dir = env.state_dir if env is not None else Path(".patchbay")
+        for item in batch:
+            patch: CommandPatch = item.patch
+            root = tree.roots[patch.target]
+            for rel in patch.remove:
+                _remove(tree.resolve(patch.target, rel), txn)
+            output = tree.resolve(patch.target, patch.output) if patch.output else None
+            if output is not None and not output.is_dir():
+                txn.save(output)
+            argv = [arg.replace("{python}", python) for arg in patch.argv]
+            if patch.shell:
+                argv = ["/bin/sh", "-c", argv[0]]
+            log = state_dir / "logs" / f"{patch.id}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            cwd = root if patch.cwd == "." else tree.resolve(patch.target, patch.cwd)
+            with open(log, "w", encoding="utf-8") as out:
+                out.write(f"$ {' '.join(argv)}  (cwd {cwd})\n")
+                out.flush()
+                try:
+                    proc = subprocess.run(
+                        argv,
+                        cwd=cwd,
+                        env={**os.environ, **patch.env},
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        timeout=patch.timeout,
+                        check=False,
+                    )
+                except FileNotFoundError:
+                    raise ApplyFailed(f"command not found: {argv[0]}", patch_id=patch.id) from None
+                except subprocess.TimeoutExpired:
+                    raise ApplyFailed(
+                        f"command timed out after {patch.timeout:g} s (log: {log})",
+                        patch_id=patch.id,
+                    ) from None
+            if proc.returncode != 0:
+                raise ApplyFailed(
+                    f"command exited with status {proc.returncode} (log: {log})", patch_id=patch.id
+                )
+            if output is not None and not output.exists():
+                raise ApplyFailed(
+                    f"command did not produce its declared output {patch.output} (log: {log})",
+                    patch_id=patch.id,
+                )
+            item.inspection.record = {
+                "argv": argv,
+                "log": str(log),
+                "output": patch.output,
+                "target": patch.target,
+            }
+
+    def revert(self, entry: LedgerEntry, tree: Tree, txn: Transaction) -> bool:
+        """Remove the command's output, so it is rebuilt from whatever sources are there now."""
+        output, target = entry.extra.get("output"), entry.extra.get("target")
+        if output and target in tree.roots:
+            _remove(tree.resolve(target, output), txn)
+        return True
+
+
+def _remove(path: Path, txn: Transaction) -> None:
+    """Delete a file or folder, every file of it journaled first (a rollback restores them)."""
+    if path.is_dir() and not path.is_symlink():
+        for folder, _dirs, files in os.walk(path):
+            for name in files:
+                txn.save(Path(folder) / name)
+        shutil.rmtree(path)
+    elif path.exists() or path.is_symlink():
+        txn.save(path)
+        path.unlink()

@@ -1,0 +1,462 @@
+"""`patchbay audit`: every patch and waiver rule (PB1xx-PB3xx) positive and negative, the
+configuration, exit codes, and the output formats (JSON, GitHub annotations, SARIF against the
+SARIF 2.1.0 schema in tests/data), through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import REPO, dedent, run_cli, write_patchset
+
+DATA = Path(__file__).resolve().parent / "data"
+TODAY = "2030-01-01"
+EDIT = [{"file": "demo_engine/x.py", "old": "a = 1\n", "new": "a = 2\n"}]
+
+
+def _waiver(patches: list[str], *, wid: str, front: str = "", body: str | None = None) -> str:
+    head = (
+        f"---\nid: {wid}\npatches: [{', '.join(patches)}]\n"
+        + (
+            front
+            or "owner: '@team'\nfiled: 2029-01-01\nreview_by: 2099-01-01\nstatus: approved\n"
+            "approval: https://example.invalid/pr/1#review\n"
+        )
+        + "---\n"
+    )
+    return head + (
+        body
+        if body is not None
+        else dedent(
+            """
+            # Waiver
+
+            ## What is patched
+            The scheduler's batch cap.
+
+            ## Why the unmodified image cannot run the benchmark
+            The server crashes on the first full batch.
+
+            ## Upstream
+            - demo-org/demo-engine#101
+
+            ## Removal plan
+            Drop it when the image contains demo-org/demo-engine#101.
+            """
+        )
+    )
+
+
+def _rules_repo(root: Path) -> Path:
+    write_patchset(
+        root / "patchsets" / "main",
+        [
+            {"id": "p-ok", "kind": "diff", "file": "patches/good.patch", "waiver": "w-ok"},
+            {"id": "p-nowaiver", "kind": "replace", "edits": EDIT},
+            {"id": "p-badwaiver", "kind": "replace", "edits": EDIT, "waiver": "w-missing"},
+            {"id": "p-mismatch", "kind": "replace", "edits": EDIT, "waiver": "w-ok"},
+            {
+                "id": "p-tbd",
+                "kind": "replace",
+                "edits": EDIT,
+                "upstream": [],
+                "upstream_status": {"status": "Pending", "reason": "TBD"},
+            },
+            {"id": "p-missingfile", "kind": "diff", "file": "patches/missing.patch"},
+            {"id": "p-listed", "kind": "replace", "edits": EDIT},
+            {
+                "id": "p-reason",
+                "kind": "replace",
+                "edits": EDIT,
+                "upstream": [],
+                "upstream_status": {"status": "Inappropriate", "reason": "benchmark-only switch"},
+            },
+            {"id": "p-legacy", "kind": "replace", "edits": EDIT, "waiver": "1350"},
+        ],
+        name="main",
+        files={"patches/good.patch": "diff\n", "patches/stray.patch": "diff\n"},
+    )
+    waivers = root / "waivers"
+    waivers.mkdir()
+    files = {
+        "w-ok.md": _waiver(["p-ok"], wid="w-ok"),
+        "w-listed.md": _waiver(
+            ["p-tbd", "p-missingfile", "p-listed", "p-reason", "gone-patch"], wid="w-listed"
+        ),
+        "w-orphan.md": _waiver(["removed-patch"], wid="w-orphan"),
+        "w-blank.md": _waiver(
+            ["main/p-listed"],
+            wid="w-blank",
+            front="owner: '<TODO: who>'\nfiled: 2029-01-01\nreview_by: 2099-01-01\n"
+            "status: approved\napproval: https://example.invalid/pr/2\n",
+            body="# W\n\n## What is patched\nThe cap.\n\n## Why\nTODO\n\n## Upstream\n- o/r#1\n",
+        ),
+        "w-expired.md": _waiver(
+            ["p-listed"],
+            wid="w-expired",
+            front="owner: me\nfiled: 2019-01-01\nreview_by: 2020-01-01\nstatus: approved\n"
+            "approval: https://example.invalid/pr/3\n",
+        ),
+        "w-expiring.md": _waiver(
+            ["p-listed"],
+            wid="w-expiring",
+            front="owner: me\nfiled: 2029-01-01\nexpires: 2030-01-11\nstatus: requested\n",
+        ),
+        "w-fm-missing.md": _waiver(
+            ["p-listed"], wid="w-fm-missing", front="filed: 2029-01-01\nstatus: approved\n"
+        ),
+        "w-zdup.md": _waiver(["p-ok"], wid="w-ok"),
+        "README.md": "# Waivers\n\nOne file per waiver.\n",
+    }
+    for name, text in files.items():
+        (waivers / name).write_text(text)
+    shutil.copy(DATA / "waivers-legacy" / "1350.md", waivers / "1350.md")
+    return root
+
+
+@pytest.fixture(scope="module")
+def rules_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _rules_repo(tmp_path_factory.mktemp("rules"))
+
+
+@pytest.fixture(scope="module")
+def report(rules_repo: Path) -> dict:
+    res = run_cli("audit", rules_repo, "--format", "json", "--today", TODAY)
+    assert res.code == 1, res.err
+    return json.loads(res.out)
+
+
+def _found(report: dict) -> set[tuple[str, str, int | None]]:
+    return {(f["code"], f["path"], f["line"]) for f in report["findings"]}
+
+
+PS = "patchsets/main/patchset.yaml"
+
+
+def _patch_line(repo: Path, patch_id: str, key: str = "id") -> int:
+    lines = (repo / PS).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.endswith(f"id: {patch_id}"))
+    if key == "id":
+        return start + 1
+    return next(
+        i + 1 for i, line in enumerate(lines) if i >= start and line.strip().startswith(f"{key}:")
+    )
+
+
+def test_patch_and_waiver_coverage_rules(rules_repo: Path, report: dict) -> None:
+    found = _found(report)
+    # positives
+    assert ("PB101", PS, _patch_line(rules_repo, "p-nowaiver")) in found
+    assert ("PB102", PS, _patch_line(rules_repo, "p-badwaiver", "waiver")) in found
+    assert ("PB103", "waivers/w-orphan.md", 3) in found
+    assert ("PB104", "waivers/w-listed.md", 3) in found
+    assert ("PB105", PS, _patch_line(rules_repo, "p-mismatch", "waiver")) in found
+    assert ("PB208", "waivers/w-zdup.md", 2) in found
+    # negatives: covered by `waiver:`, by a waiver's list (bare or patchset/id), or both
+    pb101 = {line for code, path, line in found if code == "PB101"}
+    assert pb101 == {_patch_line(rules_repo, "p-nowaiver")}
+    assert {p for c, p, _ in found if c == "PB103"} == {"waivers/w-orphan.md"}
+    assert {c for c, p, _ in found if p == "waivers/w-ok.md"} == set()
+    assert not [f for f in report["findings"] if "README" in f["path"]]
+
+
+def test_waiver_content_rules(report: dict) -> None:
+    found = _found(report)
+    assert ("PB201", "waivers/w-blank.md", 1) in found  # no removal plan
+    assert ("PB202", "waivers/w-blank.md", 4) in found  # owner placeholder
+    assert ("PB202", "waivers/w-blank.md", 16) in found  # "Why: TODO"
+    assert ("PB203", "waivers/w-expired.md", 6) in found
+    assert ("PB204", "waivers/w-expiring.md", 6) in found
+    assert ("PB205", "waivers/w-expiring.md", 7) in found
+    missing = [
+        f["message"] for f in report["findings"]
+        if f["code"] == "PB201" and f["path"] == "waivers/w-fm-missing.md"
+    ]  # fmt: skip
+    assert len(missing) == 3
+    assert any("owner" in m for m in missing)
+    assert any("review_by" in m for m in missing)
+    assert any("approval" in m for m in missing)
+    assert ("PB206", "waivers/1350.md", 1) in found
+    assert ("PB207", "waivers/1350.md", 13) in found
+    # negatives: a complete, approved waiver far from its review date
+    for code in ("PB201", "PB202", "PB203", "PB204", "PB205", "PB206", "PB207"):
+        assert (code, "waivers/w-ok.md") not in {(c, p) for c, p, _ in found}
+    assert {c for c, p, _ in found if p == "waivers/w-listed.md"} == {"PB104"}
+    severities = {f["code"]: f["severity"] for f in report["findings"]}
+    assert severities["PB204"] == "warning"
+    assert severities["PB207"] == "note"
+
+
+def test_patchset_rules(rules_repo: Path, report: dict) -> None:
+    found = _found(report)
+    assert ("PB301", PS, _patch_line(rules_repo, "p-tbd", "reason")) in found
+    assert ("PB302", PS, _patch_line(rules_repo, "p-missingfile", "file")) in found
+    assert ("PB303", "patchsets/main/patches/stray.patch", None) in found
+    assert {c for c, p, _ in found if c in ("PB301", "PB302", "PB303")} == {
+        "PB301",
+        "PB302",
+        "PB303",
+    }
+    assert len([1 for c, _p, _l in found if c == "PB301"]) == 1  # p-reason has a real reason
+    assert ("PB303", "patchsets/main/patches/good.patch", None) not in found
+
+
+def test_legacy_waivers_in_an_audit(tmp_path: Path) -> None:
+    """The four legacy layouts audit with their known gaps only: no missing field; 1402's two
+    upstream rows; unresolved `project #N` until upstream-names maps the projects."""
+    write_patchset(
+        tmp_path / "patchsets" / "legacy",
+        [
+            {"id": f"p{n}", "kind": "replace", "edits": EDIT, "waiver": n}
+            for n in ("1204", "1311", "1350", "1402")
+        ],
+    )
+    shutil.copytree(DATA / "waivers-legacy", tmp_path / "waivers")
+    res = run_cli("audit", tmp_path, "--format", "json")
+    assert res.code == 1, res.err
+    doc = json.loads(res.out)
+    found = sorted((f["path"][8:], f["line"], f["code"]) for f in doc["findings"])
+    assert found == [
+        ("1204.md", 1, "PB206"),
+        ("1204.md", 17, "PB207"),
+        ("1204.md", 18, "PB207"),
+        ("1204.md", 19, "PB207"),
+        ("1204.md", 20, "PB207"),
+        ("1311.md", 1, "PB206"),
+        ("1350.md", 1, "PB206"),
+        ("1350.md", 13, "PB207"),
+        ("1402.md", 1, "PB206"),
+        ("1402.md", 3, "PB205"),
+        ("1402.md", 17, "PB202"),
+        ("1402.md", 18, "PB202"),
+    ]
+    rows = [f["message"] for f in doc["findings"] if f["code"] == "PB202"]
+    assert "block32 dense linear" in rows[0] and "host table pointers" in rows[1]
+    waivers = {w["id"]: w for w in doc["waivers"]}
+    assert set(waivers) == {"1204", "1311", "1350", "1402"}
+    assert all(w["legacy"] for w in waivers.values())
+    assert waivers["1402"]["fields"]["upstream"]["status"] == "placeholder"
+    assert {n: f["status"] for n, f in waivers["1311"]["fields"].items()} == dict.fromkeys(
+        ("what", "why", "upstream", "removal"), "found"
+    )
+    (tmp_path / "patchbay.toml").write_text(
+        'upstream-names = {vllm = "vllm-project/vllm", aiter = "ROCm/aiter", '
+        'flashinfer = "flashinfer-ai/flashinfer"}\n'
+    )
+    mapped = json.loads(run_cli("audit", tmp_path, "--format", "json").out)
+    assert not [f for f in mapped["findings"] if f["code"] == "PB207"]
+    refs = {r["reference"] for w in mapped["waivers"] for r in w["references"]}
+    assert "flashinfer-ai/flashinfer#1877" in refs
+
+
+def test_severity_and_ignores_from_config(rules_repo: Path, tmp_path: Path) -> None:
+    config = tmp_path / "patchbay.toml"
+    config.write_text(
+        dedent(
+            """
+            [severity]
+            PB101 = "off"
+            PB208 = "warning"
+
+            [[ignore]]
+            rule = "PB303"
+            paths = ["patchsets/**"]
+            reason = "kept for the 0.3 image until it is retired"
+            """
+        )
+    )
+    res = run_cli("audit", rules_repo, "--format", "json", "--today", TODAY, "--config", config)
+    assert res.code == 1, res.err
+    findings = json.loads(res.out)["findings"]
+    assert not [f for f in findings if f["code"] == "PB101"]
+    assert {f["severity"] for f in findings if f["code"] == "PB208"} == {"warning"}
+    (stray,) = [f for f in findings if f["code"] == "PB303"]
+    assert stray["suppressed"] == {
+        "kind": "external",
+        "reason": "kept for the 0.3 image until it is retired",
+    }
+
+
+def test_exit_codes_follow_fail_on(tmp_path: Path) -> None:
+    """Only a warning (a waiver within its expiry window): exit 0 by default, 1 with
+    --fail-on warning; the summary says so."""
+    write_patchset(tmp_path / "patchsets" / "one", [{"id": "p1", "kind": "replace", "edits": EDIT}])
+    (tmp_path / "waivers").mkdir()
+    (tmp_path / "waivers" / "w.md").write_text(
+        _waiver(
+            ["p1"],
+            wid="w",
+            front="owner: me\nfiled: 2029-01-01\nreview_by: 2030-01-05\nstatus: approved\n"
+            "approval: https://example.invalid/pr/1\n",
+        )
+    )
+    clean = run_cli("audit", tmp_path, "--today", TODAY)
+    assert clean.code == 0, clean.out + clean.err
+    assert "1 warning(s)" in clean.out
+    assert "waivers/w.md" in clean.out  # the table is grouped by file
+    strict = run_cli("audit", tmp_path, "--today", TODAY, "--fail-on", "warning")
+    assert strict.code == 1
+
+
+@pytest.mark.parametrize(
+    ("toml", "line", "reason"),
+    [
+        ('[tool.patchbay]\nwaivers = "w"\nfail_on = "error"\n', 3, "unknown key"),
+        ('[tool.patchbay.severity]\nPB999 = "error"\n', 1, "unknown rule"),
+        ('[tool.patchbay]\n\n[[tool.patchbay.ignore]]\nrule = "PB303"\n', 3, "reason"),
+        (
+            '[tool.patchbay]\n\n[[tool.patchbay.ignore]]\nrule = "PB303"\nreason = "TBD"\n',
+            5,
+            "reason",
+        ),
+        ("[tool.patchbay]\nwaivers = \n", 2, "invalid TOML"),
+    ],
+)
+def test_bad_configuration_is_one_line_exit_2(
+    tmp_path: Path, toml: str, line: int, reason: str
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(toml)
+    res = run_cli("audit", tmp_path)
+    assert res.code == 2
+    assert res.err.startswith(f"patchbay: error: {tmp_path / 'pyproject.toml'}:{line}: ")
+    assert reason in res.err
+    assert "Traceback" not in res.err
+
+
+def test_malformed_waiver_is_one_line_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "waivers").mkdir()
+    (tmp_path / "waivers" / "w.md").write_text("---\nid: w\nstatus: maybe\n---\n# W\n")
+    res = run_cli("audit", tmp_path)
+    assert res.code == 2
+    assert res.err.strip().splitlines() == [
+        f"patchbay: error: {tmp_path / 'waivers' / 'w.md'}:3: waiver front matter: status: "
+        "Input should be 'requested' or 'approved'"
+    ]
+
+
+def test_sarif_validates_against_the_sarif_schema(rules_repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "audit.sarif"
+    res = run_cli("audit", rules_repo, "--format", "sarif", "--today", TODAY, "--output", out)
+    assert res.code == 1
+    log = json.loads(out.read_text())
+    schema = json.loads((DATA / "sarif-schema-2.1.0.json").read_text())
+    jsonschema.Draft4Validator(schema).validate(log)
+    run = log["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert all(r["id"] == r["id"].upper() and r["id"].startswith("PB") for r in rules)
+    for result in run["results"]:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["level"] in ("error", "warning", "note")
+    by_rule = {r["ruleId"]: r for r in run["results"]}
+    region = by_rule["PB101"]["locations"][0]["physicalLocation"]
+    assert region["artifactLocation"]["uri"] == PS
+    assert region["region"]["startLine"] > 0
+
+
+def test_sarif_marks_suppressions(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text(
+        "cp x.py /usr/lib/python3/site-packages/vllm/x.py  # patchbay-reviewed: vetted copy\n"
+    )
+    res = run_cli("audit", tmp_path, "--format", "sarif")
+    assert res.code == 0, res.err
+    log = json.loads(res.out)
+    jsonschema.Draft4Validator(json.loads((DATA / "sarif-schema-2.1.0.json").read_text())).validate(
+        log
+    )
+    (result,) = log["runs"][0]["results"]
+    assert result["suppressions"] == [{"kind": "inSource", "justification": "vetted copy"}]
+
+
+_ANNOTATION = re.compile(
+    r"^::(error|warning|notice) file=[^,:]+(,line=\d+)?(,endLine=\d+)?,title=PB\d{3} [a-z-]+::"
+    r"[^\r\n]+$"
+)
+
+
+def test_github_annotations(rules_repo: Path) -> None:
+    res = run_cli("audit", rules_repo, "--format", "github", "--today", TODAY)
+    assert res.code == 1
+    lines = res.out.splitlines()
+    assert lines and all(_ANNOTATION.match(line) for line in lines), lines
+    assert any(line.startswith(f"::error file={PS},line=") for line in lines)
+    assert any(line.startswith("::warning file=waivers/w-expiring.md,line=6,") for line in lines)
+    assert any(line.startswith("::notice file=waivers/1350.md,line=13,") for line in lines)
+    assert "error(s)" in res.err  # the summary goes to stderr, annotations alone to stdout
+
+
+def test_github_escaping() -> None:
+    from patchbay.audit.formats import _data, _prop
+
+    assert _data("50% done\nnext") == "50%25 done%0Anext"
+    assert _prop("a:b,c") == "a%3Ab%2Cc"
+
+
+def test_demo_patchset_and_its_waivers_audit_clean(tmp_path: Path) -> None:
+    """The repository's demo patchset, its two waivers and scripts/demo (whose engine install
+    carries a review annotation) have no finding; `.ci/run` audits the whole repository."""
+    shutil.copytree(REPO / "patchsets" / "demo", tmp_path / "patchsets" / "demo")
+    (tmp_path / "waivers").mkdir()
+    for name in ("demo-asm-padding.md", "demo-mla.md"):
+        shutil.copy(REPO / "waivers" / name, tmp_path / "waivers" / name)
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(REPO / "scripts" / "demo", tmp_path / "scripts" / "demo")
+    res = run_cli("audit", tmp_path, "--today", "2027-01-01", "--format", "json")
+    assert res.code == 0, res.out + res.err
+    doc = json.loads(res.out)
+    assert doc["counts"] == {"error": 0, "warning": 0, "note": 0, "suppressed": 1}
+    (suppressed,) = doc["findings"]
+    assert (suppressed["path"], suppressed["code"]) == ("scripts/demo", "PB405")
+
+
+def test_remote_content_without_a_hash(tmp_path: Path) -> None:
+    """PB304: an upstream diff source not in the lock, an artifact without sha256; gone once
+    the lock pins them."""
+    ps = write_patchset(
+        tmp_path / "patchsets" / "remote",
+        [
+            {
+                "id": "src",
+                "kind": "diff",
+                "waiver": "w",
+                "source": {"repo": "demo-org/demo-engine", "pr": 7},
+            },
+            {
+                "id": "bin",
+                "kind": "artifact",
+                "waiver": "w",
+                "files": [{"url": "https://example.invalid/k.co", "dest": "k.co", "sha256": None}],
+            },
+        ],
+        name="remote",
+    )
+    (tmp_path / "waivers").mkdir()
+    (tmp_path / "waivers" / "w.md").write_text(_waiver(["src", "bin"], wid="w"))
+    res = run_cli("audit", tmp_path, "--today", TODAY, "--format", "json")
+    found = [f for f in json.loads(res.out)["findings"] if f["code"] == "PB304"]
+    assert sorted(f["message"].split(":")[0] for f in found) == ["patch bin", "patch src"]
+    (ps / "vendor").mkdir()
+    (ps / "vendor" / "src.patch").write_text("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n")
+    lock = {
+        "format": 1,
+        "sources": {
+            "src": {
+                "repo": "demo-org/demo-engine",
+                "ref": "demo-org/demo-engine#7",
+                "commit": "a" * 40,
+                "url": "u",
+                "file": "vendor/src.patch",
+                "sha256": "0" * 64,
+                "base": "b" * 40,
+                "paths": [],
+            }
+        },
+        "artifacts": {"https://example.invalid/k.co": {"sha256": "1" * 64, "size": 3}},
+    }
+    (ps / "patchbay.lock").write_text(json.dumps(lock))
+    res = run_cli("audit", tmp_path, "--today", TODAY, "--format", "json")
+    assert not [f for f in json.loads(res.out)["findings"] if f["code"] == "PB304"]

@@ -1,0 +1,245 @@
+"""Waiver documents: the four legacy layouts (tests/data/waivers-legacy, copied from the shared
+examples), front matter, placeholders, and `patchbay waiver new`."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, dedent, run_cli, write_patchset
+from patchbay.errors import InputError
+from patchbay.waivers import parse_waiver, placeholder_in
+
+LEGACY = Path(__file__).resolve().parent / "data" / "waivers-legacy"
+ENGINES = ["vllm", "sglang", "aiter", "triton", "torch", "flashinfer"]
+
+
+def _fields(path: Path) -> dict[str, tuple[str, int | None]]:
+    w = parse_waiver(path, projects=ENGINES)
+    return {name: (r.status, r.line) for name, r in w.fields.items()}
+
+
+def _refs(path: Path, names: dict[str, str] | None = None) -> list[tuple[int, str, bool]]:
+    w = parse_waiver(path, names=names, projects=ENGINES)
+    return [(r.line, r.canonical, r.resolved) for r in w.references]
+
+
+def test_1204_config_covered_layout() -> None:
+    """Bold-bullet fields and a table; bare URLs, `project #N` in the table, owner/repo#N."""
+    assert _fields(LEGACY / "1204.md") == {
+        "what": ("found", 13),
+        "why": ("found", 23),
+        "upstream": ("found", 28),
+        "removal": ("found", 33),
+    }
+    assert _refs(LEGACY / "1204.md") == [
+        (17, "vllm #48110", False),
+        (18, "vllm #48377", False),
+        (19, "aiter #3902", False),
+        (20, "aiter #3950", False),
+        (30, "vllm-project/vllm#48110", True),
+        (30, "vllm-project/vllm#48377", True),
+        (31, "ROCm/aiter#3902", True),
+        (31, "ROCm/aiter#3950", True),
+    ]
+    w = parse_waiver(LEGACY / "1204.md")
+    assert w.meta["image"][0].startswith("vllm/vllm-openai-rocm:nightly-")
+    assert w.legacy and w.id == "1204"
+
+
+def test_1204_project_references_resolve_through_the_name_map() -> None:
+    names = {"vllm": "vllm-project/vllm", "aiter": "ROCm/aiter"}
+    refs = _refs(LEGACY / "1204.md", names)
+    # the table rows now name the same PRs as the URLs below them: one reference each
+    assert refs == [
+        (17, "vllm-project/vllm#48110", True),
+        (18, "vllm-project/vllm#48377", True),
+        (19, "ROCm/aiter#3902", True),
+        (20, "ROCm/aiter#3950", True),
+    ]
+
+
+def test_1311_scope_why_tracking_removal() -> None:
+    assert _fields(LEGACY / "1311.md") == {
+        "what": ("found", 3),  # under "Scope"
+        "why": ("found", 9),
+        "upstream": ("found", 14),
+        "removal": ("found", 23),
+    }
+    refs = parse_waiver(LEGACY / "1311.md").references
+    assert [(r.line, r.form, r.canonical, r.kind) for r in refs] == [
+        (16, "link", "sgl-project/sglang#21044", "issue"),
+        (17, "owner/repo#N", "sgl-project/sglang#21090", None),
+    ]
+
+
+def test_1350_plain_text_reference_needs_a_mapping() -> None:
+    assert _fields(LEGACY / "1350.md") == {
+        "what": ("found", 3),
+        "why": ("found", 7),
+        "upstream": ("found", 11),
+        "removal": ("found", 15),
+    }
+    assert _refs(LEGACY / "1350.md") == [(13, "flashinfer #1877", False)]
+    mapped = _refs(LEGACY / "1350.md", {"flashinfer": "flashinfer-ai/flashinfer"})
+    assert mapped == [(13, "flashinfer-ai/flashinfer#1877", True)]
+
+
+def test_1402_upstream_incomplete_with_rows_named() -> None:
+    w = parse_waiver(LEGACY / "1402.md", projects=ENGINES)
+    assert w.fields["what"].status == "found"
+    assert w.fields["why"].status == "found"
+    assert 12 <= (w.fields["what"].line or 0) <= 18  # the "Exact changes and necessity" table
+    assert w.fields["removal"].status == "found"
+    upstream = w.fields["upstream"]
+    assert upstream.status == "placeholder"
+    assert [(p.line, p.row, p.text) for p in upstream.placeholders] == [
+        (17, "block32 dense linear", "<link to upstream PR>"),
+        (18, "host table pointers", "upstream tracking pending"),
+    ]
+    assert [(r.line, r.canonical) for r in w.references] == [(16, "sgl-project/sglang#39001")]
+    assert w.status == "requested"
+
+
+@pytest.mark.parametrize(
+    ("text", "blank"),
+    [
+        ("<link to upstream PR>", "<link to upstream PR>"),
+        ("see <TODO: owner>", "<TODO: owner>"),
+        ("TBD", "TBD"),
+        ("fix: TODO", "TODO"),
+        ("upstream tracking pending", "upstream tracking pending"),
+        ("Pending.", "Pending"),
+        ("- PR pending; see notes", "- PR pending"),
+    ],
+)
+def test_placeholders(text: str, blank: str) -> None:
+    assert placeholder_in(text) == blank
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "merged upstream in vllm-project/vllm#123",
+        "review pending in https://github.com/o/r/pull/4",
+        "Pending: no standalone PR; part of a larger speculative-decoding change",
+        "batches of 64 < n < 128 are padded",
+        "line one<br>line two",
+        "<https://example.invalid/x>",
+    ],
+)
+def test_not_placeholders(text: str) -> None:
+    assert placeholder_in(text) is None
+
+
+def test_front_matter_fields_and_lines(tmp_path: Path) -> None:
+    path = tmp_path / "w.md"
+    path.write_text(
+        dedent(
+            """
+            ---
+            id: w-1
+            patches: [a, ps/b]
+            owner: "<TODO: who>"
+            filed: 2025-01-02
+            review_by: 2025-06-30
+            status: approved
+            approval: https://example.invalid/pr/1#review
+            ---
+            # W
+
+            ## What is patched
+            a and b.
+            ## Why
+            It crashes.
+            ## Upstream
+            - o/r#1
+            ## Removal plan
+            When o/r#1 is in the image.
+            """
+        )
+    )
+    w = parse_waiver(path)
+    assert not w.legacy
+    assert w.id == "w-1"
+    assert w.patches == ["a", "ps/b"]
+    assert w.front_matter is not None
+    assert w.front_matter.review_by == date(2025, 6, 30)
+    assert w.line_of("review_by") == 6
+    assert w.line_of(("patches", 1)) == 3
+    assert [(p.line, p.field) for p in w.placeholders] == [(4, "owner")]
+    assert {n: r.line for n, r in w.fields.items()} == {
+        "what": 12,
+        "why": 14,
+        "upstream": 16,
+        "removal": 18,
+    }
+
+
+@pytest.mark.parametrize(
+    ("front", "line", "reason"),
+    [
+        ("id: w\nstatus: done\n", 3, "status"),
+        ("id: w\nreviewer: me\n", 3, "unknown key"),
+        ("id: w\nfiled: not-a-date\n", 3, "filed"),
+        ("id: [w\n", 3, "invalid YAML"),  # PyYAML finds it where the text ends
+    ],
+)
+def test_malformed_front_matter_is_bad_input(
+    tmp_path: Path, front: str, line: int, reason: str
+) -> None:
+    path = tmp_path / "w.md"
+    path.write_text(f"---\n{front}---\n# W\n")
+    with pytest.raises(InputError) as exc:
+        parse_waiver(path)
+    assert exc.value.line == line
+    assert reason in str(exc.value)
+
+
+def test_unclosed_front_matter(tmp_path: Path) -> None:
+    path = tmp_path / "w.md"
+    path.write_text("---\nid: w\n# W\n")
+    with pytest.raises(InputError, match="never closed"):
+        parse_waiver(path)
+
+
+def test_waiver_new_writes_a_prefilled_waiver(tmp_path: Path) -> None:
+    shutil.copytree(REPO / "patchsets" / "demo", tmp_path / "patchsets" / "demo")
+    res = run_cli("waiver", "new", "demo", "mla-large-cache", "mla-full-graph", cwd=tmp_path)
+    assert res.code == 0, res.err
+    path = tmp_path / "waivers" / "demo.md"
+    text = path.read_text()
+    assert "patches: [mla-large-cache, mla-full-graph]" in text
+    assert "demo_engine/attention/mla.py" in text  # files touched
+    assert "demo_engine/scheduler.py" in text
+    assert "demo-org/demo-engine#103" in text  # upstream reference
+    assert "no standalone upstream PR yet" in text  # the local status with its reason
+    assert "example.invalid/demo-engine:0.4.1-g1a2b3c4" in text  # the image
+    w = parse_waiver(path)
+    assert w.patches == ["mla-large-cache", "mla-full-graph"]
+    assert w.status == "requested"
+    assert {p.field for p in w.placeholders} == {"owner", "review_by"}
+    assert {n for n, r in w.fields.items() if r.status == "placeholder"} == {
+        "why",
+        "upstream",
+        "removal",
+    }
+    assert w.fields["what"].status == "found"
+    again = run_cli("waiver", "new", "demo", "mla-large-cache", "mla-full-graph", cwd=tmp_path)
+    assert again.code == 1
+    assert "already exists" in again.err
+
+
+def test_waiver_new_unknown_patch_is_bad_input(tmp_path: Path) -> None:
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "p1", "kind": "replace", "edits": [{"file": "a.py", "old": "x", "new": "y"}]}],
+    )
+    res = run_cli("waiver", "new", ps, "nope", "--output", tmp_path / "w.md")
+    assert res.code == 2
+    assert "no patch nope" in res.err
+    assert "Traceback" not in res.err
+    assert len(res.err.strip().splitlines()) == 1
