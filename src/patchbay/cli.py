@@ -437,8 +437,13 @@ def report(
         typer.Option("--format", "-f", help="markdown (issue, chat), json, html (one page)."),
     ] = ReportFormat.markdown,
     output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE."),
+        list[Path] | None,
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the report to FILE (repeatable; .md, .json, .html pick the format).",
+        ),
     ] = None,
     history: Annotated[
         Path | None,
@@ -524,7 +529,7 @@ def report(
         patchsets or [],
         repo=repo,
         output_format=output_format.value,
-        output=output,
+        outputs=output,
         history=history,
         no_history=no_history,
         api_url=api_url,
@@ -540,6 +545,42 @@ def report(
         workers=workers,
         graphql=graphql,
     )
+
+
+@app.command("import")
+def import_command(
+    script: Annotated[
+        Path, typer.Argument(metavar="SCRIPT", help="The shell patch script to convert.")
+    ],
+    out: Annotated[
+        Path,
+        typer.Option("--out", metavar="DIR", help="The new patchset folder, e.g. patchsets/NAME."),
+    ],
+    python: Annotated[
+        str | None,
+        typer.Option(
+            "--python", metavar="PATH", help="Also show `status` of the result in this engine."
+        ),
+    ] = None,
+    project: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--project",
+            metavar="NAME=OWNER/REPO",
+            help="Read `NAME #N` in comments as OWNER/REPO#N (repeatable; vllm, aiter, sglang, "
+            "triton and flashinfer are known).",
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Write into a folder that is not empty (replaces patches/)."),
+    ] = False,
+) -> None:
+    """Turn a shell patch script into a draft patchset; exit 1 when part of it was not
+    converted (IMPORT-NOTES.md lists it with the script's lines)."""
+    from .commands import importer as cmd
+
+    _run(cmd.run, script, out=out, python=python, projects=project or [], force=force)
 
 
 def _run(command: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:

@@ -12,8 +12,10 @@ from ..report import (
     append_history,
     build_report,
     check_candidate,
+    check_publish_target,
     content_present,
     find_patchsets,
+    last_published,
     publish,
     read_history,
     render,
@@ -22,6 +24,7 @@ from ..upstream.github import GitHubClient
 from .common import err_console
 
 DEFAULT_HISTORY = Path(".patchbay") / "upstream-history.jsonl"
+SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".html": "html"}
 
 
 def run(
@@ -29,7 +32,7 @@ def run(
     *,
     repo: Path = Path("."),
     output_format: str = "markdown",
-    output: Path | None = None,
+    outputs: list[Path] | None = None,
     history: Path | None = None,
     no_history: bool = False,
     api_url: str | None = None,
@@ -51,7 +54,9 @@ def run(
         patchsets: PATCHSET arguments; empty: every patchset under ``<repo>/patchsets``.
         repo: the repository (patchsets, ``waivers/``, the default history file).
         output_format: ``markdown``, ``json`` or ``html``.
-        output: write the report here instead of stdout.
+        outputs: write the report to these files instead of stdout, in the format their
+            suffix names (``.md``, ``.json``, ``.html``; any other: ``output_format``), so
+            one run (one history line) gives every format.
         history: the JSON-lines history (default ``<repo>/.patchbay/upstream-history.jsonl``);
             ``no_history`` neither reads nor appends it.
         api_url: GitHub API base (default ``$PATCHBAY_GITHUB_API`` or api.github.com).
@@ -80,17 +85,6 @@ def run(
         raise InputError("give --python or --root, not both")
     if workers < 1:
         raise InputError("--workers must be at least 1")
-    loaded = find_patchsets(repo, patchsets)
-    present = None
-    if python is not None or root is not None:
-        if len(loaded) != 1:
-            raise InputError("--python/--root describe one pinned image: name exactly one patchset")
-        present = {loaded[0].name: content_present(loaded[0], python=python, root=root)}
-    candidate = None
-    if candidate_python is not None or candidate_root is not None:
-        candidate = check_candidate(loaded, python=candidate_python, root=candidate_root)
-    history_path = None if no_history else (history or repo / DEFAULT_HISTORY)
-    earlier = read_history(history_path) if history_path is not None else []
     client = GitHubClient.from_env(
         api_url,
         cache_dir=(cache_dir or default_cache_dir()) / "github",
@@ -99,42 +93,63 @@ def run(
         workers=workers,
         use_graphql=graphql,
     )
-    report = build_report(
-        loaded,
-        client,
-        today=today,
-        waivers_dir=repo / "waivers",
-        history=earlier,
-        present=present,
-        candidate=candidate,
-    )
-    text = render(report, output_format)
-    if output is None:
-        print(text, end="")
-    else:
-        try:
-            output.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"cannot write the report: {exc}", file=output) from None
-    counts = ", ".join(f"{n} {v}" for v, n in report.counts.items())
-    stats = client.stats
-    err_console.print(
-        f"patchbay: {len(report.rows)} patches: {counts}; {stats.requests} requests to the "
-        f"forge, {stats.not_modified} answered 304 from the cache",
-        markup=False,
-    )
-    if publish_to is not None:
-        result = publish(report, client, publish_to)
-        what = {
-            "created": "created",
-            "updated": "updated",
-            "unchanged": "is up to date; not edited",
-        }[result.action]
+    try:
+        if publish_to is not None:
+            check_publish_target(publish_to, client)
+        loaded = find_patchsets(repo, patchsets)
+        present = None
+        if python is not None or root is not None:
+            if len(loaded) != 1:
+                raise InputError(
+                    "--python/--root describe one pinned image: name exactly one patchset"
+                )
+            present = {loaded[0].name: content_present(loaded[0], python=python, root=root)}
+        candidate = None
+        if candidate_python is not None or candidate_root is not None:
+            candidate = check_candidate(loaded, python=candidate_python, root=candidate_root)
+        history_path = None if no_history else (history or repo / DEFAULT_HISTORY)
+        earlier = read_history(history_path) if history_path is not None else []
+        report = build_report(
+            loaded,
+            client,
+            today=today,
+            waivers_dir=repo / "waivers",
+            history=earlier,
+            present=present,
+            candidate=candidate,
+        )
+        if not outputs:
+            print(render(report, output_format), end="")
+        for path in outputs or []:
+            text = render(report, SUFFIXES.get(path.suffix.lower(), output_format))
+            try:
+                path.write_text(text, encoding="utf-8")
+            except OSError as exc:
+                raise InputError(f"cannot write the report: {exc}", file=path) from None
+        counts = ", ".join(f"{n} {v}" for v, n in report.counts.items())
+        stats = client.stats
         err_console.print(
-            f"patchbay: tracking issue {result.repository}#{result.number} {what}",
+            f"patchbay: {len(report.rows)} patches: {counts}; {stats.requests} requests to the "
+            f"forge, {stats.not_modified} answered 304 from the cache",
             markup=False,
         )
-    # after publishing: a run whose issue update failed is not the "last run" of the next one
-    if history_path is not None:
-        append_history(history_path, report.entry())
-    return 0
+        entry = report.entry()
+        if publish_to is not None:
+            known = last_published(earlier, publish_to)
+            result = publish(report, client, publish_to, number=known)
+            entry["published"] = {"repository": result.repository, "number": result.number}
+            what = {
+                "created": "created",
+                "updated": "updated",
+                "unchanged": "is up to date; not edited",
+            }[result.action]
+            err_console.print(
+                f"patchbay: tracking issue {result.repository}#{result.number} {what}",
+                markup=False,
+            )
+        # after publishing: a run whose issue update failed is not the "last run" of the next one
+        if history_path is not None:
+            append_history(history_path, entry)
+        return 0
+    finally:
+        client.close()

@@ -1,0 +1,30 @@
+"""Upstream tracking: references, the GitHub client, states and verdicts.
+
+- :mod:`.refs` parses a patch's ``upstream`` entries (URLs, ``owner/repo#N``,
+  ``owner/repo@<commit>``);
+- :mod:`.github` asks GitHub (REST with an ETag cache, GraphQL batches, rate limits);
+- :mod:`.status` turns answers into a state per reference and a verdict per patch
+  (``remove``, ``bump``, ``keep``, ``attention``), and the findings of
+  ``patchbay audit --upstream`` (:func:`~.status.upstream_findings`).
+"""
+
+from __future__ import annotations
+
+from .github import GitHubClient, GitHubError, RateLimitError, github_token
+from .refs import UpstreamRef, parse_ref
+from .status import Assessment, RefState, RefStatus, Verdict, assess, upstream_findings
+
+__all__ = [
+    "Assessment",
+    "GitHubClient",
+    "GitHubError",
+    "RateLimitError",
+    "RefState",
+    "RefStatus",
+    "UpstreamRef",
+    "Verdict",
+    "assess",
+    "github_token",
+    "parse_ref",
+    "upstream_findings",
+]
