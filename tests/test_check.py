@@ -162,10 +162,13 @@ def test_verify_installed_finds_a_hand_edit_after_apply(engine: Engine) -> None:
     assert res.code == 1
     doc = json.loads(res.out)
     undeclared = {Path(f["path"]).name: f for f in doc["undeclared"]}
-    assert set(undeclared) == {"worker.py", "envs.py"}
+    assert set(undeclared) == {"worker.py", "envs.py", "sitehook.py"}
     assert undeclared["worker.py"]["detail"] == "differs from RECORD"
     assert undeclared["envs.py"]["detail"] == "changed since demo/envs-asm-padding wrote it"
-    assert [Path(f["path"]).name for f in doc["unrecorded"]] == ["sitehook.py"]
+    assert (undeclared["sitehook.py"]["kind"], undeclared["sitehook.py"]["detail"]) == (
+        "added",
+        "not in RECORD",
+    )
     res = run_cli("verify", DEMO, "--python", engine.python, "--installed")
     assert f"{worker}: undeclared modified" in res.err
 
@@ -186,3 +189,29 @@ def test_verify_installed_missing_or_malformed_record(engine: Engine) -> None:
     assert res.code == 2
     assert f"{record}: RECORD is missing" in res.err
     assert "Traceback" not in res.err
+
+
+def test_verify_installed_empty_record_and_unknown_distribution(engine: Engine) -> None:
+    record = next(engine.site.glob("demo_engine-*.dist-info")) / "RECORD"
+    record.write_text("")
+    res = run_cli("verify", DEMO, "--python", engine.python, "--installed")
+    assert res.code == 2
+    assert "RECORD lists no hashed file" in res.err
+    res = run_cli("verify", DEMO, "--python", engine.python, "--installed", "--dist", "nosuch")
+    assert res.code == 2
+    assert "'nosuch' is not installed" in res.err
+
+
+def test_verify_installed_a_hand_edit_hidden_from_record(engine: Engine) -> None:
+    """Dropping a patched file's RECORD line must not turn a later hand edit into 'declared'."""
+    assert run_cli("apply", DEMO, "--python", engine.python).code == 0
+    record = next(engine.site.glob("demo_engine-*.dist-info")) / "RECORD"
+    record.write_text(
+        "".join(ln for ln in record.read_text().splitlines(True) if "scheduler.py," not in ln)
+    )
+    sched = engine.pkg / "scheduler.py"
+    sched.write_text(sched.read_text() + "# hand edit\n")
+    doc = json.loads(
+        run_cli("verify", DEMO, "--python", engine.python, "--installed", "--json").out
+    )
+    assert [Path(f["path"]).name for f in doc["undeclared"]] == ["scheduler.py"]

@@ -473,6 +473,7 @@ def test_bundle_then_apply_offline_with_the_servers_stopped(
 ) -> None:
     with Server() as server:
         index = server.serve_index(wheelhouse)
+        _pip_install(pengine, index, "tinypkg==1.0")
         server.add("/k.co", Response(body=KERNEL))
         ps = write_patchset(
             tmp_path / "ps",
@@ -501,7 +502,8 @@ def test_bundle_then_apply_offline_with_the_servers_stopped(
         res = run_cli("bundle", ps, out, "--python", pengine.python)
         assert res.code == 0, res.err
     assert (out / "artifacts" / KERNEL_SHA).read_bytes() == KERNEL
-    assert any(w.name.startswith("tinypkg-2.0") for w in (out / "wheels").iterdir())
+    wheels = {w.name.split("-py3")[0] for w in (out / "wheels").iterdir()}
+    assert wheels == {"tinypkg-2.0", "tinypkg-1.0"}  # the pin, and what it replaces (revert)
     shutil.rmtree(tmp_path / "xdg-cache", ignore_errors=True)  # nothing from the cache either
     res = run_cli(
         "apply", out / "patchset", "--python", pengine.python, "--bundle", out, "--offline"
@@ -509,6 +511,29 @@ def test_bundle_then_apply_offline_with_the_servers_stopped(
     assert res.code == 0, res.err
     assert _version(pengine, "tinypkg") == "2.0"
     assert (pengine.site / "demo_engine_meta/kernels/k.co").read_bytes() == KERNEL
+    res = run_cli(
+        "revert", out / "patchset", "--python", pengine.python, "--bundle", out, "--offline"
+    )
+    assert res.code == 0, res.err
+    assert _version(pengine, "tinypkg") == "1.0"
+
+
+def test_a_failed_bundle_leaves_no_folder_behind(tmp_path: Path, pengine: Engine) -> None:
+    ps = write_patchset(
+        tmp_path / "ps",
+        [
+            {
+                "id": "pin",
+                "kind": "pip",
+                "requirement": "tinypkg==2.0",
+                "index_url": "http://127.0.0.1:9/simple/",
+            }
+        ],
+    )
+    res = run_cli("bundle", ps, tmp_path / "bundle", "--python", pengine.python)
+    assert res.code == 1
+    assert not (tmp_path / "bundle").exists()
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".bundle")] == []
 
 
 def test_offline_without_the_file_says_what_is_missing(tmp_path: Path, engine: Engine) -> None:

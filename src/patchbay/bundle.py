@@ -3,7 +3,8 @@
 On a networked host, ``bundle PATCHSET OUT --python ENGINE`` writes::
 
     OUT/wheels/         pip download of every pin, for the engine's platform and Python
-                        (run with the engine interpreter's own pip)
+                        (run with the engine interpreter's own pip), and of the version each
+                        pin replaces, so a rollback or revert works offline too
     OUT/artifacts/<sha256>   every artifact file, verified
     OUT/patchset/       a copy of the patchset folder (vendored diffs and the lock included)
     OUT/manifest.json   sha256 of every file above
@@ -16,9 +17,14 @@ anything missing fails with a message naming it. The manifest is checked first.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from .errors import InputError, RefusedError
 from .fetch import fetch_pinned
@@ -49,6 +55,19 @@ def make_bundle(
     options = options or RunOptions()
     if out.exists() and any(out.iterdir()):
         raise InputError("bundle folder exists and is not empty", file=out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        manifest = _fill(patchset, env, work, options)
+        if out.exists():
+            out.rmdir()
+        os.replace(work, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # a failed bundle leaves nothing behind
+    return manifest
+
+
+def _fill(patchset: Patchset, env: Environment, out: Path, options: RunOptions) -> dict[str, str]:
     if env.python is None:
         raise RefusedError("bundle needs the engine interpreter (--python) for its platform")
     from .engine import load_patches
@@ -60,10 +79,24 @@ def make_bundle(
     (out / "wheels").mkdir(parents=True)
     (out / "artifacts").mkdir()
     tree = Tree(env.roots, env, options)
+    tree.folder = patchset.folder
     lock = Lock.load(patchset.folder)
+    assert env.python is not None
     for patch in patchset.patches:
         if isinstance(patch, PipPatch):
-            _download(patch, env.python, out / "wheels", tree)
+            _download(patch, patch.requirement, env.python, out / "wheels", tree, patch.no_deps)
+            # the version there now, so that a rollback or revert can reinstall it offline
+            name = Requirement(patch.requirement).name
+            installed = next(
+                (
+                    v
+                    for k, v in env.distributions.items()
+                    if canonicalize_name(k) == canonicalize_name(name) and v
+                ),
+                None,
+            )
+            if installed is not None:
+                _download(patch, f"{name}=={installed}", env.python, out / "wheels", tree, True)
         elif isinstance(patch, ArtifactPatch):
             for f in patch.files:
                 sha = f.sha256 or lock.artifacts[f.url].sha256
@@ -79,10 +112,10 @@ def make_bundle(
     return manifest
 
 
-def _download(patch: PipPatch, python: str, dest: Path, tree: Tree) -> None:
-    from packaging.requirements import Requirement
-
-    if vcs_commit(Requirement(patch.requirement)) is not None:
+def _download(
+    patch: PipPatch, requirement: str, python: str, dest: Path, tree: Tree, no_deps: bool
+) -> None:
+    if vcs_commit(Requirement(requirement)) is not None:
         raise RefusedError(
             f"{patch.requirement}: VCS pins are not bundled (offline, the installed commit could "
             "not be checked); build a wheel of that commit and pin its version instead",
@@ -100,12 +133,12 @@ def _download(patch: PipPatch, python: str, dest: Path, tree: Tree) -> None:
         str(dest),
         *index_args(patch, tree),
     ]
-    if patch.no_deps:
+    if no_deps:
         args.append("--no-deps")
-    proc = subprocess.run([*args, patch.requirement], capture_output=True, text=True, check=False)
+    proc = subprocess.run([*args, requirement], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["pip download failed"])[-1]
-        raise RefusedError(f"pip download {patch.requirement}: {last}", patch_id=patch.id)
+        raise RefusedError(f"pip download {requirement}: {last}", patch_id=patch.id)
 
 
 def check_bundle(bundle: Path) -> None:

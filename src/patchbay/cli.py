@@ -202,12 +202,20 @@ def vendor(
     ] = None,
     cache_dir: CacheOpt = None,
     mirror: MirrorOpt = None,
+    update: Annotated[
+        bool,
+        typer.Option("--update", help="Accept upstream content that differs from the lock."),
+    ] = False,
 ) -> None:
     """Download remote diffs and unhashed artifacts, and pin them in patchbay.lock."""
     from .commands import vendor as cmd
 
     _run(
-        cmd.run, patchset, api_url=api_url, options=lambda: _options(False, None, cache_dir, mirror)
+        cmd.run,
+        patchset,
+        api_url=api_url,
+        options=lambda: _options(False, None, cache_dir, mirror),
+        update=update,
     )
 
 

@@ -169,11 +169,65 @@ def load_patches(patchset: Patchset) -> list[LoadedPatch]:
         except InputError as exc:
             exc.patch_id = exc.patch_id or patch.id
             problems.append(exc)
+    if not problems:
+        problems.extend(_whole_file_overlaps(patchset, loaded))
     if problems:
         first = problems[0]
         first.details.extend(str(p) for p in problems[1:])
         raise first
     return loaded
+
+
+def _touched_paths(patch: Any, loaded: LoadedPatch) -> tuple[list[str], list[str]]:
+    """(paths the patch writes whole, paths it edits), relative to its target root."""
+    if patch.kind == "artifact":
+        return [f.dest for f in patch.files], []
+    if patch.kind == "replace":
+        return [], [e.file for e in patch.edits]
+    if patch.kind == "diff" and loaded.data is not None:
+        return [], [p for fp in loaded.data.files for p in (fp.old_path, fp.new_path) if p]
+    return [], []
+
+
+def _whole_file_overlaps(patchset: Patchset, loaded: list[LoadedPatch]) -> list[InputError]:
+    """A file an artifact writes whole may be written by no other patch: the two would undo
+    each other on every run (neither could ever be found applied) and a revert could not tell
+    whose bytes to restore."""
+    targets = patchset.spec.targets
+
+    def key(target: str, rel: str) -> tuple[str, str]:
+        t = targets[target]
+        return t.package, f"{t.path}/{rel}" if t.path else rel
+
+    whole: dict[tuple[str, str], str] = {}
+    edits: dict[tuple[str, str], str] = {}
+    problems = []
+    for i, (patch, lp) in enumerate(zip(patchset.patches, loaded, strict=True)):
+        if patch.target is None:
+            continue
+        written, edited = _touched_paths(patch, lp)
+        for rel in written:
+            k = key(patch.target, rel)
+            other = whole.get(k) or edits.get(k)
+            if other is not None:
+                problems.append(_overlap(patchset, i, patch.id, rel, other))
+            whole.setdefault(k, patch.id)
+        for rel in edited:
+            k = key(patch.target, rel)
+            if k in whole and whole[k] != patch.id:
+                problems.append(_overlap(patchset, i, patch.id, rel, whole[k]))
+            edits.setdefault(k, patch.id)
+    return problems
+
+
+def _overlap(patchset: Patchset, index: int, patch_id: str, rel: str, other: str) -> InputError:
+    return InputError(
+        f"{rel} is also written by patch {other}, and one of them replaces the whole file (an "
+        "artifact): they would undo each other; give each file to one patch",
+        file=patchset.path,
+        line=patchset.patch_line(index),
+        patch_id=patch_id,
+    )
 
 
 def check_guard(patchset: Patchset, env: Environment, ledger: Ledger) -> GuardResult:
@@ -269,6 +323,7 @@ def make_plan(
     ledger = Ledger(env.state_dir) if use_ledger else Ledger.empty(env.state_dir)
     tree = Tree(env.roots, env, options)
     tree.protected = set(patchset.spec.protected)
+    tree.folder = patchset.folder
     guard = check_guard(patchset, env, ledger)
     history = _file_history(ledger, patchset.name)
     pairs = list(zip(patchset.patches, loaded, strict=True))
@@ -555,6 +610,7 @@ def _preflight(plan: Plan, options: RunOptions | None) -> None:
     write; a refusal here leaves everything as it was."""
     tree = Tree(plan.env.roots, plan.env, options)
     tree.protected = set(plan.patchset.spec.protected)
+    tree.folder = plan.patchset.folder
     for report in plan.with_status(PatchStatus.PENDING):
         item = PendingPatch(report.patch, report.loaded, report.inspection)
         try:
@@ -599,6 +655,7 @@ def _write_pending(
     transaction restores everything.
     """
     tree = Tree(env.roots, env, options)
+    tree.folder = patchset.folder
     planned: dict[Path, bytes | None] = {}
     owner: dict[Path, str] = {}  # the first patch that changes each path
     created: dict[tuple[str, str], list[str]] = {}
@@ -825,6 +882,7 @@ def revert_patchset(
             reverted = _revert_entries(patchset.name, entries, env, ledger, txn, options)
             ledger.save(txn)
             txn.commit()
+        ledger.prune_blobs()
     return reverted
 
 

@@ -37,10 +37,24 @@ class PatchbayError(Exception):
     ) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.file = None if file is None else str(file)
+        self.file = file  # type: ignore[assignment]
         self.line = line
         self.patch_id = patch_id
         self.details = list(details or [])
+
+    @property
+    def file(self) -> str | None:
+        """The file the problem is in, as a string (paths and bytes are converted)."""
+        return self._file
+
+    @file.setter
+    def file(self, value: object) -> None:
+        if value is None:
+            self._file = None
+        elif isinstance(value, bytes):
+            self._file = value.decode("utf-8", "surrogateescape")
+        else:
+            self._file = str(value)
 
     def location(self) -> str:
         """``file:line`` (or ``file``, or empty) for the start of the message."""

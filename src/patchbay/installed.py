@@ -6,8 +6,9 @@ Every file a distribution installed is listed in its ``.dist-info/RECORD`` with 
 was modified after installation; the modification is *declared* when the ledger shows patchbay
 wrote exactly these bytes, and *undeclared* otherwise. Entries without a hash (``RECORD``
 itself, ``.pyc`` files compiled at install time) are skipped, as pip does. Files inside the
-distribution's package folders that ``RECORD`` does not list are reported as *unrecorded*
-(``__pycache__`` excepted) unless a declared patch created them.
+distribution's package folders that ``RECORD`` does not list are reported as *added*
+(``__pycache__`` excepted) unless a declared patch created them (a command's declared output
+counts as declared): an added file is an undeclared modification like a changed one.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class RecordEntry:
 class Finding:
     """A file that is not as installed (or not installed at all)."""
 
-    kind: str  # modified | missing | unrecorded
+    kind: str  # modified | missing | added
     distribution: str
     path: str
     detail: str = ""
@@ -71,7 +72,6 @@ class InstalledResult:
     distributions: dict[str, dict[str, Any]] = field(default_factory=dict)
     declared: list[Finding] = field(default_factory=list)
     undeclared: list[Finding] = field(default_factory=list)
-    unrecorded: list[Finding] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -83,7 +83,6 @@ class InstalledResult:
             "distributions": self.distributions,
             "declared": [f.to_json() for f in self.declared],
             "undeclared": [f.to_json() for f in self.undeclared],
-            "unrecorded": [f.to_json() for f in self.unrecorded],
         }
 
 
@@ -118,7 +117,9 @@ def read_record(dist_info: Path) -> tuple[list[RecordEntry], set[str]]:
                 file=record,
                 line=number,
             )
-        path, hash_field, _size = row
+        path, hash_field, size = row
+        if size and not size.isdigit():
+            raise InputError(f"malformed RECORD size {size!r}", file=record, line=number)
         full = normpath(join(site, path))
         if not hash_field:
             unhashed.add(full)  # RECORD itself, install-time .pyc: not checked (as pip)
@@ -133,6 +134,11 @@ def read_record(dist_info: Path) -> tuple[list[RecordEntry], set[str]]:
                 f"RECORD hash {hash_field!r} is not url-safe base64", file=record, line=number
             ) from None
         entries.append(RecordEntry(full, algorithm, digest, number))
+    if not entries:
+        raise InputError(
+            "RECORD lists no hashed file: cannot tell installed files from modified ones",
+            file=record,
+        )
     return entries, unhashed
 
 
@@ -171,6 +177,10 @@ def _ledger_map(ledger: Ledger, env: Environment) -> dict[str, tuple[str | None,
                 name = f"{patchset}/{entry.patch_id}"
                 earlier = written[path][1] + ", " if path in written else ""
                 written[path] = (rec.after, earlier + name)
+            output, target = entry.extra.get("output"), entry.extra.get("target")
+            if entry.kind == "command" and output and target in env.roots:
+                path = os.path.normpath(os.path.join(env.roots[target], output))
+                written[path] = (_file_sha256(path), f"{patchset}/{entry.patch_id}")
     return written
 
 
@@ -200,7 +210,8 @@ def verify_installed(
     for name in names:
         dist_info = env.dist_info.get(name)
         if dist_info is None:
-            raise RefusedError(f"distribution {name!r} is not installed", file=env.python)
+            error = InputError if distributions else RefusedError  # named by hand: bad input
+            raise error(f"distribution {name!r} is not installed", file=env.python)
         entries, unhashed = read_record(dist_info)
         recorded_paths.update(e.path for e in entries)
         recorded_paths.update(unhashed)
@@ -230,13 +241,20 @@ def verify_installed(
     for name in names:
         for path in _unrecorded(env.dist_info[name], recorded_paths):
             declared = written.get(path)
-            finding = Finding("unrecorded", name, path, "not in RECORD")
-            if declared is not None:
-                finding.declared_by = declared[1]
-                result.declared.append(finding)
+            if declared is not None and declared[0] == _file_sha256(path):
+                result.declared.append(Finding("added", name, path, declared_by=declared[1]))
+            elif declared is not None:
+                detail = f"changed since {declared[1]} wrote it"
+                result.undeclared.append(Finding("added", name, path, detail))
             else:
-                result.unrecorded.append(finding)
+                # a file the distribution did not install is a modification too
+                result.undeclared.append(Finding("added", name, path, "not in RECORD"))
     return result
+
+
+def _file_sha256(path: str) -> str | None:
+    digest = _digest(path, "sha256")
+    return None if digest is None else digest.hex()
 
 
 def _hash_all(entries: list[RecordEntry]) -> list[bytes | None]:

@@ -155,6 +155,24 @@ class Ledger:
             index = self._index[patchset] = {e.patch_id: e for e in self.entries(patchset)}
         return index.get(patch_id)
 
+    def prune_blobs(self) -> int:
+        """Delete stored originals that no entry refers to any more (after a revert); returns
+        how many were removed. Call once the run is committed."""
+        wanted = {
+            rec.before
+            for entries in self.all_entries().values()
+            for entry in entries
+            for rec in entry.files
+            if rec.before
+        }
+        removed = 0
+        if self.blob_dir.is_dir():
+            for blob in self.blob_dir.iterdir():
+                if blob.name not in wanted:
+                    blob.unlink(missing_ok=True)
+                    removed += 1
+        return removed
+
     def has_orphan_blobs(self) -> bool:
         """Stored originals but no entry at all: the ledger was probably deleted."""
         return (

@@ -97,8 +97,25 @@ for entry in sys.path:
         except OSError:
             pass
 
+import platform
+impl = sys.implementation
+markers = {
+    "implementation_name": impl.name,
+    "implementation_version": "%d.%d.%d" % impl.version[:3],
+    "os_name": os.name,
+    "platform_machine": platform.machine(),
+    "platform_release": platform.release(),
+    "platform_system": platform.system(),
+    "platform_version": platform.version(),
+    "python_full_version": platform.python_version(),
+    "platform_python_implementation": platform.python_implementation(),
+    "python_version": "%d.%d" % sys.version_info[:2],
+    "sys_platform": sys.platform,
+}
+
 print(json.dumps({
     "executable": sys.executable,
+    "markers": markers,
     "prefix": sys.prefix,
     "version": "%d.%d.%d" % sys.version_info[:3],
     "packages": {name: locate(name) for name in args["packages"]},
@@ -120,6 +137,7 @@ class Environment:
         distributions: distribution name -> installed version (None: not installed); only the
             ones the patchset asks about.
         dist_info: distribution name -> its ``.dist-info`` (or ``.egg-info``) folder.
+        markers: the interpreter's PEP 508 environment-marker values.
         state_dir: where the ledger, its blobs, the journal and the lock live.
     """
 
@@ -130,6 +148,7 @@ class Environment:
     distributions: dict[str, str | None] = field(default_factory=dict)
     state_dir: Path = Path()
     dist_info: dict[str, Path] = field(default_factory=dict)
+    markers: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> dict[str, object]:
         """JSON-ready summary for provenance records."""
@@ -278,4 +297,5 @@ def resolve_environment(
         distributions=answer["distributions"],  # type: ignore[arg-type]
         state_dir=(state_dir or prefix / "share" / "patchbay").resolve(),
         dist_info={k: Path(v) for k, v in answer.get("dist_info", {}).items()},  # type: ignore[union-attr]
+        markers=dict(answer.get("markers", {})),  # type: ignore[call-overload]
     )

@@ -48,6 +48,7 @@ class Tree:
         self.options = options or RunOptions()
         self.changed: set[str] = set()
         self.protected: set[str] = set()
+        self.folder: Path | None = None  # the patchset folder (relative find-links)
         self._real_roots: dict[str, str] = {}
         self._staged: dict[tuple[str, str], bytes | None] = {}
         self._resolved: dict[tuple[str, str], Path] = {}
@@ -75,6 +76,13 @@ class Tree:
             raise RefusedError(
                 f"{rel} is a symbolic link; patchbay does not patch through links", file=path
             )
+        for parent in path.parents:
+            if parent == root or len(parent.parts) < len(root.parts):
+                break
+            if os.path.exists(parent) and not os.path.isdir(parent):
+                raise RefusedError(
+                    f"{rel}: {parent.relative_to(root)} is a file, not a folder", file=path
+                )
         real = os.path.realpath(path)
         if real != real_root and not real.startswith(real_root + os.sep):
             raise RefusedError(
@@ -98,7 +106,7 @@ class Tree:
         path = self.resolve(target, rel)
         try:
             data: bytes | None = path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             data = None
         except IsADirectoryError:
             raise RefusedError(f"{rel} is a directory, expected a file", file=path) from None
@@ -123,6 +131,7 @@ class Tree:
         other._real_roots = self._real_roots
         other.changed = set(self.changed)
         other.protected = self.protected
+        other.folder = self.folder
         return other
 
     def on_disk(self, target: str, rel: str) -> bytes | None:

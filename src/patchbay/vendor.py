@@ -9,7 +9,9 @@ URL). Artifact files declared without a hash are downloaded once and their sha25
 locked too. ``apply`` only reads what vendor wrote.
 
 The GitHub API base is configurable (GitHub Enterprise, tests); a token is read from
-``GITHUB_TOKEN`` or ``GH_TOKEN`` and never printed.
+``GITHUB_TOKEN`` or ``GH_TOKEN``, never printed, and sent only over https (or to a loopback
+stand-in). A pin that is already in the lock never moves silently: if upstream serves other bytes,
+vendor refuses unless ``--update``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+from .diffparse import parse_diff
 from .errors import InputError, RefusedError
 from .fetch import fetch_pinned, session
 from .ledger import sha256_bytes
@@ -47,10 +51,17 @@ def github_token() -> str | None:
 
 class _GitHub:
     def __init__(self, api_url: str, options: RunOptions) -> None:
+        parts = urlsplit(api_url)
+        if parts.scheme not in ("https", "http") or not parts.hostname:
+            raise InputError(f"--api-url {api_url!r} is not an http(s) URL")
         self.api = api_url.rstrip("/")
         self.options = options
         self.token = github_token()
         self.http = session(options)
+        loopback = parts.hostname in ("localhost", "::1") or parts.hostname.startswith("127.")
+        if self.token and parts.scheme != "https" and not loopback:
+            # a token never travels in clear text (a loopback stand-in is the one exception)
+            self.token = None
         if self.token:
             self.http.headers["Authorization"] = f"Bearer {self.token}"
         self.http.headers["X-GitHub-Api-Version"] = "2022-11-28"
@@ -67,7 +78,12 @@ class _GitHub:
             raise RefusedError(
                 f"GET {url} answered HTTP {resp.status_code}: {self._redact(resp.text[:200])}"
             )
-        return resp.json() if accept.endswith("json") else resp.text
+        if not accept.endswith("json"):
+            return resp.text
+        try:
+            return resp.json()
+        except ValueError:
+            raise RefusedError(f"GET {url} did not answer JSON") from None
 
     def _redact(self, text: str) -> str:
         return text.replace(self.token, "***") if self.token else text
@@ -95,13 +111,21 @@ def _under(path: str, prefix: str) -> bool:
 
 
 def vendor_patchset(
-    patchset: Patchset, *, api_url: str = DEFAULT_API, options: RunOptions | None = None
+    patchset: Patchset,
+    *,
+    api_url: str = DEFAULT_API,
+    options: RunOptions | None = None,
+    update: bool = False,
 ) -> VendorResult:
     """Download and lock every remote source and unhashed artifact of ``patchset``.
 
+    A source or artifact that is locked already keeps its pin: if upstream now serves other
+    bytes for it, vendor refuses (a pin that moves silently would defeat it) unless ``update``.
+
     Raises:
-        RefusedError: the forge or a download host failed (nothing is written then).
-        InputError: a path filter keeps nothing of the upstream diff.
+        RefusedError: the forge or a download host failed, or locked content changed upstream
+            (nothing is written then).
+        InputError: a path filter keeps nothing of the upstream diff, or the diff is corrupt.
     """
     options = options or RunOptions()
     lock = Lock.load(patchset.folder)
@@ -111,6 +135,10 @@ def vendor_patchset(
     for patch in patchset.patches:
         if isinstance(patch, DiffPatch) and patch.source is not None:
             locked, content = _fetch_source(gh, patch, patch.source)
+            parse_diff(content, source=patchset.folder / locked.file, strip=patch.strip)
+            old = lock.sources.get(patch.id)
+            if old is not None and old.ref == locked.ref and old.sha256 != locked.sha256:
+                _refuse_moved(patch.id, locked.url, old.sha256, locked.sha256, update)
             pending_files.append((patchset.folder / locked.file, content))
             lock.sources[patch.id] = locked
             result.sources.append(patch.id)
@@ -119,6 +147,9 @@ def vendor_patchset(
                 if f.sha256 is None:
                     _, sha = fetch_pinned(f.url, None, options, size=f.size)
                     size = (options.cache_dir / "sha256" / sha).stat().st_size
+                    old_art = lock.artifacts.get(f.url)
+                    if old_art is not None and old_art.sha256 != sha:
+                        _refuse_moved(patch.id, f.url, old_art.sha256, sha, update)
                     lock.artifacts[f.url] = LockedArtifact(sha256=sha, size=size)
                     result.artifacts.append(f.url)
     for path, content in pending_files:  # write only once everything was fetched
@@ -128,10 +159,25 @@ def vendor_patchset(
     return result
 
 
+def _refuse_moved(patch_id: str, url: str, old: str, new: str, update: bool) -> None:
+    if not update:
+        raise RefusedError(
+            f"{url} now serves other content (sha256 {new}) than the locked {old}; nothing was "
+            "changed. Review the change, then run `patchbay vendor --update` to move the pin",
+            patch_id=patch_id,
+        )
+
+
 def _fetch_source(gh: _GitHub, patch: DiffPatch, src: RemoteSource) -> tuple[LockedSource, bytes]:
     if src.pr is not None:
         pr = gh.get(f"/repos/{src.repo}/pulls/{src.pr}")
-        head, base = pr["head"]["sha"], pr["base"]["sha"]
+        try:
+            head, base = pr["head"]["sha"], pr["base"]["sha"]
+        except (KeyError, TypeError):
+            raise RefusedError(
+                f"{gh.api}/repos/{src.repo}/pulls/{src.pr} answered without head and base commits",
+                patch_id=patch.id,
+            ) from None
         path = f"/repos/{src.repo}/compare/{base}...{head}"
         diff = gh.get(path, accept=_DIFF)
     else:

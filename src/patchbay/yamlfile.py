@@ -112,4 +112,9 @@ def _build(node: yaml.Node, key_path: KeyPath, doc: YamlDocument, constructor: A
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, (*key_path, i), doc, constructor) for i, item in enumerate(node.value)]
-    return constructor.construct_object(node)
+    try:
+        return constructor.construct_object(node)
+    except (ValueError, yaml.YAMLError) as exc:  # e.g. a date like 2026-02-30
+        raise InputError(
+            f"invalid value {node.value!r}: {exc}", file=doc.path, line=node.start_mark.line + 1
+        ) from None

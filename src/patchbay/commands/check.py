@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.table import Table
 
 from ..check import CLEAR, CheckResult, Verdict, check_patchset
+from ..output import print_guard
 from .common import console, environment, load, print_json
 
 STYLES = {
@@ -33,6 +34,7 @@ def run(
     if as_json:
         print_json(result.to_json())
     else:
+        print_guard(result.plan, console)
         console.print(_table(result))
         for item in result.items:
             for h in item.report.inspection.hunks:

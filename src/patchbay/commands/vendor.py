@@ -9,10 +9,18 @@ from ..vendor import DEFAULT_API, vendor_patchset
 from .common import console, load
 
 
-def run(patchset_arg: str, *, api_url: str | None, options: Callable[[], RunOptions]) -> int:
+def run(
+    patchset_arg: str,
+    *,
+    api_url: str | None,
+    options: Callable[[], RunOptions],
+    update: bool = False,
+) -> int:
     """Vendor; exit 0. Errors raise."""
     patchset = load(patchset_arg)
-    result = vendor_patchset(patchset, api_url=api_url or DEFAULT_API, options=options())
+    result = vendor_patchset(
+        patchset, api_url=api_url or DEFAULT_API, options=options(), update=update
+    )
     for pid in result.sources:
         console.print(f"locked {pid}", markup=False)
     for url in result.artifacts:

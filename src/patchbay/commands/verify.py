@@ -71,10 +71,6 @@ def _installed(
                 f"({finding.distribution}): {finding.detail}",
                 markup=False,
             )
-        for finding in result.unrecorded:
-            console.print(
-                f"warning: {finding.path}: not in {finding.distribution}'s RECORD", markup=False
-            )
         checked = sum(d["checked"] for d in result.distributions.values())
         names = ", ".join(f"{n} {d['version']}" for n, d in result.distributions.items())
         verdict = "image as shipped" if not result.declared else "image as shipped plus"

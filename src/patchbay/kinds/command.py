@@ -87,6 +87,8 @@ class CommandKind:
             log = state_dir / "logs" / f"{patch.id}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             cwd = root if patch.cwd == "." else tree.resolve(patch.target, patch.cwd)
+            if not cwd.is_dir():
+                raise ApplyFailed(f"working folder {cwd} does not exist", patch_id=patch.id)
             with open(log, "w", encoding="utf-8") as out:
                 out.write(f"$ {' '.join(argv)}  (cwd {cwd})\n")
                 out.flush()
@@ -102,6 +104,10 @@ class CommandKind:
                     )
                 except FileNotFoundError:
                     raise ApplyFailed(f"command not found: {argv[0]}", patch_id=patch.id) from None
+                except PermissionError:
+                    raise ApplyFailed(
+                        f"cannot execute {argv[0]}: permission denied", patch_id=patch.id
+                    ) from None
                 except subprocess.TimeoutExpired:
                     raise ApplyFailed(
                         f"command timed out after {patch.timeout:g} s (log: {log})",

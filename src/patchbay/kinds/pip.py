@@ -60,10 +60,11 @@ def installed_commit(dist_info: Path | None) -> str | None:
 
 
 def index_args(patch: PipPatch, tree: Tree) -> list[str]:
-    """pip's index options for ``patch``; from a bundle, only the bundle's wheels."""
+    """pip's index options for ``patch``; from a bundle, only the bundle's wheels. A relative
+    ``find_links`` folder is relative to the patchset folder (made absolute here)."""
     options = tree.options
     if options.bundle is not None:
-        return ["--no-index", "--find-links", str(options.bundle / "wheels")]
+        return ["--no-index", "--find-links", str(options.bundle.resolve() / "wheels")]
     if options.offline:
         raise RefusedError(f"offline without a bundle: cannot install {patch.requirement}")
     args: list[str] = []
@@ -72,8 +73,25 @@ def index_args(patch: PipPatch, tree: Tree) -> list[str]:
     for url in patch.extra_index_urls:
         args += ["--extra-index-url", url]
     for link in patch.find_links:
+        if "://" not in link and tree.folder is not None:
+            link = str((tree.folder / link).resolve())
         args += ["--find-links", link]
     return args
+
+
+def pip_environment(tree: Tree, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Variables for pip: the patch's build environment; from a bundle, the machine's pip
+    configuration, cache and find-links are switched off, so only the bundle is used."""
+    env = dict(extra or {})
+    if tree.options.bundle is not None or tree.options.offline:
+        env.update(
+            PIP_CONFIG_FILE=os.devnull,
+            PIP_NO_CACHE_DIR="1",
+            PIP_FIND_LINKS="",
+            PIP_EXTRA_INDEX_URL="",
+            PIP_INDEX_URL="",
+        )
+    return env
 
 
 def _pip(
@@ -127,6 +145,10 @@ class PipKind:
             unit.state = HunkState.CONFLICT
             unit.detail = "a package pin needs the engine interpreter (--python)"
             return Inspection(state=ContentState.CONFLICT, hunks=[unit])
+        if req.marker is not None and env.markers and not req.marker.evaluate(env.markers):
+            unit.state = HunkState.APPLIED
+            unit.detail = f"marker {req.marker} is false for this interpreter: nothing to install"
+            return Inspection(state=ContentState.APPLIED, hunks=[unit])
         installed = _lookup(env.distributions, req.name)
         commit = vcs_commit(req)
         if commit is not None:
@@ -150,7 +172,7 @@ class PipKind:
             report_path = Path(scratch) / "report.json"
             args = ["install", "--dry-run", "--quiet", "--report", str(report_path)]
             args += [*self._install_options(patch, tree), patch.requirement]
-            proc = _pip(env.python, args, env=patch.build_env)
+            proc = _pip(env.python, args, env=pip_environment(tree, patch.build_env))
             if proc.returncode != 0:
                 raise RefusedError(
                     f"pip cannot resolve {patch.requirement}: {_last_error(proc)}",
@@ -201,7 +223,7 @@ class PipKind:
             txn.on_rollback(
                 f"the install of {patch.requirement} (restore {req.name} {before or 'absent'})",
                 lambda python=python, name=req.name, before=before, options=options, log=log: (
-                    _restore(python, name, before, options, log)
+                    _restore(python, name, before, options, log, pip_environment(tree))
                 ),
             )
             proc = _pip(
@@ -236,22 +258,37 @@ class PipKind:
         if tree.options.bundle is not None:
             options = ["--no-index", "--find-links", str(tree.options.bundle / "wheels")]
         try:
-            _restore(env.python, extra["distribution"], extra.get("before"), options, log)
+            _restore(
+                env.python,
+                extra["distribution"],
+                extra.get("before"),
+                options,
+                log,
+                pip_environment(tree),
+            )
         except RuntimeError as exc:
             raise RefusedError(str(exc), patch_id=entry.patch_id) from None
         return True
 
 
-def _restore(python: str, name: str, before: str | None, options: list[str], log: Path) -> None:
+def _restore(
+    python: str,
+    name: str,
+    before: str | None,
+    options: list[str],
+    log: Path,
+    pip_env: dict[str, str] | None = None,
+) -> None:
     """Put ``name`` back to ``before`` (uninstall when it was absent).
 
     Raises:
         RuntimeError: pip could not; the message says what stays installed.
     """
     if before is None:
-        proc = _pip(python, ["uninstall", "--yes", name], log=log)
+        proc = _pip(python, ["uninstall", "--yes", name], env=pip_env, log=log)
     else:
-        proc = _pip(python, ["install", "--no-deps", *options, f"{name}=={before}"], log=log)
+        args = ["install", "--no-deps", *options, f"{name}=={before}"]
+        proc = _pip(python, args, env=pip_env, log=log)
     if proc.returncode != 0:
         now = _lookup(_installed_versions(python), name)
         target = f"{name}=={before}" if before else f"the removal of {name}"
