@@ -433,6 +433,12 @@ def field_matches(label: str) -> dict[str, int]:
     Returns:
         field name -> rank (0 strongest); empty when the label names no field.
     """
+    return dict(_field_matches(label))
+
+
+@lru_cache(maxsize=1024)
+def _field_matches(label: str) -> dict[str, int]:
+    """:func:`field_matches`, once per label (waivers repeat the same headings and columns)."""
     out: dict[str, int] = {}
     for part in re.split(r"\s*(?:/|&|\+|,|\band\b|\bor\b)\s*", _normalise(label)):
         if not part:
@@ -450,6 +456,254 @@ def _markdown() -> Any:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark").enable("table")
+
+
+# -- plain Markdown without markdown-it ---------------------------------------------------------
+#
+# Most waivers (the ones `patchbay waiver new` writes, once filled, and generated ones) are plain:
+# ATX headings, paragraphs, `- ` items (continued by lines indented by two spaces), GFM tables,
+# `code` spans. For such a body,
+# _plain_tokens builds the tokens markdown-it would give _BodyParser (same types, lines, content
+# and inline children), an order of magnitude faster; for anything else (emphasis, links, HTML,
+# escapes, entities, indentation, fences, quotes, ordered lists...) it returns None and
+# markdown-it parses the body. Every rule below follows markdown-it-py's commonmark preset with
+# tables (rules_block/heading.py, paragraph.py, list.py, table.py; rules_inline/backticks.py).
+
+
+class _Tok:
+    """The attributes of a markdown-it ``Token`` that :class:`_BodyParser` reads."""
+
+    __slots__ = ("attrs", "children", "content", "map", "tag", "type")
+
+    def __init__(
+        self,
+        type: str,
+        tag: str = "",
+        map: list[int] | None = None,
+        content: str = "",
+        children: list[_Tok] | None = None,
+    ) -> None:
+        self.type = type
+        self.tag = tag
+        self.map = map
+        self.content = content
+        self.children = children
+        self.attrs: dict[str, Any] = {}
+
+
+# anywhere in the body: whitespace other than space and newline (markdown-it's trim set), NUL,
+# escapes, HTML and autolinks, links and images, emphasis, entities, double backticks (and
+# fences), an underscore that is not inside a word
+_NOT_PLAIN = re.compile(
+    "[\t\r\x00\x0b\x0c\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\\\\<\\[*&]"
+)
+_NOT_IN_WORD = re.compile(r"_(?:(?<![A-Za-z0-9_]_)|(?![A-Za-z0-9_]))")
+# a line that starts a block this path does not build (indented code or continuation,
+# blockquote, setext underline, list markers other than "- ", fences, ordered lists)
+_NOT_PLAIN_LINE = re.compile(r"[ >=+~]|-(?! )|[0-9]+[.)]")
+_NOT_PLAIN_ITEM = re.compile(r"[ \-#>=+~|]|[0-9]+[.)]|$")
+_TABLE_DELIMITER = re.compile(r"^:?-+:?$")
+_MAX_AUTOCOMPLETED_CELLS = 0x10000
+
+
+def _plain_inline(content: str, line: int) -> _Tok | None:
+    """The inline token of ``content`` (text, ``code`` spans, soft breaks), or None."""
+    children: list[_Tok] = []
+    for k, text in enumerate(content.split("\n")):
+        if k:
+            children.append(_Tok("softbreak", "br"))
+        parts = text.split("`")
+        if len(parts) % 2 == 0:
+            return None  # an unmatched backtick (a code span across lines, or a literal one)
+        for j, part in enumerate(parts):
+            if j % 2 == 0:
+                if part:
+                    children.append(_Tok("text", content=part))
+                continue
+            if part.startswith(" ") and part.endswith(" ") and part.strip(" "):
+                part = part[1:-1]
+            children.append(_Tok("code_inline", "code", content=part))
+    return _Tok(
+        "inline", map=[line, line + content.count("\n") + 1], content=content, children=children
+    )
+
+
+def _split_row(text: str) -> list[str]:
+    """markdown-it's table row split (no backslash escapes in a plain body)."""
+    columns = text.strip(" ").split("|")
+    if columns and columns[0] == "":
+        columns.pop(0)
+    if columns and columns[-1] == "":
+        columns.pop()
+    return columns
+
+
+def _table_columns(lines: list[str], i: int) -> list[str] | None:
+    """The header cells when a GFM table starts at line ``i`` (markdown-it's test), or None."""
+    if i + 2 > len(lines) or "|" not in lines[i]:
+        return None
+    delimiter = lines[i + 1].lstrip(" ")
+    if len(lines[i + 1]) - len(delimiter) >= 4:
+        return None  # indented code
+    if len(delimiter) < 2 or delimiter[0] not in "|-:" or delimiter[1] not in "|-: ":
+        return None
+    if delimiter[0] == "-" and delimiter[1] == " ":
+        return None
+    if delimiter.strip("|-: "):
+        return None
+    columns = delimiter.split("|")
+    aligns = 0
+    for n, column in enumerate(columns):
+        column = column.strip(" ")
+        if not column:
+            if n == 0 or n == len(columns) - 1:
+                continue
+            return None
+        if not _TABLE_DELIMITER.search(column):
+            return None
+        aligns += 1
+    header = lines[i].strip(" ")
+    if "|" not in header:
+        return None
+    cells = _split_row(header)
+    if not cells or len(cells) != aligns:
+        return None
+    return cells
+
+
+def _plain_tokens(body: str) -> list[_Tok] | None:
+    """markdown-it's tokens for a plain body (see above), or None for any other body."""
+    if _NOT_PLAIN.search(body) or "``" in body or ("_" in body and _NOT_IN_WORD.search(body)):
+        return None
+    lines = body.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # markdown-it has no line after a final newline
+    tokens: list[_Tok] = []
+    n = len(lines)
+    i = 0
+    after_item = False  # the previous line is a list item: only a few lines may follow it
+    in_list = False  # a list item came before, with only blank lines since
+    while i < n:
+        line = lines[i]
+        if not line.strip(" "):
+            after_item = False
+            i += 1
+            continue
+        if line.endswith(" ") or _NOT_PLAIN_LINE.match(line):
+            return None
+        heading = _heading(line)
+        item = line.startswith("- ")
+        if after_item and heading is None and not item:
+            return None  # a lazy continuation of the item (or a table, a paragraph...)
+        after_item = False
+        if in_list and item:  # the next item of the list, never a table
+            header = None
+        else:
+            in_list = False
+            header = _table_columns(lines, i)
+        if header is not None:
+            i = _plain_table(lines, i, header, tokens)
+            if i < 0:
+                return None
+            continue
+        if heading is not None:
+            level, text = heading
+            inline = _plain_inline(text, i)
+            if inline is None:
+                return None
+            tokens += [
+                _Tok("heading_open", f"h{level}", [i, i + 1]),
+                inline,
+                _Tok("heading_close", f"h{level}"),
+            ]
+            i += 1
+            continue
+        if item:
+            if _NOT_PLAIN_ITEM.match(line, 2):
+                return None
+            end = i + 1  # the item's own lines: indented by two spaces, plain text
+            while end < n and lines[end].startswith("  ") and lines[end].strip(" "):
+                cont = lines[end][2:]
+                if cont.endswith(" ") or "|" in cont or _NOT_PLAIN_ITEM.match(cont):
+                    return None
+                end += 1
+            if end > i + 1 and "|" in line:
+                return None  # the item might hold a table
+            inline = _plain_inline("\n".join(text[2:] for text in lines[i:end]), i)
+            if inline is None:
+                return None
+            tokens.append(inline)
+            after_item = in_list = True
+            i = end
+            continue
+        end = i + 1  # a paragraph: up to a blank line or a block that interrupts it
+        while end < n:
+            nxt = lines[end]
+            if not nxt.strip(" ") or _heading(nxt) is not None or nxt.startswith("- "):
+                break
+            if nxt.endswith(" ") or _NOT_PLAIN_LINE.match(nxt):
+                return None
+            if _table_columns(lines, end) is not None:
+                break
+            end += 1
+        inline = _plain_inline("\n".join(lines[i:end]), i)
+        if inline is None:
+            return None
+        tokens.append(inline)
+        i = end
+    return tokens
+
+
+def _heading(line: str) -> tuple[int, str] | None:
+    """(level, text) of an ATX heading line, or None."""
+    level = len(line) - len(line.lstrip("#"))
+    if not 1 <= level <= 6 or (len(line) > level and line[level] != " "):
+        return None
+    end = len(line)
+    while end > level and line[end - 1] == " ":
+        end -= 1
+    closing = end
+    while closing > level and line[closing - 1] == "#":
+        closing -= 1
+    if closing > level and line[closing - 1] == " ":
+        end = closing
+    return level, line[level:end].strip(" ")
+
+
+def _plain_table(lines: list[str], i: int, header: list[str], tokens: list[_Tok]) -> int:
+    """Append a table's tokens; returns the line after it, or -1 when the table is not plain."""
+    out = [
+        _Tok("table_open", "table"),
+        _Tok("thead_open", "thead"),
+        _Tok("tr_open", "tr", [i, i + 1]),
+    ]
+    for cell in header:
+        inline = _plain_inline(cell.strip(" "), i)
+        if inline is None:
+            return -1
+        out.append(inline)
+    out += [_Tok("tr_close", "tr"), _Tok("thead_close", "thead")]
+    autocompleted = 0
+    row = i + 2
+    while row < len(lines) and lines[row].strip(" "):
+        text = lines[row]
+        if not text.startswith("|") or text.endswith(" "):
+            return -1  # a row that might end the table (a list item, a heading...)
+        columns = _split_row(text)
+        autocompleted += len(header) - len(columns)
+        if autocompleted > _MAX_AUTOCOMPLETED_CELLS:
+            return -1
+        out.append(_Tok("tr_open", "tr", [row, row + 1]))
+        for n in range(len(header)):
+            inline = _plain_inline(columns[n].strip(" ") if n < len(columns) else "", row)
+            if inline is None:
+                return -1
+            out.append(inline)
+        out.append(_Tok("tr_close", "tr"))
+        row += 1
+    out.append(_Tok("table_close", "table"))
+    tokens += out
+    return row
 
 
 _LABEL = re.compile(r"^\s*([A-Za-z][\w /&+,'-]{0,48}?)\s*:\s*(.*)$", re.DOTALL)
@@ -477,8 +731,10 @@ class _BodyParser:
             self.locations[name].append(_Location(rank, kind_order, line, where))
         return tuple(name for name in FIELDS if name in matches)
 
-    def parse(self, body: str) -> None:
-        tokens = _markdown().parse(body)
+    def parse(self, body: str, *, plain: bool = True) -> None:
+        tokens: list[Any] | None = _plain_tokens(body) if plain else None
+        if tokens is None:
+            tokens = _markdown().parse(body)
         i = 0
         while i < len(tokens):
             tok = tokens[i]
@@ -735,12 +991,101 @@ def split_front_matter(text: str) -> tuple[str | None, str, int]:
     return yaml_text, body, offset
 
 
+# the front matter `patchbay waiver new` writes, without PyYAML: `key: value` lines whose values
+# are dates, quoted strings without escapes, plain words, or lists of plain words; for anything
+# else (or anything PyYAML would read differently: numbers, booleans, nulls...) _plain_yaml
+# returns None and parse_yaml reads the text
+_YAML_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: +(.*))?$")
+_YAML_ITEM = re.compile(r"( *)- +(.*)$")
+_YAML_WORD = re.compile(r"[A-Za-z][A-Za-z0-9._/@+-]*")
+_YAML_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9._/@:#+-]*(?: [A-Za-z0-9._/@:#+-]+)*")
+_YAML_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_YAML_WORDS = frozenset(["yes", "no", "true", "false", "on", "off", "null", "y", "n"])
+_YAML_NOT_PLAIN = re.compile(r"[^\n\x20-\x7e]")  # tabs, control and non-ASCII characters
+
+
+def _yaml_scalar(text: str, *, word: bool = False) -> tuple[Any] | None:
+    """(value,) of a plain or quoted YAML scalar as PyYAML's safe loader reads it, or None
+    when it is not one of the forms this path knows."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        inner = text[1:-1]
+        return None if word or text[0] in inner or "\\" in inner else (inner,)
+    m = _YAML_DATE.fullmatch(text)
+    if m and not word:
+        try:
+            return (date(int(m.group(1)), int(m.group(2)), int(m.group(3))),)
+        except ValueError:
+            return None
+    if not (_YAML_WORD if word else _YAML_PLAIN).fullmatch(text):
+        return None
+    if text.lower() in _YAML_WORDS or text.endswith(":") or ": " in text or " #" in text:
+        return None
+    return (text,)
+
+
+def _plain_yaml(text: str, path: Path, first_line: int) -> YamlDocument | None:
+    """What :func:`~patchbay.yamlfile.parse_yaml` returns for plain front matter, or None."""
+    if _YAML_NOT_PLAIN.search(text):
+        return None
+    data: dict[str, Any] = {}
+    lines: dict[tuple[Any, ...], int] = {}
+    rows = text.split("\n")
+    k = 0
+    while k < len(rows):
+        row = rows[k]
+        line = first_line + k
+        k += 1
+        if not row or row.startswith("#"):
+            continue
+        m = _YAML_KEY.match(row)
+        if m is None or m.group(1) in data or m.group(1).lower() in _YAML_WORDS:
+            return None
+        key, value = m.group(1), m.group(2)
+        lines.setdefault((), line)
+        lines[(key,)] = line
+        if value is None:  # a block sequence of words on the lines below
+            items: list[Any] = []
+            indent = None
+            while k < len(rows) and (item := _YAML_ITEM.match(rows[k])):
+                scalar = _yaml_scalar(item.group(2), word=True)
+                if scalar is None or indent not in (None, item.group(1)):
+                    return None
+                indent = item.group(1)
+                lines[(key, len(items))] = first_line + k
+                items.append(scalar[0])
+                k += 1
+            if not items:
+                return None
+            data[key] = items
+        elif value.startswith("["):
+            if not value.endswith("]"):
+                return None
+            inner = value[1:-1].strip(" ")
+            items = []
+            for part in inner.split(",") if inner else []:
+                scalar = _yaml_scalar(part.strip(" "), word=True)
+                if scalar is None:
+                    return None
+                lines[(key, len(items))] = line
+                items.append(scalar[0])
+            data[key] = items
+        else:
+            scalar = _yaml_scalar(value)
+            if scalar is None:
+                return None
+            data[key] = scalar[0]
+    if not data:
+        return None
+    return YamlDocument(path=path, data=data, lines=lines)
+
+
 def parse_waiver(
     path: Path,
     *,
     names: Mapping[str, str] | None = None,
     projects: Iterable[str] = (),
     text: str | None = None,
+    plain: bool = True,
 ) -> Waiver:
     """Parse a waiver document, with or without front matter.
 
@@ -751,6 +1096,9 @@ def parse_waiver(
         projects: further project names (e.g. engine packages) recognised in ``name #N`` form
             anywhere in the text; inside the upstream field any name is.
         text: the file's content, when already read.
+        plain: read plain front matter and Markdown (what ``patchbay waiver new`` writes)
+            without PyYAML and markdown-it, which gives the same result faster; False always
+            uses them (the benchmark checks that both agree).
 
     Returns:
         The :class:`Waiver`.
@@ -771,9 +1119,10 @@ def parse_waiver(
         raise InputError(str(exc), file=path, line=1) from None
     waiver = Waiver(path=path, id=path.stem, front_matter=None)
     if yaml_text is not None:
-        _read_front_matter(waiver, parse_yaml(yaml_text, path, first_line=2))
+        doc = _plain_yaml(yaml_text, path, 2) if plain else None
+        _read_front_matter(waiver, doc or parse_yaml(yaml_text, path, first_line=2))
     parser = _BodyParser(offset)
-    parser.parse(body)
+    parser.parse(body, plain=plain)
     waiver.meta = parser.meta
     waiver.fields = {name: _field_result(name, parser) for name in FIELDS}
     lower = {k.lower(): v for k, v in (names or {}).items()}
@@ -870,13 +1219,17 @@ def _references(
                 ref = Reference(href, seg.line, "link")
             add(ref)
         text = seg.outside_links
-        for m in _URL.finditer(text):
-            url = _strip_url(m.group(0))
-            ref = _forge_reference(url, seg.line, "url")
-            if ref is None and in_upstream:
-                ref = Reference(url, seg.line, "url")
-            add(ref)
-        text = _URL.sub(" ", text)
+        # each pattern needs a character the text may not hold: skip the ones that cannot match
+        if "http" in text:
+            for m in _URL.finditer(text):
+                url = _strip_url(m.group(0))
+                ref = _forge_reference(url, seg.line, "url")
+                if ref is None and in_upstream:
+                    ref = Reference(url, seg.line, "url")
+                add(ref)
+            text = _URL.sub(" ", text)
+        if "#" not in text and "@" not in text:
+            continue
         for m in _OWNER_REPO_NUM.finditer(text):
             add(Reference(m.group(0), seg.line, "owner/repo#N", m.group(1), number=int(m.group(2))))
         for m in _OWNER_REPO_SHA.finditer(text):

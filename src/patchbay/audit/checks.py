@@ -37,7 +37,7 @@ def check_patchsets(patchsets: Iterable[Patchset], root: Path) -> list[Finding]:
     out: list[Finding] = []
     for ps in patchsets:
         yaml_rel = relative(ps.path, root)
-        referenced: set[Path] = set()
+        referenced: list[Path] = []
         out.extend(_unlocked(ps, yaml_rel))
         for i, patch in enumerate(ps.patches):
             status = patch.upstream_status
@@ -55,7 +55,7 @@ def check_patchsets(patchsets: Iterable[Patchset], root: Path) -> list[Finding]:
                 )
             content = getattr(patch, "content_path", None) or _patch_file(patch)
             if content:
-                referenced.add((ps.folder / content).resolve())
+                referenced.append(ps.folder / content)
             file = _patch_file(patch)
             if file and not (ps.folder / file).is_file():
                 out.append(
@@ -66,12 +66,16 @@ def check_patchsets(patchsets: Iterable[Patchset], root: Path) -> list[Finding]:
                         f"patch {patch.id}: patch file {file} does not exist",
                     )
                 )
+        # a file named as referenced is referenced; others are compared resolved (symbolic
+        # links, `..`), which costs a system call per path component
+        named = {str(path) for path in referenced}
+        resolved: set[Path] | None = None
         for path in sorted(ps.folder.rglob("*")):
-            if (
-                path.suffix in PATCH_SUFFIXES
-                and path.is_file()
-                and path.resolve() not in referenced
-            ):
+            if path.suffix not in PATCH_SUFFIXES or str(path) in named or not path.is_file():
+                continue
+            if resolved is None:
+                resolved = {ref.resolve() for ref in referenced}
+            if path.resolve() not in resolved:
                 out.append(
                     Finding.of(
                         "PB303",

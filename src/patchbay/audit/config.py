@@ -335,6 +335,14 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
+@lru_cache(maxsize=64)
+def globs_regex(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """The globs as one regex: its ``match`` is :func:`matches_any` (None: no glob)."""
+    if not patterns:
+        return None
+    return re.compile("|".join(f"(?:{glob_regex(p).pattern})" for p in patterns))
+
+
 def matches_any(path: str, patterns: Iterable[str]) -> bool:
     """True when the relative ``path`` matches one of the globs (see :func:`glob_regex`)."""
     return any(glob_regex(p).match(path) for p in patterns)

@@ -13,15 +13,15 @@ and SARIF 2.1.0 for machines.
 from __future__ import annotations
 
 from itertools import groupby
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
-
-from rich.console import Console
-from rich.table import Table
 
 from .. import __version__
 from .rules import RULES, Finding, Severity
 from .run import AuditResult
+
+if TYPE_CHECKING:  # rich is imported by print_table only (start-up time of the CLI)
+    from rich.console import Console
 
 FORMATS = ("table", "json", "github", "sarif")
 
@@ -53,6 +53,8 @@ def summary(result: AuditResult, fail_on: Severity) -> str:
 
 def print_table(result: AuditResult, console: Console, fail_on: Severity) -> None:
     """The findings that count, grouped by file, one table each; then the summary line."""
+    from rich.table import Table
+
     for path, group in groupby(result.active, key=lambda f: f.path):
         table = Table(title=path, title_justify="left", title_style="bold", expand=False)
         table.add_column("line", justify="right")

@@ -24,8 +24,10 @@ right above it::
 
     cp k/*.co "$SITE/aiter_meta/"  # patchbay-reviewed PB404: kernels the image lacks, see W-12
 
-The scanner reads a file only when it contains one of :data:`TRIGGERS` (plain substring search,
-which is fast), and then parses only the lines around them.
+Only lines holding one of :data:`TRIGGERS` (or an engine folder) are looked at, and only those a
+cheap test finds relevant are parsed, with the lines they depend on (variables, ``cd``,
+heredocs). Scripts of a repository repeat the same lines, so :class:`LineFilter` judges each
+distinct line once per run; a file none of whose lines is kept is read, split and skipped.
 """
 
 from __future__ import annotations
@@ -38,10 +40,11 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import compress, count
 from pathlib import Path
 from typing import Literal
 
-from .config import SKIPPED_DIRS, matches_any, normalise_name
+from .config import SKIPPED_DIRS, globs_regex, normalise_name
 from .rules import Finding, Suppression
 
 ScriptKind = Literal["shell", "dockerfile", "python"]
@@ -135,6 +138,14 @@ class EngineNames:
         names = sorted(self.distributions | self.imports, key=len, reverse=True)
         return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])")
 
+    @cached_property
+    def module_location(self) -> re.Pattern[str] | None:
+        """An engine module's ``__file__``/``__path__`` (``vllm.__file__``); None: no engine."""
+        if not self.imports:
+            return None
+        names = "|".join(map(re.escape, sorted(self.imports)))
+        return re.compile(r"\b(?:" + names + r")\.__(?:file|path)__")
+
     def is_engine(self, name: str) -> bool:
         """True for an engine distribution, package or repository name (any spelling)."""
         key = normalise_name(name.removesuffix(".git"))
@@ -211,8 +222,10 @@ def tokenize(line: str) -> tuple[list[_Command], str | None]:
                     buf.append(line[j : k + 1])
                     j = k + 1
                 else:
-                    buf.append(line[j])
-                    j += 1
+                    plain = _QUOTED_PLAIN.match(line, j)
+                    k = plain.end() if plain else j + 1  # a run without " \\ $, else one char
+                    buf.append(line[j:k])
+                    j = k
             cur.append("".join(buf))
             started = True
             i = j + 1
@@ -260,11 +273,23 @@ def tokenize(line: str) -> tuple[list[_Command], str | None]:
             flush()
             i += 1
         else:
-            cur.append(c)
+            plain = _PLAIN.match(line, i)
+            k = plain.end() if plain else i + 1  # a run of characters without a meaning
+            cur.append(line[i:k])
             started = True
-            i += 1
+            i = k
     flush()
     return [c for c in commands if c.words or c.redirects or c.heredocs], comment
+
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_]\w*=")
+_HEREDOC_DELIMITERS = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1")
+_NAME_AT_URL = re.compile(r"^[\w.-]+\s*@\s*\w+\+?\w*://")
+_REQUIREMENT = re.compile(r"^([A-Za-z0-9][\w.-]*)(\[[^\]]*\])?\s*(.*)$")
+_HEREDOC_OPERATOR = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][\w]*)\2")
+# characters that are part of a word whatever comes next (tokenize takes a run at once)
+_PLAIN = re.compile(r"[^ \t\n\r\\'\"$`#&;|<>()]+")
+_QUOTED_PLAIN = re.compile(r'[^"\\$]+')
 
 
 def _matching_paren(text: str, open_index: int) -> int:
@@ -343,11 +368,17 @@ class FileScanner:
 
     # ---- driver
 
-    def scan(self) -> list[Finding]:
+    def scan(self, starts: list[int] | None = None) -> list[Finding]:
+        """The file's findings.
+
+        Args:
+            starts: for a shell script or Dockerfile, the lines :meth:`first_look` would return,
+                when the caller already knows them (:class:`LineFilter`).
+        """
         if self.kind == "python":
             self.scan_python(self.lines, 0, {})
         else:
-            self.scan_shell()
+            self.scan_shell(starts)
         return self.findings()
 
     def line_of(self, pos: int) -> int:
@@ -366,11 +397,11 @@ class FileScanner:
             idx = self.line_of(pos)
             if idx in self.body_of or idx in self.heredocs:
                 continue
-            m = re.match(r"<<(-?)\s*(['\"]?)([A-Za-z_][\w]*)\2", self.text[pos:])
+            m = _HEREDOC_OPERATOR.match(self.text, pos)
             if m is None or self.text.startswith("<<<", pos):
                 continue
             start = self.logical_end(idx)
-            delims = re.findall(r"<<-?\s*(['\"]?)([A-Za-z_]\w*)\1", self.joined(idx, start))
+            delims = _HEREDOC_DELIMITERS.findall(self.joined(idx, start))
             j = start + 1
             for _quote, delim in delims:
                 while j < len(self.lines) and self.lines[j].strip() != delim:
@@ -395,16 +426,18 @@ class FileScanner:
             line[:-1] if line.endswith("\\") else line for line in self.lines[start : end + 1]
         )
 
-    def scan_shell(self) -> None:
+    def first_look(self) -> list[int]:
+        """A first, cheap look at every physical line holding a trigger (:func:`needles_of`):
+        most are harness lines (a tool's pip install), judged irrelevant without parsing.
+
+        Returns:
+            Sorted 0-based indexes of the lines to parse: relevant ones, and trigger lines that
+            are part of a continued (``\\``) line.
+        """
         text = self.text
-        needles = self.engines.needles
-        if self.kind == "dockerfile":
-            needles = (*needles, "COPY", "ADD", "ENV", "copy ", "add ")
-        # a first, cheap look at every physical line holding a trigger: most are harness
-        # lines (a tool's pip install), judged irrelevant without parsing
         checked: set[int] = set()
         starts: list[int] = []
-        for needle in needles:
+        for needle in needles_of(self.kind, self.engines):
             i = text.find(needle)
             while i != -1:
                 ls = text.rfind("\n", 0, i) + 1
@@ -417,10 +450,13 @@ class FileScanner:
                     if continued or self.relevant(line):
                         starts.append(ls)
                 i = text.find(needle, le)
-        if not starts:
+        return sorted(self.line_of(ls) for ls in starts)
+
+    def scan_shell(self, starts: list[int] | None = None) -> None:
+        queue = self.first_look() if starts is None else list(starts)
+        if not queue:
             return
         self.find_heredocs()
-        queue = sorted(self.line_of(ls) for ls in starts)
         seen_vars: set[str] = set()
         while queue:
             idx = heapq.heappop(queue)
@@ -539,7 +575,7 @@ class FileScanner:
         """Judge one simple command; returns the working folder after it (for ``cd``)."""
         words = list(cmd.words)
         assignments = []
-        while words and re.match(r"^[A-Za-z_]\w*=", words[0]):
+        while words and _ASSIGNMENT.match(words[0]):
             assignments.append(words.pop(0))
         while words and _base(words[0]) in _WRAPPERS:
             wrapper = _base(words.pop(0))
@@ -590,9 +626,7 @@ class FileScanner:
         """The folder of the last ``cd``/``pushd`` before line ``start`` (None: unknown)."""
         if self._cd_lines is None:
             self._cd_lines = [
-                i
-                for i, line in enumerate(self.lines)
-                if ("cd " in line or "pushd " in line) and i not in self.body_of
+                i for i in _lines_with(self.text, ("cd ", "pushd ")) if i not in self.body_of
             ]
         k = bisect_right(self._cd_lines, start - 1)
         while k > 0:
@@ -1043,9 +1077,7 @@ class FileScanner:
 
     def requirement(self, spec: str, editable: bool, line_no: int, cwd: str | None) -> None:
         name, _, url = (
-            spec.partition("@")
-            if " @ " in spec or re.match(r"^[\w.-]+\s*@\s*\w+\+?\w*://", spec)
-            else ("", "", spec)
+            spec.partition("@") if " @ " in spec or _NAME_AT_URL.match(spec) else ("", "", spec)
         )
         name, url = name.strip(), url.strip()
         if re.match(r"^(?:git|hg|svn|bzr)\+", url):
@@ -1098,7 +1130,7 @@ class FileScanner:
                     )
                 )
             return
-        m = re.match(r"^([A-Za-z0-9][\w.-]*)(\[[^\]]*\])?\s*(.*)$", spec)
+        m = _REQUIREMENT.match(spec)
         if m and self.engines.is_engine(m.group(1)):
             pin = m.group(3).strip() or "latest"
             self.hits.append(
@@ -1329,15 +1361,7 @@ class FileScanner:
         source = "\n".join(lines)
         if self.kind == "python" and not any(t in source for t in _PYTHON_TRIGGERS):
             return
-        engine_attr = (
-            re.compile(
-                r"\b(?:"
-                + "|".join(map(re.escape, sorted(self.engines.imports)))
-                + r")\.__(?:file|path)__"
-            )
-            if self.engines.imports
-            else None
-        )
+        engine_attr = self.engines.module_location
         tainted: dict[str, str] = {}  # name -> where its installed location comes from
 
         def origin(expr: str) -> str | None:
@@ -1358,7 +1382,11 @@ class FileScanner:
 
         # only a script that names an installed location can write one
         located = bool(argv) or any(m in source for m in _PYTHON_MARKERS)
-        located = located or (engine_attr is not None and engine_attr.search(source) is not None)
+        located = located or (
+            engine_attr is not None
+            and ("__file__" in source or "__path__" in source)
+            and engine_attr.search(source) is not None
+        )
         shell = self.kind == "python" and ("subprocess" in source or "os.system" in source)
         env = "PYTHONPATH" in source
         assign = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)\s*(.+)$")
@@ -1370,7 +1398,13 @@ class FileScanner:
                     if where:
                         tainted[m.group(1)] = where
         reported = False
-        for k, line in enumerate(lines):
+        if located:
+            candidates: Iterable[int] = range(len(lines))
+        else:  # only these lines can hold a PYTHONPATH assignment or a subprocess call
+            literals = (*(_SUBPROCESS_CALLS if shell else ()), *(("PYTHONPATH",) if env else ()))
+            candidates = _lines_with(source, literals)
+        for k in candidates:
+            line = lines[k]
             if not (located or (shell and "(" in line) or (env and "PYTHONPATH" in line)):
                 continue
             code = (
@@ -1419,11 +1453,7 @@ class FileScanner:
     def python_subprocess(
         self, code: str, line_no: int, origin: Callable[[str], str | None]
     ) -> None:
-        m = re.search(
-            r"(?:subprocess\.\w+|os\.system|check_call|check_output|Popen)\(\s*"
-            r"(\[[^\]]*\]|(['\"]).*?\2)",
-            code,
-        )
+        m = _SUBPROCESS_CALL.search(code)
         if not m:
             return
         arg = m.group(1)
@@ -1492,6 +1522,69 @@ class FileScanner:
         return out
 
 
+_DOCKERFILE_NEEDLES = ("COPY", "ADD", "ENV", "copy ", "add ")
+
+
+def needles_of(kind: ScriptKind, engines: EngineNames) -> tuple[str, ...]:
+    """Substrings that make a line of a shell script (or Dockerfile) worth a first look."""
+    needles = engines.needles
+    return (*needles, *_DOCKERFILE_NEEDLES) if kind == "dockerfile" else needles
+
+
+class LineFilter:
+    """:meth:`FileScanner.first_look` for the files of one run, judging each distinct line once.
+
+    The scripts of a repository repeat the same lines (exports, harness installs, server
+    launches, client sweeps). Each distinct line is searched for the needles once, and a line
+    holding one is judged by :meth:`FileScanner.relevant` once; a file is then a few set
+    operations. A file without a relevant line, and without a trigger line on a continued
+    (``\\``) line, has nothing to parse.
+
+    Args:
+        kind: ``shell`` or ``dockerfile`` (the needles and the judgement differ).
+        engines: the engine names.
+    """
+
+    def __init__(self, kind: ScriptKind, engines: EngineNames) -> None:
+        self.needles = needles_of(kind, engines)
+        self.probe = FileScanner("", "", kind, engines, Path())
+        self.known: set[str] = set()
+        self.triggers: set[str] = set()  # distinct lines holding a needle
+        self.relevant: set[str] = set()  # ... that the first look keeps on their own
+
+    def learn(self, lines: set[str]) -> None:
+        """Judge the lines not seen yet: all of them at once, one search per needle."""
+        new = lines - self.known
+        if not new:
+            return
+        self.known |= new
+        blob = "\n".join(new)
+        found: set[str] = set()
+        for needle in self.needles:
+            i = blob.find(needle)
+            while i != -1:
+                ls = blob.rfind("\n", 0, i) + 1
+                le = blob.find("\n", i)
+                le = len(blob) if le == -1 else le
+                found.add(blob[ls:le])
+                i = blob.find(needle, le)
+        self.triggers |= found
+        self.relevant.update(line for line in found if self.probe.relevant(line))
+
+    def starts(self, text: str) -> list[int]:
+        """What :meth:`FileScanner.first_look` returns for a file of this text."""
+        lines = text.split("\n")
+        if not self.known.issuperset(lines):
+            self.learn(set(lines))
+        relevant = self.relevant
+        out = []
+        for i in compress(count(), map(self.triggers.__contains__, lines)):
+            line = lines[i]
+            if line in relevant or line.endswith("\\") or (i and lines[i - 1].endswith("\\")):
+                out.append(i)
+        return out
+
+
 _PYTHON_TRIGGERS = (*INSTALLED_MARKERS, "PYTHONPATH", "subprocess", "os.system")
 _PYTHON_MARKERS = (
     "site-packages",
@@ -1502,6 +1595,27 @@ _PYTHON_MARKERS = (
     "get_python_lib",
     "find_spec",
 )
+
+
+_SUBPROCESS_CALL = re.compile(
+    r"(?:subprocess\.\w+|os\.system|check_call|check_output|Popen)\(\s*(\[[^\]]*\]|(['\"]).*?\2)"
+)
+_SUBPROCESS_CALLS = ("subprocess.", "os.system", "check_call", "check_output", "Popen")
+"""Literals of which a line matching :data:`_SUBPROCESS_CALL` holds one."""
+
+
+def _lines_with(source: str, literals: Iterable[str]) -> list[int]:
+    """Sorted 0-based indexes of the lines of ``source`` that hold one of ``literals``."""
+    found: set[int] = set()
+    for literal in literals:
+        i = source.find(literal)
+        while i != -1:
+            found.add(source.count("\n", 0, i))
+            end = source.find("\n", i)
+            if end == -1:
+                break
+            i = source.find(literal, end)
+    return sorted(found)
 
 
 def _python_write(code: str) -> str | None:
@@ -1624,34 +1738,83 @@ def script_files(
     """The files the scanner reads: ``include`` globs, and files without a suffix that start
     with a shell or Python ``#!``; never ``exclude`` globs or :data:`SKIPPED_DIRS`.
 
+    Folders are walked as :func:`os.walk` does (symbolic links to folders are not followed,
+    unreadable folders are skipped).
+
     Returns:
         (path relative to ``root`` with ``/``, kind), sorted by path.
     """
-    out = []
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and not d.endswith(".egg-info"))
-        rel_folder = os.path.relpath(folder, root)
-        prefix = "" if rel_folder == "." else rel_folder.replace(os.sep, "/") + "/"
-        if exclude and prefix and matches_any(prefix.rstrip("/"), exclude):
-            dirs[:] = []
+    included = globs_regex(tuple(include))
+    excluded = globs_regex(tuple(exclude))
+    out: list[tuple[str, ScriptKind]] = []
+    folders = [(os.fspath(root), "")]
+    while folders:
+        folder, prefix = folders.pop()
+        if excluded is not None and prefix and excluded.match(prefix[:-1]):
             continue
-        for name in files:
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if name in SKIPPED_DIRS or name.endswith(".egg-info"):
+                    continue
+                try:
+                    link = entry.is_symlink()
+                except OSError:
+                    link = False
+                if not link:
+                    folders.append((entry.path, f"{prefix}{name}/"))
+                continue
             rel = prefix + name
-            if exclude and matches_any(rel, exclude):
+            if excluded is not None and excluded.match(rel):
                 continue
             kind: ScriptKind | None = None
-            if matches_any(rel, include):
+            if included is not None and included.match(rel):
                 kind = script_kind(rel) or "shell"
             elif "." not in name:
                 try:
-                    with open(os.path.join(folder, name), "rb") as fh:
+                    with open(entry.path, "rb") as fh:
                         head = fh.read(128)
                 except OSError:
                     continue
                 kind = script_kind(rel, head)
             if kind is not None:
                 out.append((rel, kind))
-    return sorted(out)
+    out.sort()
+    return out
+
+
+def read_script(path: str) -> str | None:
+    """A file's text as ``open(path, encoding="utf-8", errors="replace")`` reads it (universal
+    newlines), or None when it cannot be read; one read of the bytes, one decode."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, 1 << 16)
+        if data:
+            chunks = [data]
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            if len(chunks) > 1:
+                data = b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    text = data.decode("utf-8", "replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
 
 
 def scan_tree(
@@ -1659,15 +1822,30 @@ def scan_tree(
 ) -> list[Finding]:
     """Scan every script under ``root`` (see :func:`script_files`).
 
+    Each file is read once; a shell script or Dockerfile none of whose lines the first look
+    keeps (:class:`LineFilter`), or a Python file without :data:`_PYTHON_TRIGGERS`, has no
+    finding and is not parsed.
+
     Returns:
         Findings of PB401-PB410, annotated ones carrying their suppression.
     """
     findings: list[Finding] = []
+    filters: dict[str, LineFilter] = {}
+    base = os.path.join(os.fspath(root), "")  # + rel: os.path.join(root, rel), faster
     for rel, kind in script_files(root, include, exclude):
-        try:
-            with open(root / rel, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
-        except OSError:
+        text = read_script(base + rel)
+        if text is None:
             continue
-        findings.extend(FileScanner(text, rel, kind, engines, root).scan())
+        starts = None
+        if kind == "python":
+            if not any(t in text for t in _PYTHON_TRIGGERS):
+                continue
+        else:
+            line_filter = filters.get(kind)
+            if line_filter is None:
+                line_filter = filters[kind] = LineFilter(kind, engines)
+            starts = line_filter.starts(text)
+            if not starts:
+                continue
+        findings.extend(FileScanner(text, rel, kind, engines, root).scan(starts))
     return findings

@@ -1,17 +1,18 @@
-"""``patchbay audit``: patchsets, waivers and scripts of a repository, judged by rule."""
+"""``patchbay audit``: patchsets, waivers and scripts of a repository, judged by rule.
+
+Imports are deferred to what the chosen format needs: ``--format json`` (CI, the benchmark)
+loads neither rich nor the engine-side modules other commands share (``.common``).
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-
-from ..audit import Severity, run_audit
-from ..audit.formats import github_lines, print_table, sarif, summary
-from .common import console, err_console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def run(
@@ -30,26 +31,45 @@ def run(
         1 otherwise. Bad input (configuration, patchsets, waivers) raises
         :class:`~patchbay.errors.InputError` (exit 2).
     """
+    from ..audit import Severity, run_audit
+
     result = run_audit(root, config_file=config, today=today)
     threshold = Severity(fail_on or result.config.config.fail_on)
     if output_format == "table":
+        from ..audit.formats import print_table
+
         if output is None:
-            print_table(result, console, threshold)
+            print_table(result, _console(), threshold)
         else:
+            from rich.console import Console
+
             with output.open("w", encoding="utf-8") as fh:
                 print_table(result, Console(file=fh, width=160, soft_wrap=True), threshold)
     else:
+        import json
+
+        from ..audit import formats
+
         if output_format == "json":
             text = json.dumps(result.to_json(), indent=2)
         elif output_format == "sarif":
-            text = json.dumps(sarif(result), indent=2)
+            text = json.dumps(formats.sarif(result), indent=2)
         else:
-            text = "\n".join(github_lines(result))
+            text = "\n".join(formats.github_lines(result))
         if output is None:
             if text:
                 sys.stdout.write(text + "\n")
         else:
             output.write_text(text + "\n" if text else "", encoding="utf-8")
         if output_format != "json" or output is not None:
-            err_console.print(summary(result, threshold))
+            _console(stderr=True).print(formats.summary(result, threshold))
     return 1 if result.failing(threshold) else 0
+
+
+def _console(*, stderr: bool = False) -> Console:
+    """The console of the other commands (``commands.common``), built the same way here so
+    that the audit does not import what they need (patchset targets, packaging)."""
+    from rich.console import Console
+
+    # soft_wrap: one message is one line, whatever the width (paths stay greppable in CI logs)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
