@@ -460,3 +460,109 @@ def test_remote_content_without_a_hash(tmp_path: Path) -> None:
     (ps / "patchbay.lock").write_text(json.dumps(lock))
     res = run_cli("audit", tmp_path, "--today", TODAY, "--format", "json")
     assert not [f for f in json.loads(res.out)["findings"] if f["code"] == "PB304"]
+
+
+@pytest.mark.parametrize(
+    ("toml", "line", "reason"),
+    [
+        ("tool = 1\n", 1, "tool must be a table"),
+        ("[tool]\npatchbay = 1\n", 2, "[tool.patchbay] must be a table"),
+        ('[tool.patchbay]\nfail-on = "error"\nwaivers = "nope"\n', 3, "'nope' does not exist"),
+        ('[tool.patchbay]\nwaivers = "pyproject.toml"\n', 2, "is not a folder"),
+    ],
+)
+def test_configuration_types_and_waivers_path_are_one_line_exit_2(
+    tmp_path: Path, toml: str, line: int, reason: str
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(toml)
+    res = run_cli("audit", tmp_path)
+    assert res.code == 2
+    assert res.err.strip().splitlines() == [
+        f"patchbay: error: {tmp_path / 'pyproject.toml'}:{line}: "
+        + res.err.split(f":{line}: ", 1)[1].strip()
+    ]
+    assert reason in res.err
+    assert "Traceback" not in res.err
+
+
+def test_waivers_path_that_exists_or_default_is_fine(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool]\nblack = {}\n")
+    assert run_cli("audit", tmp_path).code == 0  # no [tool.patchbay], no waivers/: defaults
+    (tmp_path / "patchbay.toml").write_text('waivers = "docs/waivers"\n')
+    assert run_cli("audit", tmp_path).code == 2
+    (tmp_path / "docs" / "waivers").mkdir(parents=True)
+    res = run_cli("audit", tmp_path)
+    assert res.code == 0, res.err
+
+
+def _two_patchsets(root: Path) -> None:
+    edits = [{"file": "a.py", "old": "x", "new": "y"}]
+    write_patchset(
+        root / "patchsets" / "a",
+        [{"id": "pad", "kind": "replace", "edits": edits}],
+        name="a",
+    )
+    write_patchset(
+        root / "patchsets" / "b",
+        [
+            {"id": "pad", "kind": "replace", "edits": edits},
+            {"id": "solo", "kind": "replace", "edits": edits},
+        ],
+        name="b",
+    )
+    (root / "waivers").mkdir()
+
+
+def _write_waiver(root: Path, wid: str, patches: str) -> None:
+    (root / "waivers" / f"{wid}.md").write_text(
+        f'---\nid: {wid}\npatches: {patches}\nowner: "@team"\nfiled: 2026-01-01\n'
+        "review_by: 2027-06-01\nstatus: requested\n---\n\n# W\n\n## What is patched\nx\n\n"
+        "## Why the unmodified image cannot run the benchmark\nx\n\n## Upstream\n"
+        "demo-org/demo-engine#101\n\n## Removal plan\nx\n"
+    )
+
+
+def _codes(root: Path) -> list[tuple[str, str, int, str]]:
+    res = run_cli("audit", root, "--format", "json", "--today", TODAY)
+    assert res.code in (0, 1), res.err
+    return [
+        (f["code"], f["path"], f["line"], f["message"])
+        for f in json.loads(res.out)["findings"]
+        if f["code"] in ("PB101", "PB103", "PB104", "PB106")
+    ]
+
+
+def test_bare_patch_id_shared_by_patchsets_covers_nothing(tmp_path: Path) -> None:
+    _two_patchsets(tmp_path)
+    _write_waiver(tmp_path, "w1", "[pad, solo]")
+    found = _codes(tmp_path)
+    pb106 = [f for f in found if f[0] == "PB106"]
+    assert [(c, p, n) for c, p, n, _ in pb106] == [("PB106", "waivers/w1.md", 3)]
+    assert "a/pad or b/pad" in pb106[0][3]
+    # neither pad is covered; solo (unique) is
+    assert sorted((c, p) for c, p, _, m in found if c == "PB101") == [
+        ("PB101", "patchsets/a/patchset.yaml"),
+        ("PB101", "patchsets/b/patchset.yaml"),
+    ]
+    assert not [f for f in found if f[0] in ("PB103", "PB104")]
+
+
+def test_qualified_and_unique_ids_cover(tmp_path: Path) -> None:
+    _two_patchsets(tmp_path)
+    _write_waiver(tmp_path, "w1", "[a/pad, b/pad, solo]")
+    assert _codes(tmp_path) == []
+
+
+def test_unknown_patchset_reference_lists_the_patchsets(tmp_path: Path) -> None:
+    _two_patchsets(tmp_path)
+    _write_waiver(tmp_path, "w1", "[a/pad, b/pad, solo, c/pad]")
+    _write_waiver(tmp_path, "w2", "[zz/pad]")
+    found = _codes(tmp_path)
+    (pb104,) = [f for f in found if f[0] == "PB104"]
+    assert "there is no patchset c (patchsets: a, b)" in pb104[3]
+    (pb103,) = [f for f in found if f[0] == "PB103"]
+    assert pb103[1] == "waivers/w2.md" and "no patchset zz (patchsets: a, b)" in pb103[3]
+    # a patchset that exists, a patch it lacks: no list of patchsets
+    _write_waiver(tmp_path, "w2", "[a/solo, solo]")
+    (pb104,) = [f for f in _codes(tmp_path) if f[0] == "PB104" and f[1] == "waivers/w2.md"]
+    assert "a/solo" in pb104[3] and "patchsets:" not in pb104[3]

@@ -239,3 +239,95 @@ def test_tokenize_keeps_words_and_operators() -> None:
     commands, _ = tokenize("python3 - \"$(python3 -c 'print(1)')\" <<'PY'")
     assert commands[0].words == ["python3", "-", "$(python3 -c 'print(1)')"]
     assert commands[0].heredocs == ["PY"]
+
+
+RECALL_SH = dedent(
+    """
+    #!/usr/bin/env bash
+    cd /usr/lib/python3/site-packages/vllm
+    sed -i 's/a/b/' envs.py
+    perl -pi -e 's/a/b/' config.py
+    perl -i -pe 's/a/b/' config.py
+    cp /tmp/x.py .
+    VLLM_DIR=$(python3 -c "import vllm, os; print(os.path.dirname(vllm.__file__))")
+    cd "$VLLM_DIR"
+    sed -i 's/a/b/' envs.py
+    git clone https://github.com/ROCm/aiter && cd aiter && pip install .
+    find /usr/lib/python3/site-packages/vllm -name '*.py' -exec sed -i 's/a/b/' {} +
+    for f in /usr/lib/python3/site-packages/vllm/*.py; do sed -i 's/a/b/' "$f"; done
+    python3 -c "import vllm; p=vllm.__file__; open(p,'a').write('x')"
+    docker exec c sed -i 's/a/b/' /usr/lib/python3/site-packages/vllm/envs.py
+    sed -i 's/a/b/' /usr/lib/python3/site-packages/vllm/envs.py || echo failed
+    for g in "$VLLM_DIR"/*.py
+    do
+      perl -i -pe 's/a/b/' "$g"
+    done
+    find "$VLLM_DIR" -name '*.py' -exec perl -pi -e 's/a/b/' {} \\;
+    """
+)
+RECALL_SH_EXPECTED = [
+    (3, "PB402"),
+    (4, "PB402"),
+    (5, "PB402"),
+    (6, "PB404"),
+    (9, "PB402"),
+    (10, "PB406"),
+    (11, "PB402"),
+    (12, "PB402"),
+    (13, "PB403"),
+    (14, "PB402"),
+    (15, "PB402"),
+    (15, "PB409"),
+    (18, "PB402"),
+    (20, "PB402"),
+]
+
+PRECISION_SH = dedent(
+    """
+    #!/usr/bin/env bash
+    sed -i 's/a/b/' /usr/lib/python3/site-packages/vllm/envs.py || { echo failed; exit 1; }
+    sed -i 's/a/b/' /usr/lib/python3/site-packages/vllm/envs.py || echo failed >&2 && exit 1
+    git clone https://github.com/ROCm/aiter && cd aiter && git checkout 0123abcd && pip install .
+    cd /workspace/results && sed -i 's/a/b/' summary.txt
+    find results -name '*.json' -exec sed -i 's/a/b/' {} +
+    for f in /usr/lib/python3/site-packages/vllm/*.py; do echo "$f"; done
+    for f in configs/*.yaml; do sed -i 's/a/b/' "$f"; done
+    python3 -c "import vllm; print(vllm.__file__)"
+    python3 -c "import json; open('out.json', 'w').write('{}')"
+    docker exec c pip install tabulate
+    docker exec c cat /usr/lib/python3/site-packages/vllm/envs.py
+    docker exec -w /workspace c sed -i 's/a/b/' run.yaml
+    SITE=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+    cd "$SITE"
+    python3 -c "import vllm"
+    cd /workspace
+    sed -i 's/a/b/' config.yaml
+    cp results.json .
+    perl -pi -e 's/a/b/' configs/run.yaml
+    pip install tabulate || echo "tabulate not installed"
+    cd "$SITE" && git apply /workspace/patches/fix.patch
+    sed -i 's/a/b/' configs/run.yaml
+    cp results/*.json /workspace/results/
+    """
+)
+# 2, 3: reported, but the failure still stops the script; 22: only the cd line's own command
+PRECISION_SH_EXPECTED = [(2, "PB402"), (3, "PB402"), (22, "PB401")]
+
+
+def test_recall_cd_loops_find_docker_and_python_c(tmp_path: Path) -> None:
+    """Each line here came back clean before: a relative edit after `cd` into an installed
+    folder, a clone built on its own line, find -exec, a for loop, `python -c` with
+    statements on one line, docker exec, and `|| echo` after an engine edit."""
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "recall.sh").write_text(RECALL_SH)
+    (tmp_path / "scripts" / "precision.sh").write_text(PRECISION_SH)
+    found = _findings(tmp_path)
+    assert _lines(found["scripts/recall.sh"]) == RECALL_SH_EXPECTED
+    by_line = {(f["line"], f["code"]): f["message"] for f in found["scripts/recall.sh"]}
+    assert "working folder /usr/lib/python3/site-packages/vllm" in by_line[(3, "PB402")]
+    assert "config.py" in by_line[(5, "PB402")]  # the program is not taken for a file
+    assert "working folder $VLLM_DIR" in by_line[(9, "PB402")]
+    assert "built or installed at line 10" in by_line[(10, "PB406")]
+    assert "vllm.__file__" in by_line[(13, "PB403")]
+    assert "|| echo" in by_line[(15, "PB409")]
+    assert _lines(found["scripts/precision.sh"]) == PRECISION_SH_EXPECTED

@@ -3,6 +3,7 @@ examples), front matter, placeholders, and `patchbay waiver new`."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import date
 from pathlib import Path
@@ -243,3 +244,43 @@ def test_waiver_new_unknown_patch_is_bad_input(tmp_path: Path) -> None:
     assert "no patch nope" in res.err
     assert "Traceback" not in res.err
     assert len(res.err.strip().splitlines()) == 1
+
+
+def _shared_repo(root: Path) -> None:
+    edits = [{"file": "a.py", "old": "x", "new": "y"}]
+    write_patchset(
+        root / "patchsets" / "a",
+        [
+            {"id": "pad", "kind": "replace", "edits": edits},
+            {"id": "solo", "kind": "replace", "edits": edits},
+        ],
+        name="a",
+    )
+    write_patchset(
+        root / "patchsets" / "b", [{"id": "pad", "kind": "replace", "edits": edits}], name="b"
+    )
+
+
+def test_waiver_new_qualifies_shared_ids_and_deduplicates(tmp_path: Path) -> None:
+    _shared_repo(tmp_path)
+    res = run_cli("waiver", "new", "patchsets/a", "pad", "pad", "solo", "--id", "wa", cwd=tmp_path)
+    assert res.code == 0, res.err
+    w = parse_waiver(tmp_path / "waivers" / "wa.md")
+    assert w.patches == ["a/pad", "solo"]  # pad is in patchset b too; solo is unique
+    assert "| `pad` |" in (tmp_path / "waivers" / "wa.md").read_text()
+    assert "2 patch(es)" in res.out
+    # the waiver it writes covers the patch in the audit (no PB101/PB106 for a/pad)
+    audit = run_cli("audit", tmp_path, "--format", "json")
+    findings = json.loads(audit.out)["findings"]
+    assert not [f for f in findings if f["code"] == "PB106"]
+    assert [f["path"] for f in findings if f["code"] == "PB101"] == ["patchsets/b/patchset.yaml"]
+
+
+def test_waiver_new_keeps_bare_ids_when_unique(tmp_path: Path) -> None:
+    _shared_repo(tmp_path)
+    (tmp_path / "patchsets" / "b" / "patchset.yaml").unlink()  # b is gone: pad is unique
+    res = run_cli("waiver", "new", "patchsets/a", "pad", "pad", "--id", "wa", cwd=tmp_path)
+    assert res.code == 0, res.err
+    assert parse_waiver(tmp_path / "waivers" / "wa.md").patches == ["pad"]
+    text = (tmp_path / "waivers" / "wa.md").read_text()
+    assert "patches: [pad]\n" in text and text.count("| `pad` |") == 1

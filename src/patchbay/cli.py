@@ -349,6 +349,22 @@ def audit(
         datetime | None,
         typer.Option("--today", formats=["%Y-%m-%d"], help="Judge review dates as of this date."),
     ] = None,
+    upstream: Annotated[
+        bool,
+        typer.Option(
+            "--upstream",
+            help="Ask GitHub about every patch's upstream fix: PB501 when it is in the pin.",
+        ),
+    ] = False,
+    api_url: Annotated[
+        str | None,
+        typer.Option(
+            "--api-url",
+            metavar="URL",
+            envvar="PATCHBAY_GITHUB_API",
+            help="GitHub API base for --upstream (default https://api.github.com).",
+        ),
+    ] = None,
 ) -> None:
     """Audit patchsets, waivers and scripts (undeclared engine patching); exit 1 on findings."""
     from .commands import audit as cmd
@@ -361,6 +377,8 @@ def audit(
         config=config,
         output=output,
         today=today.date() if today else None,
+        upstream=upstream,
+        api_url=api_url,
     )
 
 

@@ -1291,6 +1291,7 @@ class PatchSummary:
     content: str  # one line: files touched (the kind's own description)
     upstream: list[str]
     upstream_status: str | None  # "Pending: reason"
+    ref: str | None = None  # how the waiver's `patches` list names it (default: the id)
 
 
 def waiver_template(
@@ -1312,7 +1313,7 @@ def waiver_template(
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("\n", " ")
 
-    ids = ", ".join(p.id for p in patches)
+    ids = ", ".join(p.ref or p.id for p in patches)
     rows = "\n".join(
         f"| `{p.id}` | {p.kind} | {p.target or '-'} | {cell(p.content)} | {cell(p.description)} |"
         for p in patches

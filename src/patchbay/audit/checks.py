@@ -154,8 +154,23 @@ def check_coverage(
             patches.setdefault(f"{ps.name}/{patch.id}", []).append((ps, patch.id))
     covered: dict[tuple[str, str], set[str]] = {}
     for w in by_id.values():
-        for ref in w.patches:
-            for ps, pid in patches.get(ref, []):
+        for n, ref in enumerate(w.patches):
+            found = patches.get(ref, [])
+            if "/" not in ref and len(found) > 1:
+                # a bare id several patchsets have covers none of them: which one is meant?
+                names = [ps.name for ps, _ in found]
+                out.append(
+                    Finding.of(
+                        "PB106",
+                        relative(w.path, root),
+                        w.line_of(("patches", n), w.line_of("patches")),
+                        f"waiver {w.id} lists patch {ref}, which patchsets "
+                        f"{', '.join(names)} all have; it covers none of them: write "
+                        f"{' or '.join(f'{name}/{ref}' for name in names)}",
+                    )
+                )
+                continue
+            for ps, pid in found:
                 covered.setdefault((ps.name, pid), set()).add(w.id)
     named: set[str] = set()
     for ps in patchsets:
@@ -197,11 +212,13 @@ def check_coverage(
                         f"{relative(ps.folder, root)} {patch.id}`",
                     )
                 )
+    set_names = sorted({ps.name for ps in patchsets})
     for w in by_id.values():
         rel = relative(w.path, root)
         unknown = [(n, ref) for n, ref in enumerate(w.patches) if ref not in patches]
         if w.id not in named and len(unknown) == len(w.patches):
             listed = f" (it lists {', '.join(w.patches)})" if w.patches else ""
+            listed += "".join(_unknown_patchset(ref, set_names) for _, ref in unknown[:1])
             out.append(
                 Finding.of(
                     "PB103",
@@ -218,10 +235,19 @@ def check_coverage(
                     "PB104",
                     rel,
                     w.line_of(("patches", n), w.line_of("patches")),
-                    f"waiver {w.id} lists patch {ref}, which no patchset has",
+                    f"waiver {w.id} lists patch {ref}, which no patchset has"
+                    + _unknown_patchset(ref, set_names),
                 )
             )
     return out
+
+
+def _unknown_patchset(ref: str, names: list[str]) -> str:
+    """For a ``patchset/id`` reference whose patchset does not exist: the ones that do."""
+    if "/" not in ref or ref.split("/", 1)[0] in names:
+        return ""
+    listed = ", ".join(names) if names else "none"
+    return f"; there is no patchset {ref.split('/', 1)[0]} (patchsets: {listed})"
 
 
 _REQUIRED_KEYS = ("id", "patches", "owner", "filed", "status")

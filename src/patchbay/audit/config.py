@@ -217,14 +217,22 @@ def load_config(root: Path, config_file: Path | None = None) -> LoadedConfig:
         text = _read(path)
         data = _parse(text, path)
         in_pyproject = path.name == "pyproject.toml"
-        section = data.get("tool", {}).get("patchbay") if in_pyproject else data
+        if in_pyproject:
+            tool = data.get("tool", {})
+            if not isinstance(tool, dict):
+                line = _key_line(text, "", ("tool",))
+                raise InputError("tool must be a table ([tool])", file=path, line=line)
+            section = tool.get("patchbay")
+        else:
+            section = data
         if section is None:
             if config_file is not None:
                 return LoadedConfig(AuditConfig(), path)
             continue
         prefix = "tool.patchbay" if in_pyproject else ""
         if not isinstance(section, dict):
-            raise InputError(f"[{prefix}] must be a table", file=path)
+            line = _key_line(text, "tool", ("patchbay",))
+            raise InputError(f"[{prefix}] must be a table", file=path, line=line)
         try:
             return LoadedConfig(AuditConfig.model_validate(section), path)
         except ValidationError as exc:

@@ -6,7 +6,8 @@ changes meaning and is never reused, so configuration and in-source annotations 
 - ``PB1xx`` patches and the waivers that cover them;
 - ``PB2xx`` the content of waiver documents;
 - ``PB3xx`` patchsets and their patch files;
-- ``PB4xx`` engine patching in scripts and Dockerfiles that no patchset declares (the scanner).
+- ``PB4xx`` engine patching in scripts and Dockerfiles that no patchset declares (the scanner);
+- ``PB5xx`` what the forge says about the patches' upstream fixes (``--upstream``).
 
 Severities are the three levels of SARIF 2.1.0 (``error``, ``warning``, ``note``; §3.27.10), which
 GitHub workflow commands also have (``error``, ``warning``, ``notice``).
@@ -68,6 +69,13 @@ RULES: dict[str, Rule] = {
             "waiver-link-mismatch",
             _W,
             "a patch names a waiver whose `patches` list does not include it",
+        ),
+        Rule(
+            "PB106",
+            "ambiguous-patch-reference",
+            _E,
+            "a waiver lists a bare patch id that several patchsets have (it covers none of them; "
+            "write `patchset/id`)",
         ),
         # waiver documents
         Rule(
@@ -189,13 +197,20 @@ RULES: dict[str, Rule] = {
             "PB409",
             "engine-patch-failure-ignored",
             _E,
-            "the failure of an engine modification is swallowed (|| true, || :)",
+            "the failure of an engine modification is swallowed (|| true, || :, || echo)",
         ),
         Rule(
             "PB410",
             "review-annotation-without-reason",
             _E,
             "a `patchbay-reviewed` annotation without a reason",
+        ),
+        # upstream (patchbay audit --upstream)
+        Rule(
+            "PB501",
+            "patch-fixed-upstream",
+            _E,
+            "a patch whose upstream fix is already in the pinned image (verdict `remove`)",
         ),
     )
 }

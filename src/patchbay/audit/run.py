@@ -7,6 +7,7 @@ configuration. Nothing is written.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -158,8 +159,81 @@ def find_patchsets(root: Path, entries: list[str], *, explicit: bool) -> list[Pa
     return out
 
 
+def _config_line(loaded: LoadedConfig, key: str) -> int | None:
+    """The line of a top-level key in the configuration file (None: unknown)."""
+    from .config import _key_line
+
+    if loaded.path is None:
+        return None
+    try:
+        text = loaded.path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    prefix = "tool.patchbay" if loaded.path.name == "pyproject.toml" else ""
+    return _key_line(text, prefix, (key,))
+
+
+_FAILED = frozenset({"error", "timeout", "401", "403"})
+"""Request outcomes that are no answer about a reference (5xx too): a run of only these
+means the forge was not reached, not that no patch is fixed upstream."""
+
+
+def upstream_checks(
+    patchsets: list[Patchset],
+    root: Path,
+    *,
+    api_url: str | None = None,
+    cache_dir: Path | None = None,
+    today: date | None = None,
+) -> list[Finding]:
+    """PB501: every patch whose upstream verdict is ``remove`` (the fix is in the pinned
+    commit), from :func:`patchbay.upstream.status.upstream_findings`.
+
+    Raises:
+        InputError: ``api_url`` is not an http(s) URL (exit 2).
+        RateLimitError: the forge's rate limit outlasts the wait bound (exit 1).
+        GitHubError: the forge answered no request (unreachable, bad credentials; exit 1).
+    """
+    from ..options import default_cache_dir
+    from ..upstream import GitHubClient, GitHubError, upstream_findings
+
+    # the client upstream_findings would make, kept to see whether the forge answered at all
+    client = GitHubClient.from_env(api_url, cache_dir=(cache_dir or default_cache_dir()) / "github")
+    try:
+        found = upstream_findings(
+            patchsets, client=client, api_url=api_url, cache_dir=cache_dir, today=today
+        )
+    finally:
+        client.close()
+    stats = client.stats
+    answered = [
+        s for s in stats.statuses if s not in _FAILED and not (s.isdigit() and int(s) >= 500)
+    ]
+    if stats.requests and not answered:
+        seen = ", ".join(f"{n} x {s}" for s, n in sorted(stats.statuses.items()))
+        raise GitHubError(
+            client.redact(
+                f"--upstream: the GitHub API at {re.sub(r'//[^/@]*@', '//', client.api)} "
+                f"answered none of "
+                f"{stats.requests} request(s) ({seen}); check --api-url, the network and "
+                "GITHUB_TOKEN"
+            ),
+            url=client.api,
+        )
+    return [
+        Finding.of("PB501", relative(path, root), line, f"patch {patch_id}: {message}")
+        for path, line, patch_id, message in found
+    ]
+
+
 def run_audit(
-    root: Path, *, config_file: Path | None = None, today: date | None = None
+    root: Path,
+    *,
+    config_file: Path | None = None,
+    today: date | None = None,
+    upstream: bool = False,
+    api_url: str | None = None,
+    cache_dir: Path | None = None,
 ) -> AuditResult:
     """Audit a repository.
 
@@ -167,12 +241,18 @@ def run_audit(
         root: the repository (or any folder holding patchsets, waivers and scripts).
         config_file: a ``patchbay.toml`` or ``pyproject.toml``; default: looked up in ``root``.
         today: the date review dates are judged against (default: today).
+        upstream: ask the forge about every patch's upstream references (PB501).
+        api_url: the GitHub API base for ``upstream`` (default ``$PATCHBAY_GITHUB_API`` or
+            api.github.com).
+        cache_dir: the cache folder for ``upstream`` (default ``~/.cache/patchbay``).
 
     Returns:
         The :class:`AuditResult`.
 
     Raises:
-        InputError: bad configuration, a patchset that does not load, a malformed waiver.
+        InputError: bad configuration, a patchset that does not load, a malformed waiver, a
+            bad ``api_url``.
+        GitHubError: with ``upstream``, the forge answered nothing or its rate limit ran out.
     """
     root = root.resolve()
     if not root.is_dir():
@@ -189,8 +269,16 @@ def run_audit(
     names = {c.distribution: c.repository for c in components if c.repository}
     names.update({repo.rsplit("/", 1)[-1]: repo for repo in names.values()})
     names.update(cfg.upstream_names)
+    waivers_dir = root / cfg.waivers
+    if "waivers" in cfg.model_fields_set and not waivers_dir.is_dir():
+        what = "is not a folder" if waivers_dir.exists() else "does not exist"
+        raise InputError(
+            f"configured waivers folder {cfg.waivers!r} {what}",
+            file=loaded.path or root,
+            line=_config_line(loaded, "waivers"),
+        )
     waivers = read_waivers(
-        root / cfg.waivers, names=names, projects=engines.distributions | engines.imports
+        waivers_dir, names=names, projects=engines.distributions | engines.imports
     )
     today = today or date.today()
     findings = [
@@ -199,6 +287,10 @@ def run_audit(
         *check_waivers(waivers, root, today=today, warning_days=cfg.expiry_warning_days),
         *scan_tree(root, cfg.scripts, cfg.exclude, engines),
     ]
+    if upstream:
+        findings += upstream_checks(
+            patchsets, root, api_url=api_url, cache_dir=cache_dir, today=today
+        )
     kept = []
     for finding in findings:
         severity = cfg.severity_of(finding.code)

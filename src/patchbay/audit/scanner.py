@@ -93,6 +93,12 @@ _PYTHONPATH_SELF = re.compile(r"\$\{PYTHONPATH[^}]*\}|\$PYTHONPATH\b")
 _PYTHONPATH_ADDS = re.compile(r"PYTHONPATH[=\s]+['\"]?[^\s'\":;&|]")
 _WRAPPERS = frozenset({"sudo", "env", "time", "nohup", "exec", "command", "nice", "stdbuf"})
 _SWALLOW = frozenset({"true", ":", "/bin/true"})
+# `|| echo failed` swallows the failure too, unless the script still exits (`|| { echo; exit 1; }`)
+_SWALLOW_ECHO = frozenset({"echo", "printf"})
+_STOPS = frozenset({"exit", "return", "false", "kill"})
+# shell keywords that start a compound command's part (`do sed -i ...`, `then cp ...`)
+_KEYWORDS = frozenset({"do", "then", "else", "elif", "if", "while", "until"})
+_DONE = re.compile(r"(?:^|[\s;&|])done(?=$|[\s;&|)<>])")
 
 
 @dataclass(frozen=True)
@@ -359,6 +365,9 @@ class FileScanner:
         # logical line index -> (codes, reason, line of the annotation)
         self.annotations: dict[int, tuple[frozenset[str], str, int]] = {}
         self._cd_lines: list[int] | None = None
+        self._in_installed_cwd: set[int] = set()  # lines after a `cd` into an installed location
+        self.loop_scopes: dict[str, tuple[int, int]] = {}  # loop variable -> (first, last) index
+        self._idx = 0  # 0-based index of the logical line being judged
         self.python_locations: dict[str, str] = {}  # "python:<expr>" -> where it comes from
         self._done: set[int] = set()
 
@@ -469,6 +478,9 @@ class FileScanner:
             self._done.add(start)
             end = self.logical_end(start)
             self.scan_logical_line(start, end, forced=forced)
+            if self.kind == "shell":
+                for line in self.after_installed_cd(start, end):
+                    heapq.heappush(queue, line)
             for name in self.installed_vars.keys() - seen_vars:
                 seen_vars.add(name)
                 for needle in (f"${name}", f"${{{name}"):
@@ -476,6 +488,29 @@ class FileScanner:
                         line = self.line_of(pos)
                         if line > start:
                             heapq.heappush(queue, line)
+
+    def after_installed_cd(self, start: int, end: int) -> list[int]:
+        """The lines after a ``cd``/``pushd`` into an installed location that ends lines
+        ``start``-``end``, up to the next ``cd`` (they are judged whatever they hold: a relative
+        ``sed -i envs.py`` there edits the engine)."""
+        text = self.joined(start, end)
+        if "cd " not in text and "pushd " not in text:
+            return []
+        # only a `cd` that ends its line moves the script there: `cd "$SITE" && git apply x`
+        # is judged as one line, and the harness lines after it stay out (as scripts mean them)
+        commands, _ = tokenize(text)
+        last = next((c.words for c in reversed(commands) if c.words), None)
+        if not last or _base(last[0]) not in ("cd", "pushd"):
+            return []
+        folder = self.cwd_before(end + 1)
+        if folder is None or self.installed_reason(folder, None) is None:
+            return []
+        assert self._cd_lines is not None
+        k = bisect_right(self._cd_lines, end)
+        stop = self._cd_lines[k] if k < len(self._cd_lines) else len(self.lines) - 1
+        out = [i for i in range(end + 1, stop + 1) if i not in self._in_installed_cwd]
+        self._in_installed_cwd.update(out)
+        return out
 
     # ---- one logical line of shell (or a Dockerfile instruction)
 
@@ -504,9 +539,10 @@ class FileScanner:
 
     def scan_logical_line(self, start: int, end: int, *, forced: bool = False) -> None:
         text = self.joined(start, end)
-        if not forced and not self.relevant(text):
+        if not forced and start not in self._in_installed_cwd and not self.relevant(text):
             return
         line_no = start + 1
+        self._idx = start
         self.note_annotation(start, end)
         if self.kind == "dockerfile":
             m = re.match(r"\s*([A-Za-z]+)\s+(.*)", text, re.DOTALL)
@@ -546,24 +582,35 @@ class FileScanner:
         for k, cmd in enumerate(commands):
             before = len(self.hits)
             cwd = self.command(cmd, line_no, cwd, heredoc)
-            if len(self.hits) > before and self.swallowed(commands, k):
-                name = cmd.words[0] if cmd.words else "the command"
+            swallow = self.swallowed(commands, k) if len(self.hits) > before else None
+            if swallow:
+                words = [w for w in cmd.words if w not in _KEYWORDS and not _ASSIGNMENT.match(w)]
+                name = words[0] if words else "the command"
                 self.hits.append(
-                    _Hit("PB409", line_no, f"the failure of {_base(name)} is ignored (|| true)")
+                    _Hit(
+                        "PB409", line_no, f"the failure of {_base(name)} is ignored (|| {swallow})"
+                    )
                 )
 
     @staticmethod
-    def swallowed(commands: list[_Command], k: int) -> bool:
-        """True when the and-or list around command ``k`` ends in ``|| true`` (or ``|| :``)."""
+    def swallowed(commands: list[_Command], k: int) -> str | None:
+        """The command that swallows the failure of command ``k``: its and-or list goes on with
+        ``|| true`` (or ``|| :``), or ``|| echo ...`` after which the script does not stop."""
         j = k
         while j < len(commands) and commands[j].op in ("|", "&&", "|&"):
             j += 1
         while j < len(commands) and commands[j].op == "||":
             nxt = commands[j + 1] if j + 1 < len(commands) else None
-            if nxt and nxt.words and nxt.words[0] in _SWALLOW:
-                return True
+            first = nxt.words[0] if nxt and nxt.words else None
+            if first in _SWALLOW:
+                return first
+            if first in _SWALLOW_ECHO:
+                # `|| { echo failed; exit 1; }` and `|| echo failed && exit 1` still fail
+                if not any(c.words and _base(c.words[0]) in _STOPS for c in commands[j + 2 :]):
+                    return f"{first} ..."
+                return None
             j += 1
-        return False
+        return None
 
     def command(
         self,
@@ -574,6 +621,8 @@ class FileScanner:
     ) -> str | None:
         """Judge one simple command; returns the working folder after it (for ``cd``)."""
         words = list(cmd.words)
+        while words and words[0] in _KEYWORDS:
+            words.pop(0)
         assignments = []
         while words and _ASSIGNMENT.match(words[0]):
             assignments.append(words.pop(0))
@@ -660,6 +709,9 @@ class FileScanner:
             if (f"${var}" in word or f"${{{var}" in word) and re.search(
                 rf"\$\{{?{re.escape(var)}\b", word
             ):
+                scope = self.loop_scopes.get(var)
+                if scope is not None and not scope[0] <= self._idx <= scope[1]:
+                    continue  # a loop variable, used after its loop
                 return f"${var}, set at line {self.installed_vars[var]}"
         if "$(" in word or "`" in word:
             m = _INSTALLED_RE.search(word)
@@ -879,6 +931,73 @@ class FileScanner:
         if target:
             self.written(target, cwd, line_no, "unzip")
 
+    # ---- commands that run other commands
+
+    def cmd_find(self, args: list[str], line_no: int, cwd: str | None, heredoc: object) -> None:
+        """``find ROOT ... -exec CMD {} +``: CMD judged with ``{}`` as the files found under
+        ROOT (``ROOT/*.py`` for ``-name '*.py'``)."""
+        roots = []
+        k = 0
+        while k < len(args) and not args[k].startswith(("-", "(", "!")):
+            roots.append(args[k])
+            k += 1
+        roots = roots or ["."]
+        name = None
+        while k < len(args):
+            a = args[k]
+            if a in ("-name", "-iname") and k + 1 < len(args):
+                name = args[k + 1]
+            if a in ("-exec", "-execdir", "-ok", "-okdir"):
+                j = k + 1
+                while j < len(args) and args[j] not in (";", "+"):
+                    j += 1
+                sub = args[k + 1 : j]
+                if sub:
+                    for root in roots:
+                        found = f"{root.rstrip('/')}/{name or '{}'}"
+                        words = [w.replace("{}", found) for w in sub]
+                        self.command(_Command(words=words), line_no, cwd, None)
+                k = j
+            k += 1
+
+    def cmd_for(self, args: list[str], line_no: int, cwd: str | None, heredoc: object) -> None:
+        """``for f in $SITE/vllm/*.py; do sed -i ... "$f"; done``: the loop variable is an
+        installed location until its ``done``."""
+        if len(args) < 3 or args[1] != "in" or not re.fullmatch(r"[A-Za-z_]\w*", args[0]):
+            return
+        var = args[0]
+        if any(self.installed_reason(item, cwd) for item in args[2:]):
+            end = next(
+                (i for i in range(self._idx, len(self.lines)) if _DONE.search(self.lines[i])),
+                len(self.lines) - 1,
+            )
+            self.installed_vars[var] = line_no
+            self.loop_scopes[var] = (self._idx, end)
+
+    def cmd_docker(self, args: list[str], line_no: int, cwd: str | None, heredoc: object) -> None:
+        """``docker exec CONTAINER CMD...``: CMD judged as if run here (in the container)."""
+        rest = list(args)
+        if rest[:1] == ["container"]:
+            rest = rest[1:]
+        if rest[:1] != ["exec"]:
+            return
+        rest = rest[1:]
+        workdir = None
+        with_value = {"-u", "--user", "-w", "--workdir", "-e", "--env", "--env-file"}
+        while rest and rest[0].startswith("-"):
+            flag = rest.pop(0)
+            if flag in with_value and rest:
+                value = rest.pop(0)
+                if flag in ("-w", "--workdir"):
+                    workdir = value
+            elif flag.startswith(("--workdir=", "-w=")):
+                workdir = flag.split("=", 1)[1]
+        if len(rest) < 2:
+            return
+        self.command(_Command(words=rest[1:]), line_no, workdir, None)
+
+    cmd_podman = cmd_docker
+
     # ---- in-place edits and diffs
 
     def cmd_sed(self, args: list[str], line_no: int, cwd: str | None, heredoc: object) -> None:
@@ -900,8 +1019,32 @@ class FileScanner:
     def cmd_perl(self, args: list[str], line_no: int, cwd: str | None, heredoc: object) -> None:
         if not any(re.match(r"^-[a-zA-Z]*i", a) for a in args):
             return
-        positional, _ = _split_args(args, {"-e", "-E", "-M", "-I"})
-        self.edited("perl -i", positional, line_no, cwd)
+        # perl's switch clusters: -i takes the rest as its backup suffix; -e/-E the rest, or
+        # else the next word, as the program (-pi -e PROG, -i -pe PROG); -M/-I likewise a value
+        positional: list[str] = []
+        script_given = False
+        k = 0
+        while k < len(args):
+            a = args[k]
+            k += 1
+            if a == "--":
+                positional.extend(args[k:])
+                break
+            if not a.startswith("-") or a == "-" or a.startswith("--"):
+                if not a.startswith("--"):
+                    positional.append(a)
+                continue
+            for n, ch in enumerate(a[1:], start=2):
+                if ch == "i":
+                    break
+                if ch in "eEMI":
+                    if ch in "eE":
+                        script_given = True
+                    if n == len(a) and k < len(args):
+                        k += 1  # the value is the next word
+                    break
+        files = positional if script_given else positional[1:]
+        self.edited("perl -i", files, line_no, cwd)
 
     def cmd_awk(self, args: list[str], line_no: int, cwd: str | None, heredoc: object) -> None:
         joined = " ".join(args)
@@ -1011,7 +1154,7 @@ class FileScanner:
                 i: a for i, a in enumerate(["-c", *args[k + 2 :]]) if self.installed_reason(a, cwd)
             }
             before = len(self.hits)
-            self.scan_python(code.split("\n"), line_no - 1, script_argv, single=True)
+            self.scan_python(_statements(code), line_no - 1, script_argv, single=True)
             for hit in self.hits[before:]:
                 hit.line = line_no
             return
@@ -1198,7 +1341,11 @@ class FileScanner:
             return
         folder = positional[1] if len(positional) > 1 else name
         branch = options.get("-b") or options.get("--branch")
-        after = "\n".join(self.lines[line_no:])
+        # the rest of the clone's own line (`git clone X && cd X && pip install .`), then the
+        # lines after it
+        own = self.lines[line_no - 1] if line_no - 1 < len(self.lines) else ""
+        at = own.find(url)
+        after = (own[at + len(url) :] if at != -1 else "") + "\n" + "\n".join(self.lines[line_no:])
         pinned = bool(options.get("--revision")) or bool(
             re.search(
                 r"\b(?:checkout|reset\s+--hard|switch\s+--detach)\s+(?:-\S+\s+)*"
@@ -1212,7 +1359,7 @@ class FileScanner:
             + r")|setup\.py\s+(?:install|develop|build)|python3?\s+-m\s+build\b).*$",
             after,
         )
-        built_at = line_no + after.count("\n", 0, built.start()) + 1 if built else None
+        built_at = line_no + after.count("\n", 0, built.start()) if built else None
         self.clones.append(_Clone(line_no, folder, url, pinned, built_at))
         if not pinned and built_at:
             ref = f"branch {branch}" if branch else "the default branch"
@@ -1641,6 +1788,30 @@ def _python_write(code: str) -> str | None:
     if m:
         return m.group(1)
     return None
+
+
+def _statements(code: str) -> list[str]:
+    """The lines of a ``python -c`` program, one statement each: ``a = 1; open(a, "w")`` is
+    split at the ``;`` outside strings and brackets, so that assignments are seen."""
+    if ";" not in code:
+        return code.split("\n")
+    out, cur, depth, quote = [], [], 0, ""
+    for ch in code:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif (ch == ";" and depth == 0) or ch == "\n":
+            out.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur).strip())
+    return out
 
 
 def _split_top(args: str) -> list[str]:

@@ -23,17 +23,28 @@ def run(
     config: Path | None = None,
     output: Path | None = None,
     today: date | None = None,
+    upstream: bool = False,
+    api_url: str | None = None,
+    cache_dir: Path | None = None,
 ) -> int:
     """Audit ``root`` and print the report in ``output_format`` (to ``output`` if given).
 
     Returns:
         0 when no finding is at or above ``fail_on`` (default: the configuration's, ``error``),
-        1 otherwise. Bad input (configuration, patchsets, waivers) raises
-        :class:`~patchbay.errors.InputError` (exit 2).
+        1 otherwise. Bad input (configuration, patchsets, waivers, a bad ``api_url``) raises
+        :class:`~patchbay.errors.InputError` (exit 2); with ``upstream``, a forge that answers
+        nothing raises :class:`~patchbay.upstream.GitHubError` (exit 1).
     """
     from ..audit import Severity, run_audit
 
-    result = run_audit(root, config_file=config, today=today)
+    result = run_audit(
+        root,
+        config_file=config,
+        today=today,
+        upstream=upstream,
+        api_url=api_url,
+        cache_dir=cache_dir,
+    )
     threshold = Severity(fail_on or result.config.config.fail_on)
     if output_format == "table":
         from ..audit.formats import print_table

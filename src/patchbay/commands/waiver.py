@@ -9,6 +9,7 @@ from pathlib import Path
 from ..audit.config import load_config
 from ..errors import InputError, PatchbayError, RefusedError
 from ..kinds import KINDS
+from ..model import PATCHSET_FILENAMES, Patchset, load_patchset
 from ..waivers import PatchSummary, waiver_template
 from .common import console, load
 
@@ -32,6 +33,7 @@ def new(
         RefusedError: the file exists and ``force`` is not set.
     """
     patchset = load(patchset_arg)
+    patch_ids = list(dict.fromkeys(patch_ids))  # `waiver new ps pad pad` covers pad once
     by_id = {p.id: (i, p) for i, p in enumerate(patchset.patches)}
     unknown = [pid for pid in patch_ids if pid not in by_id]
     if unknown:
@@ -46,8 +48,16 @@ def new(
     wid = waiver_id or (chosen[0][1].id if len(chosen) == 1 else patchset.name)
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", wid):
         raise InputError(f"waiver id {wid!r} must match [A-Za-z0-9][A-Za-z0-9._-]*")
+    try:
+        config = load_config(Path.cwd()).config
+    except InputError:
+        if output is None:
+            raise
+        config = None  # written where asked; the audit reports the configuration
     if output is None:
-        output = Path(load_config(Path.cwd()).config.waivers) / f"{wid}.md"
+        assert config is not None
+        output = Path(config.waivers) / f"{wid}.md"
+    shared = _shared_ids(patchset, Path.cwd(), config.patchsets) if config else set()
     if output.exists() and not force:
         raise RefusedError("already exists (use --force to overwrite)", file=output)
     summaries = []
@@ -68,6 +78,8 @@ def new(
                 content=content,
                 upstream=list(patch.upstream),
                 upstream_status=f"{status.status}: {status.reason}" if status else None,
+                # an id another patchset of the repository has too is named patchset/id
+                ref=f"{patchset.name}/{patch.id}" if patch.id in shared else None,
             )
         )
     image = patchset.spec.image.reference
@@ -88,3 +100,29 @@ def new(
         "<TODO: ...> (`patchbay audit` lists the ones left)"
     )
     return 0
+
+
+def _shared_ids(patchset: Patchset, root: Path, entries: list[str]) -> set[str]:
+    """Ids of ``patchset`` that another patchset of the repository at ``root`` (its configured
+    ``patchsets`` entries) has too: a waiver must name those as ``patchset/id``. Patchsets that
+    do not load are skipped (the audit reports them)."""
+    own = patchset.path.resolve()
+    ids = {p.id for p in patchset.patches}
+    shared: set[str] = set()
+    for entry in entries:
+        path = root / entry
+        if not path.exists():
+            continue
+        folders = [path]
+        if not (path.is_file() or any((path / n).is_file() for n in PATCHSET_FILENAMES)):
+            folders = sorted(p for p in path.iterdir() if p.is_dir())
+        for folder in folders:
+            if folder.is_dir() and not any((folder / n).is_file() for n in PATCHSET_FILENAMES):
+                continue
+            try:
+                other = load_patchset(folder)
+            except PatchbayError:
+                continue
+            if other.path.resolve() != own:
+                shared |= ids & {p.id for p in other.patches}
+    return shared
