@@ -841,3 +841,16 @@ def test_shell_reader_keeps_lines_and_here_documents() -> None:
     assert isinstance(loop, For) and [w.literal for w in loop.words or []] == ["a", "b c", "d\te"]
     assert isinstance(script.nodes[1], FunctionDef)
     assert script.comments[2].text == " header" and script.comments[11].text == " trailing"
+
+
+def test_import_refuses_bad_out_and_bad_interpreter_before_writing(tmp_path: Path) -> None:
+    script = tmp_path / "s.sh"
+    script.write_text("#!/bin/bash\npip install triton==3.7.0\n")
+    res = run_cli("import", script, "--out", "/dev/null/x")
+    assert res.code == 2
+    assert "/dev/null is not a folder" in res.err
+    out = tmp_path / "out"
+    res = run_cli("import", script, "--out", out, "--python", tmp_path / "no-python")
+    assert res.code == 2
+    assert "engine interpreter not found" in res.err
+    assert not out.exists()

@@ -353,3 +353,68 @@ def test_scheduled_workflow_example_runs_the_report_and_publishes() -> None:
     assert "schedule" in triggers and triggers["schedule"][0]["cron"]
     steps = [s.get("run", "") for job in workflow["jobs"].values() for s in job["steps"]]
     assert any("patchbay report" in s and "--publish" in s for s in steps)
+
+
+def _one_ref_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "proj"
+    (repo / "patchsets" / "engine").mkdir(parents=True)
+    (repo / "patchsets" / "engine" / "patchset.yaml").write_text(
+        header("a" * 40) + patch_yaml("p1", ["acme/engine#5"])
+    )
+    return repo
+
+
+def test_wrong_shaped_answers_are_unknown_and_an_unanswered_run_is_an_error(
+    tmp_path: Path,
+) -> None:
+    """Valid JSON of the wrong shape never crashes the report; a run in which the forge
+    answered for no reference writes and publishes nothing."""
+    from servers import Response, Server
+
+    repo = _one_ref_repo(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN")}
+    with Server() as server:
+        for path in ("/repos/acme/engine/pulls/5", "/repos/acme/engine/issues/5"):
+            server.add(path, Response(body=b"[]", headers={"Content-Type": "application/json"}))
+        out = tmp_path / "r.md"
+        proc = subprocess.run(
+            [
+                str(PATCHBAY),
+                "report",
+                "--repo",
+                str(repo),
+                "--api-url",
+                server.url,
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "-o",
+                str(out),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "answered for none of 1 reference(s)" in proc.stderr
+    assert "not what GitHub sends" in proc.stderr
+    assert not out.exists()
+    proc = subprocess.run(
+        [
+            str(PATCHBAY),
+            "report",
+            "--repo",
+            str(repo),
+            "--api-url",
+            "http://127.0.0.1:9",
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--timeout",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 1
+    assert "answered for none" in proc.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import PatchbayError
+from ..errors import InputError, PatchbayError
 from ..importer import import_script, parse_projects
 from . import status, validate
 from .common import console, err_console
@@ -28,6 +28,17 @@ def run(
         InputError: a bad script, ``--project`` or ``--out`` (exit 2).
     """
     mapping = parse_projects(projects)
+    if python is not None:  # a bad interpreter is bad input: say so before writing anything
+        from ..targets import _interpreter_path, probe
+
+        probe(_interpreter_path(python), [], [])
+    parent = next((p for p in out.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise InputError(f"--out cannot be created: {parent} is not a folder", file=out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--out cannot be created: {exc.strerror or exc}", file=out) from None
     result = import_script(script, out, projects=mapping, force=force)
     kinds: dict[str, int] = {}
     for draft in result.patches:
@@ -60,7 +71,6 @@ def run(
                 str(out), python=python, root=None, state_dir=None, as_json=False, record=None
             )
         except PatchbayError as exc:
-            err_console.print(f"patchbay: error: status: {exc}", markup=False)
-            if exc.exit_code == 2:
-                return 2
+            # the draft is written and valid; the status is extra information
+            err_console.print(f"patchbay: status of the draft: {exc}", markup=False)
     return 1 if result.partial else 0

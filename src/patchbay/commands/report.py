@@ -6,9 +6,11 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, RefusedError
 from ..options import default_cache_dir
+from ..provenance import check_record_path
 from ..report import (
+    Report,
     append_history,
     build_report,
     check_candidate,
@@ -21,6 +23,7 @@ from ..report import (
     render,
 )
 from ..upstream.github import GitHubClient
+from ..upstream.status import RefState
 from .common import err_console
 
 DEFAULT_HISTORY = Path(".patchbay") / "upstream-history.jsonl"
@@ -93,6 +96,10 @@ def run(
         workers=workers,
         use_graphql=graphql,
     )
+    for path in outputs or []:  # before asking the forge anything
+        check_record_path(path)
+    if history is not None and history.is_dir():
+        raise InputError("--history names a folder, not a file", file=history)
     try:
         if publish_to is not None:
             check_publish_target(publish_to, client)
@@ -118,6 +125,7 @@ def run(
             present=present,
             candidate=candidate,
         )
+        _refuse_if_unanswered(report)
         if not outputs:
             print(render(report, output_format), end="")
         for path in outputs or []:
@@ -153,3 +161,16 @@ def run(
         return 0
     finally:
         client.close()
+
+
+def _refuse_if_unanswered(report: Report) -> None:
+    """A run in which the forge answered for no reference at all (an outage, a bad token, a
+    wrong URL) is an error, not a report of "unknown" everywhere: nothing is written or
+    published from it."""
+    tracked = [ref for row in report.rows for ref in row.assessment.refs if ref.ref.kind != "other"]
+    unanswered = [ref for ref in tracked if ref.state is RefState.UNKNOWN]
+    if tracked and len(unanswered) == len(tracked):
+        raise RefusedError(
+            f"the forge answered for none of {len(tracked)} reference(s) "
+            f"({unanswered[0].reason}); nothing was written or published"
+        )

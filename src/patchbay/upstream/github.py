@@ -87,6 +87,11 @@ class GitHubError(RefusedError):
         self.url = url
 
 
+def malformed(exc: Exception) -> GitHubError:
+    """The error for an answer that parses but is not shaped as GitHub's API documents."""
+    return GitHubError(f"the answer is not what GitHub sends ({type(exc).__name__}: {exc})")
+
+
 class RateLimitError(GitHubError):
     """The rate limit was reached and waiting for it would pass the run's bound: the run stops."""
 
@@ -644,6 +649,9 @@ class GitHubClient:
                 raise
             except GitHubError as exc:
                 return exc
+            except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                # valid JSON of the wrong shape: the reference is unknown, never a crash
+                return malformed(exc)
 
         if len(items) <= 1 or self.workers == 1:
             results = []

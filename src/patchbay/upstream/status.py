@@ -45,6 +45,7 @@ from .github import (
     GitHubError,
     Issue,
     PullRequest,
+    malformed,
     unique,
 )
 from .refs import GITHUB_WEB_HOSTS, UpstreamRef, parse_ref, web_host_of
@@ -435,7 +436,11 @@ def assess(
     by_item: dict[tuple[str, int], Issue | PullRequest | GitHubError] = {}
     if numbered:
         if client.use_graphql:
-            by_item.update(client.numbered_graphql([(repo, n) for repo, n, _ in numbered]))
+            keys = [(repo, n) for repo, n, _ in numbered]
+            try:
+                by_item.update(client.numbered_graphql(keys))
+            except (AttributeError, KeyError, TypeError, ValueError) as exc:
+                by_item.update(dict.fromkeys(keys, malformed(exc)))
         else:
             results = client.map(lambda it: client.numbered(it[0], it[1], it[2]), numbered)
             by_item.update(
