@@ -305,6 +305,33 @@ class _FixResult:
     notes: list[str] = field(default_factory=list)
 
 
+def _scan_after_pin(
+    after_pin: Any, fix: _Fix, scan: RevertScan, out: _FixResult, *, find_fix: bool
+) -> None:
+    """Feed the commits between the pin and the branch head to the revert scan. With
+    ``find_fix`` (the fix is not in the pin), only the commits after the fix itself, and whether
+    the fix is on the branch at all."""
+    if isinstance(after_pin, GitHubError):
+        out.notes.append(f"commits after the pin could not be checked: {after_pin}")
+        return
+    if not isinstance(after_pin, Comparison):
+        return
+    commits = after_pin.commits
+    if find_fix:
+        index = next((i for i, c in enumerate(commits) if c.sha == fix.sha), None)
+        if index is not None:
+            out.on_branch = True
+            commits = commits[index + 1 :]
+        elif after_pin.complete:
+            out.on_branch = False
+    scan.feed(commits)
+    if not after_pin.complete:
+        out.notes.append(
+            f"the revert check covered {len(after_pin.commits)} of the "
+            f"{after_pin.total_commits} commits after the pin"
+        )
+
+
 def _judge_fix(fix: _Fix, comparisons: Mapping[tuple[str, str, str], Any]) -> _FixResult:
     out = _FixResult()
     scan = RevertScan(fix.sha, fix.title)
@@ -329,34 +356,10 @@ def _judge_fix(fix: _Fix, comparisons: Mapping[tuple[str, str, str], Any]) -> _F
             else:
                 out.in_image = False
                 out.reverted_before_pin = scan.last_revert
-            if isinstance(after_pin, Comparison):
-                scan.feed(after_pin.commits)
-                if not after_pin.complete:
-                    out.notes.append(
-                        f"the revert check covered {len(after_pin.commits)} of the "
-                        f"{after_pin.total_commits} commits after the pin"
-                    )
-            elif isinstance(after_pin, GitHubError):
-                out.notes.append(f"commits after the pin could not be checked: {after_pin}")
+            _scan_after_pin(after_pin, fix, scan, out, find_fix=False)
         else:
             out.in_image = False
-            if isinstance(after_pin, Comparison):
-                index = next((i for i, c in enumerate(after_pin.commits) if c.sha == fix.sha), None)
-                if index is not None:
-                    out.on_branch = True
-                    scan.feed(after_pin.commits[index + 1 :])
-                elif after_pin.complete:
-                    out.on_branch = False
-                    scan.feed(after_pin.commits)
-                else:
-                    scan.feed(after_pin.commits)
-                if not after_pin.complete:
-                    out.notes.append(
-                        f"the revert check covered {len(after_pin.commits)} of the "
-                        f"{after_pin.total_commits} commits after the pin"
-                    )
-            elif isinstance(after_pin, GitHubError):
-                out.notes.append(f"commits after the pin could not be checked: {after_pin}")
+            _scan_after_pin(after_pin, fix, scan, out, find_fix=True)
     else:
         to_branch = comparisons.get((repo, fix.sha, fix.branch)) if fix.branch else None
         if isinstance(to_branch, Comparison):
