@@ -45,15 +45,13 @@ import pstats
 import random
 import re
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+
+from _common import CheckFailed, find_cli, print_ratios, print_times, run_checked, timed
 
 from patchbay.engine import ApplyResult, apply_patchset
 from patchbay.errors import PatchbayError
@@ -65,7 +63,6 @@ PACKAGE = "bigengine"
 MARKER = "PATCHBAY-BENCH-MARKER"
 CONTEXT = 3
 COLD_TARGET = 1.5
-T = TypeVar("T")
 NOOP_TARGET = 1.0
 
 SUBPACKAGES = [
@@ -329,30 +326,11 @@ def build_patches(
 # -- measuring ----------------------------------------------------------------------------------
 
 
-class CheckFailed(Exception):
-    """A correctness check failed."""
-
-
 def patchbay_in_process(patchset_dir: Path, tree: Path, state_dir: Path) -> ApplyResult:
     """The three library calls an apply makes."""
     patchset = load_patchset(patchset_dir)
     env = resolve_environment(patchset, root=tree, state_dir=state_dir)
     return apply_patchset(patchset, env)
-
-
-def timed(fn: Callable[[], T]) -> tuple[float, T]:
-    """Wall time of ``fn()`` in ms, and its result."""
-    start = time.perf_counter()
-    result = fn()
-    return (time.perf_counter() - start) * 1000.0, result
-
-
-def run_checked(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run a command; a non-zero exit is a failed check."""
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, check=False)
-    if proc.returncode != 0:
-        raise CheckFailed(f"{args[0]} exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
-    return proc
 
 
 def signature(tree: Path, files: list[str]) -> dict[str, tuple[int, int]]:
@@ -533,7 +511,6 @@ def profile(bench: Bench, top: int) -> None:
 
 def report(times: dict[str, list[float]], bench: Bench, repeat: int) -> None:
     """The table of medians and the target ratios."""
-    med = {k: statistics.median(v) for k, v in times.items()}
     n_files = len(listing(bench.pristine))
     n_touched = len(bench.touched)
     print(
@@ -541,13 +518,7 @@ def report(times: dict[str, list[float]], bench: Bench, repeat: int) -> None:
         f"touching {n_touched} files; median of {repeat} runs (min..max), fresh tree per run"
     )
     print()
-    width = max(len(k) for k in times)
-    print(f"{'measurement':<{width}}  {'median ms':>10}  {'min..max ms':>17}")
-    print(f"{'-' * width}  {'-' * 10}  {'-' * 17}")
-    for k, v in times.items():
-        spread = f"{min(v):.1f}..{max(v):.1f}"
-        print(f"{k:<{width}}  {med[k]:>10.1f}  {spread:>17}")
-    print()
+    med = print_times(times)
     rows = [
         (
             "in-process cold / git-apply-loop cold",
@@ -570,26 +541,7 @@ def report(times: dict[str, list[float]], bench: Bench, repeat: int) -> None:
             NOOP_TARGET,
         ),
     ]
-    width = max(len(r[0]) for r in rows)
-    print(f"{'ratio':<{width}}  {'value':>6}  {'target':>8}  result")
-    print(f"{'-' * width}  {'-' * 6}  {'-' * 8}  ------")
-    for name, value, target in rows:
-        verdict = "PASS" if value <= target else "MISS"
-        print(f"{name:<{width}}  {value:>6.2f}  {'<= ' + format(target, '.1f'):>8}  {verdict}")
-
-
-def find_cli() -> str:
-    """The ``patchbay`` script of the repository's .venv, else the one next to this Python."""
-    for candidate in (
-        REPO / ".venv" / "bin" / "patchbay",
-        Path(sys.executable).parent / "patchbay",
-    ):
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which("patchbay")
-    if found is None:
-        sys.exit("bench_apply: no patchbay executable; run scripts/setup")
-    return found
+    print_ratios(rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -621,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
         modules = build_tree(pristine, args.files, rng)
         patchset = work / "patchset"
         patches = build_patches(pristine, patchset, modules, args.patches, rng)
-        bench = Bench(work, pristine, patchset, patches, find_cli(), env)
+        bench = Bench(work, pristine, patchset, patches, find_cli("bench_apply"), env)
         generated = time.perf_counter() - started
         times, problems = measure(bench, args.repeat)
         report(times, bench, args.repeat)

@@ -56,15 +56,14 @@ import os
 import pstats
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+
+from _common import CheckFailed, find_cli, print_ratios, print_times, run_checked, timed
 
 from patchbay.errors import PatchbayError
 from patchbay.installed import InstalledResult, verify_installed
@@ -76,7 +75,6 @@ DIST = "bigdist"
 PACKAGE = "bigdist"
 VERSION = "1.0.0+g5eed5eed"
 TARGET = 1.5
-T = TypeVar("T")
 
 MIN_SIZE = 1024
 MAX_SIZE = 40 * 1024
@@ -259,20 +257,6 @@ def build_source(src: Path, n_files: int, rng: random.Random) -> list[str]:
     return files
 
 
-class CheckFailed(Exception):
-    """A correctness check failed."""
-
-
-def run_checked(
-    args: list[str], env: dict[str, str], cwd: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    """Run a command; a non-zero exit is a failed check."""
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd, check=False)
-    if proc.returncode != 0:
-        raise CheckFailed(f"{args[0]} exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
-    return proc
-
-
 def build_and_install(src: Path, work: Path, env: dict[str, str]) -> tuple[Path, Path]:
     """Build ``src`` into a wheel, make a venv and pip-install the wheel into it.
 
@@ -357,13 +341,6 @@ def write_checkfile(site: Path, dest: Path) -> list[str]:
 
 
 # -- measuring ----------------------------------------------------------------------------------
-
-
-def timed(fn: Callable[[], T]) -> tuple[float, T]:
-    """Wall time of ``fn()`` in ms, and its result."""
-    start = time.perf_counter()
-    result = fn()
-    return (time.perf_counter() - start) * 1000.0, result
 
 
 @dataclass
@@ -501,7 +478,6 @@ def profile(bench: Bench, top: int) -> None:
 
 def report(times: dict[str, list[float]], bench: Bench, repeat: int, n_files: int) -> None:
     """The table of medians and the target ratios."""
-    med = {k: statistics.median(v) for k, v in times.items()}
     total = sum((bench.site / p).stat().st_size for p in bench.checked_paths)
     print(
         f"patchbay verify --installed benchmark: {n_files} files in {PACKAGE}/ "
@@ -509,37 +485,13 @@ def report(times: dict[str, list[float]], bench: Bench, repeat: int, n_files: in
         f"installed by pip; median of {repeat} runs (min..max), page cache warm"
     )
     print()
-    width = max(len(k) for k in times)
-    print(f"{'measurement':<{width}}  {'median ms':>10}  {'min..max ms':>17}")
-    print(f"{'-' * width}  {'-' * 10}  {'-' * 17}")
-    for k, v in times.items():
-        spread = f"{min(v):.1f}..{max(v):.1f}"
-        print(f"{k:<{width}}  {med[k]:>10.1f}  {spread:>17}")
-    print()
-    rows = [
-        ("in-process / sha256sum -c", med["patchbay in-process"] / med["sha256sum -c"]),
-        ("CLI / sha256sum -c", med["patchbay CLI"] / med["sha256sum -c"]),
-    ]
-    width = max(len(r[0]) for r in rows)
-    print(f"{'ratio':<{width}}  {'value':>6}  {'target':>8}  result")
-    print(f"{'-' * width}  {'-' * 6}  {'-' * 8}  ------")
-    for name, value in rows:
-        verdict = "PASS" if value <= TARGET else "MISS"
-        print(f"{name:<{width}}  {value:>6.2f}  {'<= ' + format(TARGET, '.1f'):>8}  {verdict}")
-
-
-def find_cli() -> str:
-    """The ``patchbay`` script of the repository's .venv, else the one next to this Python."""
-    for candidate in (
-        REPO / ".venv" / "bin" / "patchbay",
-        Path(sys.executable).parent / "patchbay",
-    ):
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    found = shutil.which("patchbay")
-    if found is None:
-        sys.exit("bench_verify: no patchbay executable; run scripts/setup")
-    return found
+    med = print_times(times)
+    print_ratios(
+        [
+            ("in-process / sha256sum -c", med["patchbay in-process"] / med["sha256sum -c"], TARGET),
+            ("CLI / sha256sum -c", med["patchbay CLI"] / med["sha256sum -c"], TARGET),
+        ]
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -565,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
         python, site = build_and_install(work / "src", work, env)
         installed = time.perf_counter()
         patchset = write_patchset(work / "patchset")
-        cli = find_cli()
+        cli = find_cli("bench_verify")
         run_checked([cli, "validate", str(patchset)], env)
         checkfile = work / "bigdist.sha256"
         checked_paths = write_checkfile(site, checkfile)
