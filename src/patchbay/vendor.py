@@ -8,32 +8,27 @@ into ``patchbay.lock`` (like nixpkgs' ``fetchpatch``: the pin is a content hash,
 URL). Artifact files declared without a hash are downloaded once and their sha256 and size are
 locked too. ``apply`` only reads what vendor wrote.
 
-The GitHub API base is configurable (GitHub Enterprise, tests); a token is read from
-``GITHUB_TOKEN`` or ``GH_TOKEN``, never printed, and sent only over https (or to a loopback
-stand-in). A pin that is already in the lock never moves silently: if upstream serves other bytes,
-vendor refuses unless ``--update``.
+Requests go through :class:`~patchbay.upstream.github.GitHubClient` (configurable API base,
+retries, rate limits; the token from ``GITHUB_TOKEN`` or ``GH_TOKEN`` is never printed and is
+sent only over https or to a loopback stand-in). A pin that is already in the lock never moves
+silently: if upstream serves other bytes, vendor refuses unless ``--update``.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 from .diffparse import parse_diff
 from .errors import InputError, RefusedError
-from .fetch import fetch_pinned, session
+from .fetch import fetch_pinned
 from .ledger import sha256_bytes
 from .lockfile import Lock, LockedArtifact, LockedSource
 from .model import ArtifactPatch, DiffPatch, Patchset, RemoteSource
 from .options import RunOptions
 from .transaction import write_atomic
-
-DEFAULT_API = "https://api.github.com"
-_DIFF = "application/vnd.github.diff"
+from .upstream.github import DEFAULT_API, GitHubClient
 
 
 @dataclass
@@ -42,51 +37,6 @@ class VendorResult:
 
     sources: list[str] = field(default_factory=list)
     artifacts: list[str] = field(default_factory=list)
-
-
-def github_token() -> str | None:
-    """The token from ``GITHUB_TOKEN`` or ``GH_TOKEN``, if any."""
-    return os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or None
-
-
-class _GitHub:
-    def __init__(self, api_url: str, options: RunOptions) -> None:
-        parts = urlsplit(api_url)
-        if parts.scheme not in ("https", "http") or not parts.hostname:
-            raise InputError(f"--api-url {api_url!r} is not an http(s) URL")
-        self.api = api_url.rstrip("/")
-        self.options = options
-        self.token = github_token()
-        self.http = session(options)
-        loopback = parts.hostname in ("localhost", "::1") or parts.hostname.startswith("127.")
-        if self.token and parts.scheme != "https" and not loopback:
-            # a token never travels in clear text (a loopback stand-in is the one exception)
-            self.token = None
-        if self.token:
-            self.http.headers["Authorization"] = f"Bearer {self.token}"
-        self.http.headers["X-GitHub-Api-Version"] = "2022-11-28"
-
-    def get(self, path: str, *, accept: str = "application/vnd.github+json") -> Any:
-        import requests
-
-        url = f"{self.api}{path}"
-        try:
-            resp = self.http.get(url, headers={"Accept": accept}, timeout=self.options.http_timeout)
-        except requests.RequestException as exc:
-            raise RefusedError(f"GET {url} failed: {self._redact(str(exc))}") from None
-        if resp.status_code != 200:
-            raise RefusedError(
-                f"GET {url} answered HTTP {resp.status_code}: {self._redact(resp.text[:200])}"
-            )
-        if not accept.endswith("json"):
-            return resp.text
-        try:
-            return resp.json()
-        except ValueError:
-            raise RefusedError(f"GET {url} did not answer JSON") from None
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self.token, "***") if self.token else text
 
 
 def filter_paths(diff: str, paths: list[str]) -> str:
@@ -130,7 +80,7 @@ def vendor_patchset(
     options = options or RunOptions()
     lock = Lock.load(patchset.folder)
     result = VendorResult()
-    gh = _GitHub(api_url, options)
+    gh = GitHubClient.from_env(api_url, timeout=options.http_timeout, retries=options.retries)
     pending_files: list[tuple[Path, bytes]] = []
     for patch in patchset.patches:
         if isinstance(patch, DiffPatch) and patch.source is not None:
@@ -168,9 +118,11 @@ def _refuse_moved(patch_id: str, url: str, old: str, new: str, update: bool) -> 
         )
 
 
-def _fetch_source(gh: _GitHub, patch: DiffPatch, src: RemoteSource) -> tuple[LockedSource, bytes]:
+def _fetch_source(
+    gh: GitHubClient, patch: DiffPatch, src: RemoteSource
+) -> tuple[LockedSource, bytes]:
     if src.pr is not None:
-        pr = gh.get(f"/repos/{src.repo}/pulls/{src.pr}")
+        pr = gh.get(f"/repos/{src.repo}/pulls/{src.pr}").data
         try:
             head, base = pr["head"]["sha"], pr["base"]["sha"]
         except (KeyError, TypeError):
@@ -179,11 +131,11 @@ def _fetch_source(gh: _GitHub, patch: DiffPatch, src: RemoteSource) -> tuple[Loc
                 patch_id=patch.id,
             ) from None
         path = f"/repos/{src.repo}/compare/{base}...{head}"
-        diff = gh.get(path, accept=_DIFF)
+        diff = gh.get_diff(path)
     else:
         head, base = src.commit, None
         path = f"/repos/{src.repo}/commits/{head}"
-        diff = gh.get(path, accept=_DIFF)
+        diff = gh.get_diff(path)
     kept = filter_paths(diff, src.paths)
     if not kept.strip():
         raise InputError(

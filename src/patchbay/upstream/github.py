@@ -387,7 +387,10 @@ class GitHubClient:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise InputError(f"GitHub API URL {api_url!r} is not an http(s) URL")
         self.api = api_url.rstrip("/")
-        self._token = token or None
+        host = parts.hostname
+        loopback = host in ("localhost", "::1") or host.startswith("127.")
+        # a token never travels in clear text (a loopback stand-in is the one exception)
+        self._token = token if token and (parts.scheme == "https" or loopback) else None
         self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
         self.timeout = timeout
         self.retries = max(0, retries)
@@ -621,6 +624,19 @@ class GitHubClient:
         if self.cache is not None and (etag or modified):
             self.cache.store(key, etag, modified, data)
         return Answer(data)
+
+    def get_diff(self, path: str) -> str:
+        """GET ``path`` as a diff (media type ``application/vnd.github.diff``), uncached: the
+        caller pins what it gets by hash.
+
+        Raises:
+            GitHubError: any answer but 200 (after retries), a timeout.
+        """
+        url = self._url(path)
+        resp = self._send("GET", url, headers={"Accept": "application/vnd.github.diff"})
+        if resp.status_code != 200:
+            raise self._error(resp, self._shown("GET", url, None))
+        return resp.text
 
     def _key(self, url: str, params: Mapping[str, Any] | None) -> str:
         return f"GET {url}?{urlencode(sorted((params or {}).items()))} auth={self.authenticated}"
