@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .transaction import Transaction, write_atomic
+from .transaction import Transaction, fault_point, write_atomic
 
 LEDGER_FORMAT = 1
 
@@ -204,7 +204,7 @@ class Ledger:
         if not path.exists():
             self.blob_dir.mkdir(parents=True, exist_ok=True)
             txn.save(path)
-            write_atomic(path, data, mode=0o644)
+            write_atomic(path, data, mode=0o644, durable=True)  # the ledger will refer to it
         return digest
 
     def blob(self, digest: str) -> bytes | None:
@@ -216,7 +216,12 @@ class Ledger:
         return data if sha256_bytes(data) == digest else None
 
     def save(self, txn: Transaction) -> None:
-        """Write ``ledger.json`` atomically, as part of ``txn``."""
+        """Write ``ledger.json`` atomically and durably (fsynced, with its folder), as part of
+        ``txn``; the caller commits ``txn`` only after this returned.
+
+        Raises:
+            OSError: the write failed (no space, no permission); the old ledger is intact.
+        """
         self.state_dir.mkdir(parents=True, exist_ok=True)
         txn.save(self.path)
         write_atomic(
@@ -225,3 +230,4 @@ class Ledger:
             mode=0o644,
             durable=True,
         )
+        fault_point("ledger-written")
