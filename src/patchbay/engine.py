@@ -39,6 +39,7 @@ from .kinds import KINDS, ContentState, Inspection, LoadedPatch, PendingPatch
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
 from .options import RunOptions
+from .paths import PathRejected, resolve_under
 from .targets import Environment
 from .transaction import ENTRY_BYTES, MANIFEST, Transaction, fault_point, recover, write_atomic
 from .tree import Tree
@@ -897,8 +898,10 @@ def _revert_entries(
                 if data is None:
                     path.unlink(missing_ok=True)
                     for folder in created_dirs:
-                        with contextlib.suppress(OSError):  # not empty: something else lives there
-                            (env.roots[target] / folder).rmdir()
+                        # not empty: something else lives there; refused by the gate: the
+                        # ledger was edited, and nothing outside the root is ever removed
+                        with contextlib.suppress(OSError, PathRejected):
+                            resolve_under(env.roots[target], folder).rmdir()
                 else:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     write_atomic(path, data, mode=mode)
