@@ -319,3 +319,25 @@ def test_a_disk_that_fills_up_mid_run_is_one_line_and_fully_rolled_back(
     assert "Traceback" not in res.err and len(res.err.splitlines()) == 1
     assert snapshot(root) == before
     assert not (root / ".patchbay" / "journal").exists()
+
+
+def test_a_blob_store_that_refuses_writes_is_one_line_and_rolled_back(
+    tmp_path: Path, immutable_ok: list[Path]
+) -> None:
+    """The state folder's blob store cannot take new originals (an immutable folder, which
+    even root cannot write): one line naming the step, exit 1, the tree as it was (it used to
+    escape as a traceback after the patches were written)."""
+    root = _tree(tmp_path, PRISTINE)
+    state = tmp_path / "state"
+    (state / "blobs").mkdir(parents=True)
+    immutable_ok.append(state / "blobs")
+    _chattr("+i", state / "blobs")
+    ps = _ab_patchset(tmp_path)
+    before = snapshot(root)
+    res = cli("apply", ps, "--root", root, "--state-dir", state)
+    assert res.code == 1, res.err
+    (line,) = res.err.splitlines()
+    assert "storing the originals in the ledger's blob store failed" in line
+    assert "Operation not permitted" in line and "every file this run touched was restored" in line
+    assert snapshot(root) == before
+    assert not (state / "ledger.json").exists() and not (state / "journal").exists()

@@ -204,7 +204,7 @@ class Ledger:
         if not path.exists():
             self.blob_dir.mkdir(parents=True, exist_ok=True)
             txn.save(path)
-            write_atomic(path, data, mode=0o644, durable=True)  # the ledger will refer to it
+            write_atomic(path, data, mode=0o644)
         return digest
 
     def blob(self, digest: str) -> bytes | None:

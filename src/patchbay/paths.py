@@ -26,9 +26,11 @@ checks, so git never unquotes anything patchbay did not see.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, '"': 34}
 _QUOTE = {v: k for k, v in _ESCAPES.items()}
 
@@ -127,7 +129,7 @@ def check_relative(raw: str, *, folder: bool = False) -> str:
     """
     if "\0" in raw:
         raise PathRejected(f"path {raw!r} holds a NUL byte")
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in raw):
+    if _CONTROL.search(raw):
         raise PathRejected(f"path {raw!r} holds a control character")
     try:
         raw.encode("utf-8")
@@ -180,14 +182,30 @@ def resolve_under(root: Path, rel: str, *, real_root: str | None = None) -> Path
     return path
 
 
-def contained(path: str, roots: Iterable[Path]) -> Path | None:
+def contained(
+    path: str, roots: Iterable[Path], *, real: dict[str, str] | None = None
+) -> Path | None:
     """The root that holds ``path``, an absolute path read back from a journal, or None.
 
     ``path`` must be normalised (no ``.``, ``..`` or doubled ``/``), lie lexically under one
     of ``roots``, pass :func:`check_relative` relative to it, and its folder must resolve
     (through links) inside that root's real path. The path itself may be a link: replacing or
     removing a link never touches what it points to.
+
+    Args:
+        path: the absolute path to judge.
+        roots: the folders it may lie under.
+        real: a cache of ``os.path.realpath`` (folder -> real path) the caller keeps for
+            one run; filled as a side effect.
     """
+    cache: dict[str, str] = {} if real is None else real
+
+    def realpath(folder: str) -> str:
+        known = cache.get(folder)
+        if known is None:
+            known = cache[folder] = os.path.realpath(folder)
+        return known
+
     if not isinstance(path, str) or not path.startswith("/") or "\0" in path:
         return None
     if os.path.normpath(path) != path:
@@ -201,8 +219,8 @@ def contained(path: str, roots: Iterable[Path]) -> Path | None:
             check_relative(rel)
         except PathRejected:
             return None
-        real_root = os.path.realpath(root)
-        real_parent = os.path.realpath(os.path.dirname(path))
+        real_root = realpath(str(root))
+        real_parent = realpath(os.path.dirname(path))
         if real_parent == real_root or real_parent.startswith(real_root + os.sep):
             return Path(root)
     return None

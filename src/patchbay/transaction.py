@@ -17,7 +17,9 @@ the journal then stays, and the next run tries again.
 Commit, with respect to the ledger, is three durable steps: the caller writes the new ledger
 (fsynced), :meth:`Transaction.commit` appends a ``committed`` record to the manifest (fsynced),
 then deletes the originals and the manifest. Recovery of a committed journal only finishes
-that deletion; it never rolls back a run whose ledger was written.
+that deletion; it never rolls back a run whose ledger was written. (Engine files and blobs are
+not fsynced, as ``git apply`` does not fsync what it writes: against a power loss the order of
+ledger, mark and deletion holds, the contents of files written just before it may not.)
 
 Recovery trusts nothing in the journal it did not check: every path must lie under one of the
 environment's roots (:func:`patchbay.paths.contained`), and originals are found by names derived
@@ -118,6 +120,8 @@ class Transaction:
         self._undo: list[tuple[str, Callable[[], None]]] = []
         self._done = False
         self._manifest: Any = None
+        self._real: dict[str, str] = {}  # realpath cache of the run (roots and folders)
+        self._journal_dev: int | None = None
         self.outcome: Rollback | None = None
 
     def __enter__(self) -> Transaction:
@@ -200,7 +204,7 @@ class Transaction:
         key = os.path.abspath(path)
         if key in self._entries:
             return
-        if contained(key, self.roots) is None:
+        if contained(key, self.roots, real=self._real) is None:
             raise ApplyFailed(f"refusing to journal {key}: outside the environment's roots")
         try:
             self._open()
@@ -232,7 +236,9 @@ class Transaction:
         ``beside`` (see the module docstring)."""
         in_journal = self.dir / f"{n:06d}"
         beside = _beside(path, self.id, n)
-        same_fs = os.stat(self.dir).st_dev == st.st_dev
+        if self._journal_dev is None:
+            self._journal_dev = os.stat(self.dir).st_dev
+        same_fs = self._journal_dev == st.st_dev
         if not copy:
             with contextlib.suppress(OSError):  # another filesystem, an immutable file...
                 os.link(path, in_journal if same_fs else beside, follow_symlinks=False)
@@ -598,9 +604,9 @@ def write_atomic(
         path: destination; its folder must exist.
         data: the new bytes.
         mode: permission bits; default: those of the file being replaced, else 0o644.
-        durable: fsync the data before the rename and the folder after it (for the ledger
-            and its blobs; engine files are covered by the journal, as git apply's own
-            writes are).
+        durable: fsync the data before the rename and the folder after it (for the ledger;
+            engine files and blobs are covered by the journal against a killed run, and are
+            not fsynced, as git apply's own writes are not).
     """
     if mode is None:
         try:
