@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -341,3 +342,30 @@ def test_a_blob_store_that_refuses_writes_is_one_line_and_rolled_back(
     assert "Operation not permitted" in line and "every file this run touched was restored" in line
     assert snapshot(root) == before
     assert not (state / "ledger.json").exists() and not (state / "journal").exists()
+
+
+def test_a_journal_from_before_the_header_is_still_recovered(tmp_path: Path) -> None:
+    """A journal left by a killed run of an older patchbay (no header line, originals named
+    by a bare number) is rolled back like a current one; a torn last line is ignored."""
+    root = tmp_path / "root"
+    root.mkdir()
+    kept = root / "kept.py"
+    kept.write_text("old\n")
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    os.link(kept, journal / "000000")
+    st = kept.stat()
+    entries = [
+        {"path": str(kept), "existed": True, "backup": "000000", "mode": 0o644,
+         "times": [st.st_atime_ns, st.st_mtime_ns]},
+        {"path": str(root / "new.py"), "existed": False, "created_dirs": []},
+    ]  # fmt: skip
+    (journal / "journal.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in entries) + '{"path": "/tor'
+    )
+    write_atomic(kept, b"half\n")
+    (root / "new.py").write_text("x\n")
+    outcome = recover(journal, [root])
+    assert outcome.complete and sorted(outcome.restored) == sorted([root / "new.py", kept])
+    assert kept.read_text() == "old\n" and not (root / "new.py").exists()
+    assert not journal.exists()

@@ -631,8 +631,8 @@ def _recover(env: Environment) -> list[Path]:
                 f"them, remove {journal} by hand"
             )
         raise RefusedError(
-            "an interrupted earlier run could not be rolled back completely; fix what is "
-            "listed and run again (nothing else was done)",
+            "an earlier run (failed or killed) could not be rolled back completely; fix what "
+            "is listed and run again (nothing else was done)",
             file=journal / MANIFEST,
             details=details,
         )
