@@ -1,13 +1,13 @@
-"""The full fault matrix: a real ``patchbay apply`` killed at every fault point, and at random
-moments, on one filesystem and with the state folder on another (/dev/shm).
+"""The full fault matrix: a real ``patchbay apply`` (and ``revert``) killed at every fault point,
+and at random moments, on one filesystem and with the state folder on another (/dev/shm).
 
 Run from the repository root as ``.venv/bin/python benchmarks/fault_matrix.py`` (a few minutes
-on two cores; ``--timed N`` sets the number of randomly timed kills per filesystem, default 20,
-``--seed`` their seed, ``--keep`` keeps the temporary folder). Every scenario is judged as
-``tests/faults.py`` describes (pristine or applied after recovery with a matching ledger; the
-next apply, status and revert right; no traceback; no hang). It prints one line per scenario
-that went wrong, then the figures: runs, killed, half trees, unrecovered, tracebacks, hangs;
-it exits 1 when any of the last four is not zero.
+on two cores; ``--timed N`` sets the randomly timed kills of apply per filesystem, default 20,
+half as many of revert; ``--seed`` their seed, ``--keep`` keeps the temporary folder). Every
+scenario is judged as ``tests/faults.py`` describes (pristine or applied after recovery with a
+matching ledger; the next apply, status and revert right; no traceback; no hang). It prints one
+line per scenario that went wrong, then the figures: runs, killed, half trees, unrecovered,
+tracebacks, hangs; it exits 1 when any of the last four is not zero.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import argparse
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,10 +35,16 @@ from faults import (  # tests/ is put on the path just above
 )
 
 
-def _clean_duration(fx: Fixture, work: Path, other_fs: bool) -> float:
+def _clean_duration(fx: Fixture, work: Path, other_fs: bool, command: str) -> float:
+    """Seconds a clean run of ``command`` takes (timed kills fall inside it)."""
+    root, state = fx.fresh(work, other_fs=other_fs, applied=command == "revert")
+    args = [fx.patchbay, command, str(fx.patchset), "--root", str(root), "--state-dir", str(state)]
     start = time.perf_counter()
-    fx.points(work, other_fs=other_fs)
-    return time.perf_counter() - start
+    subprocess.run(args, env=fx.environment(), capture_output=True, check=False)
+    elapsed = time.perf_counter() - start
+    if other_fs:
+        shutil.rmtree(state, ignore_errors=True)
+    return elapsed
 
 
 def main() -> int:
@@ -59,28 +66,32 @@ def main() -> int:
         rng = random.Random(args.seed)
         n = 0
         for other_fs in layouts:
-            points = fx.points(tmp / f"points-{other_fs}", other_fs=other_fs)
-            faults = kill_faults(points) + rollback_faults(
-                fx, tmp / f"rollback-{other_fs}", other_fs=other_fs
-            )
-            clean = _clean_duration(fx, tmp / f"clean-{other_fs}", other_fs)
             layout = "state on /dev/shm" if other_fs else "one filesystem"
-            print(f"{layout}: {len(faults)} fault points, {args.timed} timed kills")
-            for fault in faults:
-                n += 1
-                work = tmp / f"s{n}"
-                outcomes.append(
-                    run_scenario(fx, work, fault=fault, other_fs=other_fs, recover_first=n % 2)
+            for command in ("apply", "revert"):
+                where = tmp / f"points-{command}-{other_fs}"
+                points = fx.points(where, other_fs=other_fs, command=command)
+                faults = kill_faults(points) + rollback_faults(
+                    fx, tmp / f"rollback-{command}-{other_fs}", other_fs=other_fs, command=command
                 )
-                shutil.rmtree(work, ignore_errors=True)
-            for _ in range(args.timed):
-                n += 1
-                work = tmp / f"s{n}"
-                delay = rng.uniform(0.0, clean)
-                outcomes.append(
-                    run_scenario(fx, work, delay=delay, other_fs=other_fs, recover_first=n % 2)
-                )
-                shutil.rmtree(work, ignore_errors=True)
+                clean = _clean_duration(fx, tmp / f"clean-{command}-{other_fs}", other_fs, command)
+                timed = args.timed if command == "apply" else args.timed // 2
+                print(f"{layout}, {command}: {len(faults)} fault points, {timed} timed kills")
+                delays = [rng.uniform(0.0, clean) for _ in range(timed)]
+                for fault, delay in [(f, None) for f in faults] + [("", d) for d in delays]:
+                    n += 1
+                    work = tmp / f"s{n}"
+                    outcomes.append(
+                        run_scenario(
+                            fx,
+                            work,
+                            fault=fault,
+                            delay=delay,
+                            other_fs=other_fs,
+                            recover_first=n % 2,
+                            command=command,
+                        )
+                    )
+                    shutil.rmtree(work, ignore_errors=True)
         for o in outcomes:
             if not o.ok:
                 print(f"FAIL {o.name}: {o.half_tree or o.unrecovered or o.traceback or 'hang'}")

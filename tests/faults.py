@@ -1,4 +1,5 @@
-"""Fault injection: kill a real ``patchbay apply`` at a named point, then judge what is left.
+"""Fault injection: kill a real ``patchbay apply`` (or ``revert``) at a named point, then judge
+what is left.
 
 A killed run is a subprocess started with ``PATCHBAY_TEST_FAULT=kill@<point>:<n>`` (see
 ``patchbay/transaction.py``: the process sends itself SIGKILL the n-th time it reaches the
@@ -13,8 +14,8 @@ After each kill the scenario judges, with the library and the CLI:
   pristine one with an empty ledger, or exactly the applied one with a ledger that records every
   patch and matches every file; anything else is a *half tree*;
 - the next ``apply`` exits 0 and leaves the applied tree, ``status`` calls every patch applied,
-  and ``revert`` leaves the pristine tree, with no journal and no kept original left behind;
-  any miss is *unrecovered*;
+  and ``revert`` leaves the pristine tree, with no journal and no kept original left behind
+  (after a killed revert: the next revert, then an apply); any miss is *unrecovered*;
 - no output holds a traceback; no run outlives its timeout (a *hang*).
 
 Used by ``tests/test_faults.py`` (a sample of the points) and ``benchmarks/fault_matrix.py``
@@ -203,9 +204,9 @@ class Fixture:
             raise RuntimeError(f"the fault fixture does not revert cleanly: {text}")
         return fx
 
-    def fresh(self, work: Path, *, other_fs: bool) -> tuple[Path, Path]:
+    def fresh(self, work: Path, *, other_fs: bool, applied: bool = False) -> tuple[Path, Path]:
         """A pristine copy of the tree, and an empty state folder (on /dev/shm when
-        ``other_fs``)."""
+        ``other_fs``); with ``applied``, the patchset applied on them (to kill a revert)."""
         root = work / "site"
         shutil.copytree(self.pristine, root, symlinks=True)
         for src in self.pristine.rglob("*"):  # same mtimes, so "pristine" is exact
@@ -215,6 +216,10 @@ class Fixture:
             state = Path(tempfile.mkdtemp(prefix="patchbay-fault-", dir="/dev/shm"))
         else:
             state = work / "state"
+        if applied:
+            code, text = cli("apply", self.patchset, "--root", root, "--state-dir", state)
+            if code != 0 or tree_state(root) != self.applied_state:
+                raise RuntimeError(f"the fault fixture does not apply cleanly: {text}")
         return root, state
 
     def environment(self, fault: str = "", log: Path | None = None) -> dict[str, str]:
@@ -225,14 +230,17 @@ class Fixture:
             env["PATCHBAY_TEST_FAULT_LOG"] = str(log)
         return env
 
-    def points(self, work: Path, *, other_fs: bool, fault: str = "") -> list[str]:
-        """The fault points a run reaches, in order (``name:n``); with ``fault``, of a run
-        that has that fault injected (e.g. ``fail@batch-written:2`` lists a rollback's)."""
-        root, state = self.fresh(work, other_fs=other_fs)
+    def points(
+        self, work: Path, *, other_fs: bool, fault: str = "", command: str = "apply"
+    ) -> list[str]:
+        """The fault points a run of ``command`` (``apply``, or ``revert`` of an applied
+        tree) reaches, in order (``name:n``); with ``fault``, of a run that has that fault
+        injected (e.g. ``fail@batch-written:2`` lists a rollback's)."""
+        root, state = self.fresh(work, other_fs=other_fs, applied=command == "revert")
         log = work / "points.log"
         try:
             subprocess.run(
-                [self.patchbay, "apply", self.patchset, "--root", root, "--state-dir", state],
+                [self.patchbay, command, self.patchset, "--root", root, "--state-dir", state],
                 env=self.environment(fault, log),
                 capture_output=True,
                 timeout=TIMEOUT,
@@ -268,18 +276,21 @@ def run_scenario(
     delay: float | None = None,
     other_fs: bool = False,
     recover_first: bool | int = True,
+    command: str = "apply",
 ) -> Outcome:
-    """Kill one apply (``fault``, or SIGKILL to its process group after ``delay`` seconds),
-    then judge the recovery and the runs after it (see the module docstring).
+    """Kill one ``command`` run (``fault``, or SIGKILL to its process group after ``delay``
+    seconds), then judge the recovery and the runs after it (see the module docstring).
 
+    ``command``: ``apply`` on the pristine tree, or ``revert`` on the applied one (which must
+    then end applied or reverted, and the next revert and apply must work).
     ``recover_first``: judge the tree right after the library's recovery; otherwise the next
-    ``apply`` recovers by itself (both paths are the one :func:`patchbay.transaction.recover`).
+    run recovers by itself (both paths are the one :func:`patchbay.transaction.recover`).
     """
-    name = f"{fault or f'timed {delay:.3f}s'}{' (state on /dev/shm)' if other_fs else ''}"
-    out = Outcome(name)
-    root, state = fx.fresh(work, other_fs=other_fs)
+    name = f"{command} {fault or f'timed {delay:.3f}s'}"
+    out = Outcome(name + (" (state on /dev/shm)" if other_fs else ""))
+    root, state = fx.fresh(work, other_fs=other_fs, applied=command == "revert")
     try:
-        args = [fx.patchbay, "apply", str(fx.patchset), "--root", str(root)]
+        args = [fx.patchbay, command, str(fx.patchset), "--root", str(root)]
         proc = subprocess.Popen(
             [*args, "--state-dir", str(state)],
             env=fx.environment(fault),
@@ -307,8 +318,10 @@ def run_scenario(
         elif not out.killed and proc.returncode not in (0, 1):
             out.unrecovered = f"the faulted run exited {proc.returncode}: {text.strip()}"
         if recover_first:
-            out.half_tree = _judge_recovery(fx, root, state)
-        out.unrecovered = out.unrecovered or _judge_next_runs(fx, root, state, out)
+            out.half_tree = _judge_recovery(fx, root, state, command)
+        order = ["apply", "revert"] if command == "apply" else ["revert", "apply"]
+        for step in order:
+            out.unrecovered = out.unrecovered or _judge_next_run(fx, root, state, out, step)
         return out
     finally:
         if other_fs:
@@ -343,43 +356,42 @@ def _ledger_problem(fx: Fixture, root: Path, state: Path, *, applied: bool) -> s
     return None
 
 
-def _judge_recovery(fx: Fixture, root: Path, state: Path) -> str | None:
+def _judge_recovery(fx: Fixture, root: Path, state: Path, command: str) -> str | None:
     outcome = recover(state / "journal", [root, state])
     if not outcome.complete:
         return f"recovery incomplete: {outcome.problems()}"
     now = tree_state(root)
-    if now == fx.pristine_state:
+    start = fx.pristine_state if command == "apply" else fx.applied_state
+    end = fx.applied_state if command == "apply" else fx.reverted_state
+    if now == fx.pristine_state or now == fx.reverted_state:
         return _ledger_problem(fx, root, state, applied=False)
     if now == fx.applied_state:
         return _ledger_problem(fx, root, state, applied=True)
     differ = sorted(
-        k
-        for k in set(now) | set(fx.pristine_state)
-        if now.get(k) != fx.pristine_state.get(k) and now.get(k) != fx.applied_state.get(k)
+        k for k in set(now) | set(start) if now.get(k) != start.get(k) and now.get(k) != end.get(k)
     )
-    return f"half tree after recovery: {differ or sorted(set(now) ^ set(fx.pristine_state))}"
+    return f"half tree after recovery: {differ or sorted(set(now) ^ set(start))}"
 
 
-def _judge_next_runs(fx: Fixture, root: Path, state: Path, out: Outcome) -> str | None:
+def _judge_next_run(fx: Fixture, root: Path, state: Path, out: Outcome, step: str) -> str | None:
     where = ["--root", root, "--state-dir", state]
-    code, text = cli("apply", fx.patchset, *where)
+    code, text = cli(step, fx.patchset, *where)
     if "Traceback" in text:
         out.traceback = out.traceback or text.strip().splitlines()[-1]
     if code != 0:
-        return f"next apply exited {code}: {text.strip()[-400:]}"
+        return f"next {step} exited {code}: {text.strip()[-400:]}"
+    if step == "revert":
+        if tree_state(root, bytecode=False) != fx.reverted_state:
+            return "revert did not leave the pristine tree"
+        if (state / "journal").exists() or any(root.rglob(".patchbay-*")):
+            return "a journal or a kept original was left behind"
+        return None
     if tree_state(root) != fx.applied_state:
         return "next apply did not leave the applied tree"
     code, text = cli("status", fx.patchset, *where, "--json")
     statuses = {p["id"]: p["status"] for p in json.loads(text)["patches"]} if code == 0 else {}
     if set(statuses.values()) != {"applied"}:
         return f"status after the next apply: {statuses or text.strip()[-400:]}"
-    code, text = cli("revert", fx.patchset, *where)
-    if code != 0:
-        return f"revert exited {code}: {text.strip()[-400:]}"
-    if tree_state(root, bytecode=False) != fx.reverted_state:
-        return "revert did not leave the pristine tree"
-    if (state / "journal").exists() or any(root.rglob(".patchbay-*")):
-        return "a journal or a kept original was left behind"
     return None
 
 
@@ -388,11 +400,13 @@ def kill_faults(points: list[str]) -> list[str]:
     return [f"kill@{p}" for p in points]
 
 
-def rollback_faults(fx: Fixture, work: Path, *, other_fs: bool) -> list[str]:
-    """Kills inside a rollback: the third batch fails, and the run is killed at each file
-    its rollback restores."""
-    fail = "fail@batch-written:3"
-    points = fx.points(work, other_fs=other_fs, fault=fail)
+def rollback_faults(
+    fx: Fixture, work: Path, *, other_fs: bool, command: str = "apply"
+) -> list[str]:
+    """Kills inside a rollback: the third batch of an apply (the third file a revert
+    writes) fails, and the run is killed at each file its rollback restores."""
+    fail = "fail@batch-written:3" if command == "apply" else "fail@file-written:3"
+    points = fx.points(work, other_fs=other_fs, fault=fail, command=command)
     return [f"{fail},kill@{p}" for p in points if p.startswith("file-restored")]
 
 
