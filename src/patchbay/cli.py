@@ -413,6 +413,69 @@ def waiver_new(
     _run(cmd.new, patchset, patch_ids or [], waiver_id=waiver_id, output=output, force=force)
 
 
+WheelOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--wheel",
+        metavar="FILE",
+        help="A wheel of the installed version: pristine copies of edited files (repeatable).",
+    ),
+]
+FromGitOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--from-git",
+        metavar="DIR|URL",
+        help="The component's repository, read at the commit `components` pins.",
+    ),
+]
+
+
+@app.command()
+def capture(
+    patchset: PatchsetArg,
+    patch_id: Annotated[str, typer.Argument(metavar="ID", help="Id of the new patch.")],
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[FILE]...",
+            help="Edited files (default: every file that differs from RECORD, undeclared).",
+        ),
+    ] = None,
+    python: PythonOpt = None,
+    state_dir: StateOpt = None,
+    target: Annotated[
+        str | None,
+        typer.Option("--target", metavar="NAME", help="Target of the patch (default: deepest)."),
+    ] = None,
+    wheel: WheelOpt = None,
+    from_git: FromGitOpt = None,
+    description: Annotated[
+        str | None, typer.Option("--description", metavar="TEXT", help="What the patch does.")
+    ] = None,
+    upstream: Annotated[
+        list[str] | None,
+        typer.Option("--upstream", metavar="REF", help="Upstream PR/issue/commit (repeatable)."),
+    ] = None,
+) -> None:
+    """Write edits made to the installed engine as a new diff patch of the patchset."""
+    from .commands import capture as cmd
+
+    _run(
+        cmd.run,
+        patchset,
+        patch_id,
+        files or [],
+        python=python,
+        state_dir=state_dir,
+        target=target,
+        wheels=wheel or [],
+        from_git=from_git,
+        description=description,
+        upstream=upstream or [],
+    )
+
+
 @app.command()
 def version() -> None:
     """Print patchbay's version."""
