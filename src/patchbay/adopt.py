@@ -11,7 +11,7 @@ patchset and the ledger as they were.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -30,6 +30,7 @@ class MadeFile:
         before: the bytes the patch starts from (None: the patch creates the file).
         after: the bytes the file holds now (None: the patch deletes it).
         mode_before: the permission bits before (restored by a revert).
+        created_dirs: folders creating the file also created (removed again by a revert).
     """
 
     target: str
@@ -37,6 +38,7 @@ class MadeFile:
     before: bytes | None
     after: bytes | None
     mode_before: int | None = None
+    created_dirs: list[str] = field(default_factory=list)
 
 
 def record_made_patch(
@@ -86,7 +88,14 @@ def record_made_patch(
             for f in files:
                 before = None if f.before is None else ledger.store_blob(f.before, txn)
                 records.append(
-                    FileRecord(f.target, f.path, before, sha256_or_none(f.after), [], f.mode_before)
+                    FileRecord(
+                        f.target,
+                        f.path,
+                        before,
+                        sha256_or_none(f.after),
+                        f.created_dirs,
+                        f.mode_before,
+                    )
                 )
             entry = LedgerEntry(
                 patch_id=patch_id,

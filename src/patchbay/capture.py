@@ -89,6 +89,23 @@ class CaptureResult:
 
 
 @dataclass
+class MadeDiff:
+    """A diff written for a patch and checked.
+
+    Attributes:
+        data: the patch file's bytes.
+        loaded: the patch as ``load`` reads them (``loaded.sha256`` is its identity).
+        trial: a loaded copy of the patchset as it will be (in a scratch folder).
+        context: the lines of context it needed.
+    """
+
+    data: bytes
+    loaded: LoadedPatch
+    trial: Patchset
+    context: int
+
+
+@dataclass
 class PristineSources:
     """Where pristine copies come from when a file no longer matches ``RECORD``.
 
@@ -181,7 +198,7 @@ def capture_patch(
     ledger = Ledger(env.state_dir)
     result_skipped: list[str] = []
     if paths:
-        found = [(_locate(p, env, shipped.listed), True) for p in paths]
+        found = [(locate(p, env, shipped.listed), True) for p in paths]
     else:
         undeclared = verify_installed(patchset, env, components).undeclared
         found = [(f.path, False) for f in undeclared]
@@ -213,7 +230,7 @@ def capture_patch(
                     raise RefusedError(reason, file=path, patch_id=blocker.id)
                 result_skipped.append(reason)
                 continue
-            base, origin = _base(patchset, env, ledger, loaded, pristine, path, chosen, rel)
+            base, origin = state_before(patchset, env, ledger, loaded, pristine, path, chosen, rel)
             current = tree.on_disk(chosen, rel)
             executable = _executable(path)
             if base == current:
@@ -236,19 +253,17 @@ def capture_patch(
             raise RefusedError(
                 "a file of this name exists already; choose another patch id", file=patch_file
             )
-        diff, identity, context = _checked_diff(
-            patchset, new_text, entry["file"], versions, env, chosen, Path(scratch)
-        )
+        made_diff = checked_diff(patchset, new_text, patch_id, versions, env, Path(scratch))
         record_made_patch(
             patchset.name,
             env.state_dir,
             patch_id=patch_id,
-            identity=identity,
+            identity=made_diff.loaded.sha256,
             files=made,
-            writes={patch_file: diff, patchset.path: new_text.encode("utf-8")},
+            writes={patch_file: made_diff.data, patchset.path: new_text.encode("utf-8")},
             lock_timeout=lock_timeout,
         )
-    return CaptureResult(patch_id, chosen, patch_file, captured, result_skipped, context)
+    return CaptureResult(patch_id, chosen, patch_file, captured, result_skipped, made_diff.context)
 
 
 def _entry(
@@ -269,8 +284,13 @@ def _entry(
     return entry
 
 
-def _locate(arg: str, env: Environment, listed: set[str]) -> str:
-    """An edited file named on the command line, as an absolute normalised path."""
+def locate(arg: str, env: Environment, listed: set[str]) -> str:
+    """An edited file named on the command line (absolute, relative to the current folder, or
+    relative to a target root, deepest root first), as an absolute normalised path.
+
+    Raises:
+        InputError: no such file anywhere searched (the folders are named).
+    """
     given = Path(arg)
     if given.is_absolute():
         return os.path.normpath(given)
@@ -336,7 +356,7 @@ def _unapplied(reports: list[PatchReport]) -> PatchReport | None:
     return next((r for r in reports if r.entry is None), None)
 
 
-def _base(
+def state_before(
     patchset: Patchset,
     env: Environment,
     ledger: Ledger,
@@ -346,7 +366,14 @@ def _base(
     target: str,
     rel: str,
 ) -> tuple[bytes | None, str]:
-    """What ``path`` held before the edits: the last patch's result, or the pristine file."""
+    """What ``path`` (absolute; ``rel`` under ``target``) held before the edits, and where that
+    came from: the result of the last patch patchbay applied to it, rebuilt from the ledger's
+    original and checked against the recorded hash, or else its pristine bytes.
+
+    Raises:
+        RefusedError: another patchset wrote it last; the patch that did changed since; its
+            result cannot be rebuilt; no pristine copy matches RECORD.
+    """
     last = None
     for name, entries in ledger.all_entries().items():
         for entry in entries:
@@ -398,55 +425,78 @@ def _base(
     )
 
 
-def _checked_diff(
+def checked_diff(
     patchset: Patchset,
     yaml_text: str,
-    patch_rel: str,
+    patch_id: str,
     versions: list[FileVersions],
     env: Environment,
-    target: str,
     scratch: Path,
-) -> tuple[bytes, str, int]:
-    """The diff with the least context that is recognised: present on the edited files, and
-    pending on the files it started from with exactly the edited bytes as result; with the
-    identity ``load`` gives it.
+    *,
+    prefixes: tuple[str, str] = ("a/", "b/"),
+    preamble: bytes = b"",
+) -> MadeDiff:
+    """The diff of ``versions`` for patch ``patch_id``, with the least context that is
+    recognised: present on the files as they are, and pending on the files it starts from with
+    exactly the edited bytes as result.
+
+    Args:
+        patchset: the patchset as it is.
+        yaml_text: its ``patchset.yaml`` as it will be (naming the patch and its file).
+        patch_id: the patch the diff is for.
+        versions: each file before and after.
+        env: the environment holding the edited files.
+        scratch: a scratch folder; the returned trial patchset lives under it.
+        prefixes: what stands before the paths (``a/``, ``b/``: strip level 1).
+        preamble: text kept before the first file header (a DEP-3 header).
+
+    Returns:
+        The :class:`MadeDiff`.
 
     Raises:
-        RefusedError: no context width makes it so (the hunk named).
+        RefusedError: the patchset as it will be does not load, or no context width makes the
+            diff recognised (the hunk named).
     """
     problem = ""
     for context in _CONTEXTS:
-        diff = write_diff(versions, context=context)
-        patch, lp = _trial(patchset, yaml_text, patch_rel, diff, scratch / f"U{context}")
-        problem = _recognised(patch, lp, versions, env, target)
+        diff = preamble + write_diff(
+            versions, src_prefix=prefixes[0], dst_prefix=prefixes[1], context=context
+        )
+        folder = scratch / f"U{context}"
+        trial = _trial(patchset, yaml_text, patch_id, diff, folder)
+        index = next(i for i, p in enumerate(trial.patches) if p.id == patch_id)
+        patch, lp = trial.patches[index], load_patches(trial)[index]
+        assert isinstance(patch, DiffPatch)
+        problem = _recognised(patch, lp, versions, env)
         if not problem:
-            return diff, lp.sha256, context
+            return MadeDiff(diff, lp, trial, context)
         if "ambiguous" not in problem:
             break
-    raise RefusedError(f"the captured diff would not be recognised: {problem}", file=patch_rel)
+    raise RefusedError(f"the diff would not be recognised: {problem}", patch_id=patch_id)
 
 
 def _trial(
-    patchset: Patchset, yaml_text: str, patch_rel: str, diff: bytes, folder: Path
-) -> tuple[DiffPatch, LoadedPatch]:
-    """The new patch as the patchset will have it, from a copy of the patchset as it will be
-    (loaded and every patch read: the result is validated before anything is written)."""
+    patchset: Patchset, yaml_text: str, patch_id: str, diff: bytes, folder: Path
+) -> Patchset:
+    """A copy of the patchset as it will be, loaded and every patch read (so the result is
+    validated before anything is written)."""
     shutil.copytree(patchset.folder, folder, symlinks=True)
-    (folder / patchset.path.name).write_text(yaml_text, encoding="utf-8")
-    (folder / patch_rel).parent.mkdir(parents=True, exist_ok=True)
-    (folder / patch_rel).write_bytes(diff)
+    yaml_path = folder / patchset.path.name
+    yaml_path.write_text(yaml_text, encoding="utf-8")
     try:
-        trial = load_patchset(folder / patchset.path.name)
-        loaded = load_patches(trial)
+        trial = load_patchset(yaml_path)
+        patch = next(p for p in trial.patches if p.id == patch_id)
+        assert isinstance(patch, DiffPatch) and patch.file is not None
+        (folder / patch.file).parent.mkdir(parents=True, exist_ok=True)
+        (folder / patch.file).write_bytes(diff)
+        load_patches(trial)
     except PatchbayError as exc:
-        raise RefusedError(f"the patchset with the captured patch does not load: {exc}") from None
-    patch = trial.patches[-1]
-    assert isinstance(patch, DiffPatch)
-    return patch, loaded[-1]
+        raise RefusedError(f"the patchset as it would be does not load: {exc}") from None
+    return trial
 
 
 def _recognised(
-    patch: DiffPatch, lp: LoadedPatch, versions: list[FileVersions], env: Environment, target: str
+    patch: DiffPatch, lp: LoadedPatch, versions: list[FileVersions], env: Environment
 ) -> str:
     """Empty when the patch is present on the disk and pending on its bases; else why not."""
     kind = KINDS["diff"]
@@ -462,7 +512,7 @@ def _recognised(
                 (root / f.path).write_bytes(f.before)
                 if f.executable_before:
                     (root / f.path).chmod(0o755)
-        before = kind.inspect(patch, lp, Tree({target: root}))
+        before = kind.inspect(patch, lp, Tree({patch.target: root}))
     if before.state is not ContentState.PENDING:
         return _why(before, "on the files it starts from")
     results = {c.path: c.after for c in before.changes}

@@ -476,6 +476,53 @@ def capture(
     )
 
 
+PatchIdArg = Annotated[str, typer.Argument(metavar="ID", help="The patch's id.")]
+
+
+@app.command()
+def edit(
+    patchset: PatchsetArg,
+    patch_id: PatchIdArg,
+    python: PythonOpt = None,
+    root: RootOpt = None,
+    state_dir: StateOpt = None,
+) -> None:
+    """Bring the tree to the state just after patch ID (later patches taken off) to edit it."""
+    from .commands import refresh as cmd
+
+    _run(cmd.edit, patchset, patch_id, python=python, root=root, state_dir=state_dir)
+
+
+@app.command()
+def refresh(
+    patchset: PatchsetArg,
+    patch_id: PatchIdArg,
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[FILE]...", help="More files to take into the patch."),
+    ] = None,
+    python: PythonOpt = None,
+    root: RootOpt = None,
+    state_dir: StateOpt = None,
+    wheel: WheelOpt = None,
+    from_git: FromGitOpt = None,
+) -> None:
+    """Rewrite patch ID's diff from the tree, keeping its metadata; the ledger follows."""
+    from .commands import refresh as cmd
+
+    _run(
+        cmd.refresh,
+        patchset,
+        patch_id,
+        files or [],
+        python=python,
+        root=root,
+        state_dir=state_dir,
+        wheels=wheel or [],
+        from_git=from_git,
+    )
+
+
 @app.command()
 def version() -> None:
     """Print patchbay's version."""
