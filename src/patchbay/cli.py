@@ -524,6 +524,58 @@ def refresh(
 
 
 @app.command()
+def rebase(
+    patchset: PatchsetArg,
+    python: PythonOpt = None,
+    root: RootOpt = None,
+    state_dir: StateOpt = None,
+    onto_python: Annotated[
+        str | None,
+        typer.Option("--onto-python", metavar="PATH", help="The candidate image's interpreter."),
+    ] = None,
+    onto_root: Annotated[
+        Path | None,
+        typer.Option("--onto-root", metavar="DIR", help="The candidate image as an unpacked tree."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="New folder for the rebased patchset."),
+    ] = None,
+    write: Annotated[
+        bool, typer.Option("--write", help="Rewrite the patchset itself instead of --out.")
+    ] = False,
+    conflicts: Annotated[
+        Path | None,
+        typer.Option(
+            "--conflicts",
+            metavar="DIR",
+            help="Side folder for merged files with conflict markers (default: OUT/conflicts, "
+            "or rebase-conflicts/NAME with --write).",
+        ),
+    ] = None,
+    wheel: WheelOpt = None,
+    from_git: FromGitOpt = None,
+) -> None:
+    """Carry the patchset onto a new image: drop what is upstream, 3-way merge conflicts."""
+    from .commands import rebase as cmd
+
+    _run(
+        cmd.run,
+        patchset,
+        python=python,
+        root=root,
+        state_dir=state_dir,
+        onto_python=onto_python,
+        onto_root=onto_root,
+        out=out,
+        write=write,
+        conflicts=conflicts,
+        wheels=wheel or [],
+        from_git=from_git,
+    )
+
+
+@app.command()
 def version() -> None:
     """Print patchbay's version."""
     print(__version__)

@@ -185,7 +185,7 @@ def refresh_patch(
             "patch would be empty; remove it from the patchset instead",
             patch_id=patch_id,
         )
-    prefixes, preamble = _layout(patchset, patch, old)
+    prefixes, preamble = patch_layout(patchset, patch, old)
     text = patchset.path.read_text(encoding="utf-8")
     with tempfile.TemporaryDirectory(prefix="patchbay-refresh-") as scratch:
         made_diff = checked_diff(
@@ -268,11 +268,17 @@ def _more_files(
             made.append(MadeFile(target, rel, before, now, mode))
 
 
-def _layout(
+def patch_layout(
     patchset: Patchset, patch: DiffPatch, loaded: LoadedPatch
 ) -> tuple[tuple[str, str], bytes]:
-    """The path prefixes the patch file uses (what its strip level removes) and the text before
-    its first file header, so that the refreshed file reads like the old one."""
+    """The path prefixes the patch file uses (what its strip level removes: ``a/`` and ``b/``
+    at strip 1) and the text before its first file header (a DEP-3 block), so that a rewritten
+    patch file reads like the old one and is read with the same strip level.
+
+    Raises:
+        RefusedError: the prefixes cannot be told (a strip level other than 1 whose paths do
+            not parse at strip 0).
+    """
     path = patchset.folder / patch.content_path
     data = path.read_bytes()
     parsed = loaded.data
