@@ -128,3 +128,31 @@ def _last_content_line(lines: list[str], sequence: yaml.SequenceNode, index: int
             break
         end -= 1
     return end
+
+
+def set_scalar(text: str, key_path: tuple[str | int, ...], value: str, *, path: Path) -> str:
+    """``text`` with the scalar at ``key_path`` (e.g. ``("base", "files", 0, "sha256")``)
+    replaced by ``value``, quoted as YAML needs; the rest is kept byte for byte.
+
+    Raises:
+        InputError: the key path does not lead to a scalar.
+    """
+    node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
+    for key in key_path:
+        if isinstance(node, yaml.MappingNode) and isinstance(key, str):
+            node = next(
+                (v for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == key),
+                None,
+            )
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int):
+            node = node.value[key] if 0 <= key < len(node.value) else None
+        else:
+            node = None
+        if node is None:
+            break
+    if not isinstance(node, yaml.ScalarNode):
+        where = ".".join(str(k) for k in key_path)
+        raise InputError(f"{where} is not a value in this patchset", file=path)
+    rendered = yaml.safe_dump(value, default_style='"' if node.style == '"' else None)
+    rendered = rendered.removesuffix("\n...\n").rstrip("\n")
+    return text[: node.start_mark.index] + rendered + text[node.end_mark.index :]

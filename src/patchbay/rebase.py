@@ -38,9 +38,9 @@ from .errors import InputError, PatchbayError, RefusedError
 from .gitapply import run_git
 from .gitdiff import FileVersions, write_diff
 from .kinds import KINDS, ContentState, FileChange
-from .ledger import Ledger
+from .ledger import Ledger, sha256_bytes
 from .model import DiffPatch, Patchset, load_patchset
-from .patchset_text import remove_patch
+from .patchset_text import remove_patch, set_scalar
 from .pristine import Pristine, read_shipped
 from .refresh import patch_layout
 from .targets import Environment
@@ -91,12 +91,14 @@ class RebaseResult:
         conflicts_dir: the side folder holding merged files with conflict markers (None when
             nothing conflicted).
         final: ``check`` of the result on the candidate.
+        guard: what was done to the base guard (one line each).
     """
 
     folder: Path
     items: list[RebaseItem]
     conflicts_dir: Path | None
     final: CheckResult
+    guard: list[str] = field(default_factory=list)
 
     @property
     def conflicts(self) -> list[RebaseItem]:
@@ -172,6 +174,7 @@ def rebase_patchset(
             done.add(item.report.id)
             _merge(current, result, item.report.index, old_states, new_env, items, scratch)
         _drop_upstream(work / yaml_name, new_env, items)
+        guard = _move_guard(work / yaml_name, new_env)
         final_patchset = load_patchset(work / yaml_name)
         final = check_patchset(final_patchset, new_env)
         verdicts = {i.report.id: i for i in final.items}
@@ -199,7 +202,7 @@ def rebase_patchset(
         if folder != work:
             final = check_patchset(load_patchset(folder), new_env)
     ordered = [items[p.id] for p in patchset.patches]
-    return RebaseResult(folder, ordered, side, final)
+    return RebaseResult(folder, ordered, side, final, guard)
 
 
 def _file_paths(patch: object, loaded: object) -> list[str]:
@@ -453,6 +456,37 @@ def _drop_upstream(yaml_path: Path, env: Environment, items: dict[str, RebaseIte
         still_used = {getattr(p, "file", None) for p in smaller.patches}
         if content and content not in still_used:
             (yaml_path.parent / content).unlink(missing_ok=True)
+
+
+def _move_guard(yaml_path: Path, env: Environment) -> list[str]:
+    """Point the work copy's base guard at the candidate: each guarded distribution pinned to
+    the candidate's version (when there is an interpreter to ask), each guarded file to the
+    candidate's sha256; the image reference is the user's to update."""
+    current = load_patchset(yaml_path)
+    text = yaml_path.read_text(encoding="utf-8")
+    notes = []
+    for name, spec in current.spec.base.distributions.items():
+        version = env.distributions.get(name)
+        if version is None:
+            notes.append(f"base.distributions.{name}: kept {spec!r} (candidate version unknown)")
+            continue
+        text = set_scalar(text, ("base", "distributions", name), f"=={version}", path=yaml_path)
+        notes.append(f"base.distributions.{name}: {spec!r} -> '=={version}'")
+    tree = Tree(env.roots, env)
+    for i, guard in enumerate(current.spec.base.files):
+        data = tree.on_disk(guard.target, guard.path)
+        if data is None:
+            notes.append(f"base.files: {guard.path} is not in the candidate; kept its old hash")
+            continue
+        digest = sha256_bytes(data)
+        if digest != guard.sha256:
+            text = set_scalar(text, ("base", "files", i, "sha256"), digest, path=yaml_path)
+            notes.append(f"base.files: {guard.path} -> the candidate's sha256 {digest[:12]}")
+    yaml_path.write_text(text, encoding="utf-8")
+    load_patchset(yaml_path)
+    if notes:
+        notes.append("image.reference (and components[].commit) still name the old image")
+    return notes
 
 
 def _write_side(source: Path, side: Path, items: list[RebaseItem]) -> None:

@@ -48,6 +48,8 @@ def run(
         console.print(line)
         for detail in item.details:
             console.print(f"{'':<{width}}    {detail}", markup=False)
+    for note in result.guard:
+        console.print(f"guard: {note}", markup=False)
     where = f"--python {onto_python}" if onto_python else f"--root {onto_root}"
     if result.conflicts:
         console.print(
