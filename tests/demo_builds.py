@@ -11,46 +11,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _edit(path: Path, old: str, new: str) -> None:
-    text = path.read_text()
-    assert text.count(old) == 1, (path, old)
-    path.write_text(text.replace(old, new))
-
-
 def new_demo_source(dest: Path) -> Path:
-    """demo/engine as its next release: one fix of the demo patchset landed upstream
-    (envs-asm-padding), one patched file refactored so that a hunk's context moved
-    (mla.py: mla-large-cache merges cleanly), one change on the very lines a patch edits
-    (scheduler.py: scheduler-padding conflicts); the rest untouched."""
-    shutil.copytree(REPO / "demo" / "engine", dest)
-    pkg = dest / "src" / "demo_engine"
-    _edit(dest / "pyproject.toml", 'version = "0.4.1+g1a2b3c4"', 'version = "0.5.0"')
-    _edit(
-        pkg / "envs.py",
-        'KV_CACHE_DTYPE = os.environ.get("DEMO_KV_CACHE_DTYPE", "auto")\n',
-        'KV_CACHE_DTYPE = os.environ.get("DEMO_KV_CACHE_DTYPE", "auto")\n'
-        'ASM_PADDING = os.environ.get("DEMO_ASM_PADDING", "none")\n',
-    )
-    _edit(
-        pkg / "attention" / "mla.py",
-        "WITHIN_2GB = True\n\n\ndef kv_offsets(start, end, stride_kv, stride_pe):\n"
-        '    """Byte offsets of the kv rows in [start, end)."""\n',
-        "WITHIN_2GB = True\nKV_ALIGN = 16\n\n\ndef aligned(n):\n"
-        '    """n rounded up to KV_ALIGN."""\n    return -(-n // KV_ALIGN) * KV_ALIGN\n\n\n'
-        "def kv_offsets(start, end, stride_kv, stride_pe):\n"
-        '    """Byte offsets of the kv rows in the half-open range [start, end)."""\n',
-    )
-    _edit(
-        pkg / "scheduler.py",
-        "    limit = envs.MAX_BATCH\n    return requests[:limit]\n",
-        "    limit = min(envs.MAX_BATCH, 512)\n    return list(requests)[:limit]\n",
-    )
+    """A copy of demo/engine-next, the demo engine's next release: one fix of the demo
+    patchset landed upstream (envs-asm-padding), one patched file refactored so that a hunk's
+    context moved (mla.py: mla-large-cache merges cleanly), one change on the very lines a
+    patch edits (scheduler.py: scheduler-padding conflicts); the rest untouched."""
+    ignore = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    shutil.copytree(REPO / "demo" / "engine-next", dest, ignore=ignore)
     return dest
 
 
 def git_repository(source: Path, dest: Path) -> tuple[Path, str]:
     """``source`` committed into a new git repository at ``dest``; returns it and the commit."""
-    shutil.copytree(source, dest)
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("build", "*.egg-info"))
     env = {
         **os.environ,
         "GIT_CONFIG_GLOBAL": os.devnull,
