@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, Engine, build_wheel, make_engine, run_cli
+from conftest import REPO, Engine, build_wheel, copy_engine, make_engine, run_cli
 from demo_builds import new_demo_source
 from patchbay.check import check_patchset
 from patchbay.engine import apply_patchset
@@ -26,6 +26,14 @@ EXPECTED = {
     "mla-full-graph": ("applies", "unchanged"),
     "mla-fp8-kernel-row": ("applies", "unchanged"),
 }
+
+
+RESOLVED = (
+    "    limit = min(envs.MAX_BATCH, 512)\n"
+    '    if envs.ASM_PADDING != "none":\n'
+    "        limit = min(limit, 128)\n"
+    "    return list(requests)[:limit]\n"
+)
 
 
 @pytest.fixture(scope="session")
@@ -81,6 +89,23 @@ def test_rebase_onto_the_new_build(tmp_path: Path, engine: Engine, new_build: En
         "mla-fp8-kernel-row": "applies",
     }
     assert final.plan.guard.ok  # the base guard now names the candidate
+    # merged by hand, then rebased again: all clear, and it applies on the new image
+    text = side.read_text()
+    start, end = text.index("<<<<<<<"), text.index(">>>>>>> candidate image\n") + 24
+    side.write_text(text[:start] + RESOLVED + text[end:])
+    again = rebase_patchset(patchset, old, new, out=tmp_path / "again", resolved=out / "conflicts")
+    assert again.ok
+    assert {i.id: i.outcome for i in again.items}["scheduler-padding"] == "refreshed"
+    target = copy_engine(new_build.prefix, tmp_path / "target")
+    target_env = resolve_environment(load_patchset(tmp_path / "again"), python=str(target.python))
+    applied = apply_patchset(load_patchset(tmp_path / "again"), target_env).applied
+    assert applied == [
+        "scheduler-padding",
+        "mla-large-cache",
+        "mla-full-graph",
+        "mla-fp8-kernel-row",
+    ]
+    assert RESOLVED in (target.pkg / "scheduler.py").read_text()
 
 
 def test_rebase_write_from_an_unpatched_old_image(

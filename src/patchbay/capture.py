@@ -52,7 +52,7 @@ from .tree import Tree
 
 TODO_DESCRIPTION = "<TODO: what this patch does and why>"
 TODO_UPSTREAM = (
-    "<TODO: the upstream PR or issue (then list it under upstream), or the real status and why>"
+    "<TODO: list the upstream PR or issue under upstream, or give the real status and why>"
 )
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _CONTEXTS = (3, 6, 12, 25)  # -U tried in turn until no hunk's context is ambiguous

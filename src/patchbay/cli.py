@@ -555,6 +555,14 @@ def rebase(
     ] = None,
     wheel: WheelOpt = None,
     from_git: FromGitOpt = None,
+    resolved: Annotated[
+        Path | None,
+        typer.Option(
+            "--resolved",
+            metavar="DIR",
+            help="A conflicts folder of an earlier run, merged by hand: take its files.",
+        ),
+    ] = None,
 ) -> None:
     """Carry the patchset onto a new image: drop what is upstream, 3-way merge conflicts."""
     from .commands import rebase as cmd
@@ -572,6 +580,7 @@ def rebase(
         conflicts=conflicts,
         wheels=wheel or [],
         from_git=from_git,
+        resolved=resolved,
     )
 
 

@@ -31,7 +31,7 @@ def _patches_node(text: str, path: Path) -> tuple[yaml.MappingNode, yaml.Node | 
 
 
 def _render_item(entry: dict[str, Any], indent: int) -> str:
-    body = yaml.safe_dump([entry], sort_keys=False, default_flow_style=False, width=96)
+    body = yaml.safe_dump([entry], sort_keys=False, default_flow_style=False, width=4096)
     pad = " " * indent
     return "".join(pad + line if line.strip() else line for line in body.splitlines(True))
 

@@ -26,6 +26,7 @@ the candidate reports it all clear except the listed conflicts.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -47,6 +48,7 @@ from .targets import Environment
 from .transaction import Transaction, write_atomic
 from .tree import Tree
 
+_MARKERS = re.compile(rb"^(?:<{7} |>{7} |\|{7} |={7}$)", re.MULTILINE)
 REFRESHED_VERDICTS = frozenset({Verdict.PARTIAL, Verdict.CONFLICT, Verdict.AMBIGUOUS})
 _CONTEXTS = (3, 6, 12, 25)
 
@@ -119,6 +121,7 @@ def rebase_patchset(
     write: bool = False,
     conflicts_dir: Path | None = None,
     sources: PristineSources | None = None,
+    resolved: Path | None = None,
 ) -> RebaseResult:
     """Rebase ``patchset`` from the image ``old_env`` onto the candidate ``new_env``.
 
@@ -133,6 +136,8 @@ def rebase_patchset(
             ``OUT/conflicts``, or ``rebase-conflicts/<name>`` in the current folder with
             ``write``).
         sources: pristine copies for old files that no longer match RECORD.
+        resolved: a side folder of an earlier run whose files a person merged by hand
+            (``<id>/<path>``, no conflict markers left): taken as the merge result.
 
     Returns:
         The :class:`RebaseResult`.
@@ -172,7 +177,9 @@ def rebase_patchset(
                 break
             item = todo[0]
             done.add(item.report.id)
-            _merge(current, result, item.report.index, old_states, new_env, items, scratch)
+            _merge(
+                current, result, item.report.index, old_states, new_env, items, scratch, resolved
+            )
         _drop_upstream(work / yaml_name, new_env, items)
         guard = _move_guard(work / yaml_name, new_env)
         final_patchset = load_patchset(work / yaml_name)
@@ -294,9 +301,11 @@ def _merge(
     env: Environment,
     items: dict[str, RebaseItem],
     scratch: Path,
+    resolved: Path | None = None,
 ) -> None:
     """3-way merge patch ``index`` onto the candidate; write the refreshed diff into the work
-    copy, or record the conflict (markers under ``scratch/conflicts``)."""
+    copy, or record the conflict (markers under ``scratch/conflicts``). A file merged by hand
+    under ``resolved`` stands for the merge of that file."""
     patch = current.patches[index]
     item = items[patch.id]
     if not isinstance(patch, DiffPatch) or patch.file is None:
@@ -324,6 +333,12 @@ def _merge(
         key = (change.target, change.path)
         theirs = staged[key] if key in staged else tree.on_disk(*key)
         merged, problem = _merge_file(patch.id, change, theirs, scratch)
+        by_hand = resolved / patch.id / change.path if resolved is not None else None
+        if problem and by_hand is not None and by_hand.is_file():
+            merged = by_hand.read_bytes()
+            problem = "" if not _MARKERS.search(merged) else "the resolved file still has markers"
+            if not problem:
+                item.details.append(f"{change.path}: taken from {by_hand}")
         if problem:
             conflicted.append((change.path, merged, problem))
             continue
@@ -353,7 +368,10 @@ def _merge(
         if _pending_with(current, index, versions, env, scratch / f"check-{patch.id}-{context}"):
             break
     item.outcome = "refreshed"
-    item.details.extend(f"{v.path}: merged" for v in versions if v.changed)
+    by_hand = {d.split(":", 1)[0] for d in item.details}
+    item.details.extend(
+        f"{v.path}: merged" for v in versions if v.changed and v.path not in by_hand
+    )
 
 
 def _merge_file(

@@ -25,6 +25,7 @@ def run(
     conflicts: Path | None,
     wheels: list[Path],
     from_git: str | None,
+    resolved: Path | None = None,
 ) -> int:
     """Print what happened to each patch; exit 0 when all clear, 1 when conflicts remain."""
     if (onto_python is None) == (onto_root is None):
@@ -40,6 +41,7 @@ def run(
         write=write,
         conflicts_dir=conflicts,
         sources=PristineSources(wheels=wheels, from_git=from_git),
+        resolved=resolved,
     )
     width = max((len(i.id) for i in result.items), default=0)
     for item in result.items:
@@ -63,6 +65,11 @@ def run(
             for item in result.conflicts:
                 for path in item.conflict_files:
                     console.print(f"  {path}", markup=False)
+            console.print(
+                "merge them by hand (remove the markers), then run rebase again with "
+                f"--resolved {result.conflicts_dir}",
+                markup=False,
+            )
     console.print(
         f"\nwrote the rebased patchset to {result.folder}; `patchbay check {result.folder} "
         f"{where}`: "
