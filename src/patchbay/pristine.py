@@ -209,6 +209,12 @@ class GitCopy(PristineCopy):
         local = Path(self.source)
         if local.is_dir():
             repo = local.resolve()
+            status, _ = run_git(["rev-parse", "--git-dir"], repo, ok=(0, 128))
+            if status != 0:
+                raise InputError(
+                    "--from-git: not a git repository (give the repository's top folder)",
+                    file=repo,
+                )
         else:
             repo = Path(tempfile.mkdtemp(prefix="git-", dir=self.folder)) / "repo.git"
             run_git(["clone", "--quiet", "--bare", self.source, str(repo)], self.folder)
