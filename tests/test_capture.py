@@ -66,14 +66,15 @@ def test_capture_hand_edits_applied_here_pending_on_a_fresh_copy(
     env = resolve_environment(patchset, python=str(engine.python))
     apply_patchset(patchset, env)
     _edit(engine.pkg / "worker.py", WORKER_OLD, WORKER_NEW)
-    (engine.pkg / "ops" / "fused.py").write_text("def fused(x):\n    return x\n")
+    (engine.pkg / "ops" / "fast").mkdir()
+    (engine.pkg / "ops" / "fast" / "fused.py").write_text("def fused(x):\n    return x\n")
     (engine.pkg / "ops" / "decode.py").unlink()
     res = run_cli(
         "capture",
         folder,
         "worker-triple",
         engine.pkg / "worker.py",
-        "demo_engine/ops/fused.py",  # relative to the target root
+        "demo_engine/ops/fast/fused.py",  # relative to the target root
         "demo_engine/ops/decode.py",  # deleted: named as RECORD lists it
         "--python",
         engine.python,
@@ -82,7 +83,7 @@ def test_capture_hand_edits_applied_here_pending_on_a_fresh_copy(
     )
     assert res.code == 0, res.err
     assert "demo_engine/ops/decode.py (deleted" in res.out
-    assert "demo_engine/ops/fused.py (new" in res.out
+    assert "demo_engine/ops/fast/fused.py (new" in res.out
     # the user's file is kept as it was (comments, order); the patch is added after it
     yaml_after = (folder / "patchset.yaml").read_text()
     assert yaml_after.startswith(yaml_before)
@@ -105,7 +106,7 @@ def test_capture_hand_edits_applied_here_pending_on_a_fresh_copy(
     assert set(_statuses(folder, fresh).values()) == {"pending"}
     fresh_env = resolve_environment(load_patchset(folder), python=str(fresh.python))
     apply_patchset(load_patchset(folder), fresh_env)
-    for rel in ("worker.py", "ops/fused.py"):
+    for rel in ("worker.py", "ops/fast/fused.py"):
         assert (fresh.pkg / rel).read_bytes() == (engine.pkg / rel).read_bytes()
     assert not (fresh.pkg / "ops" / "decode.py").exists()
     # validate lists the blanks; revert puts back what the image shipped
@@ -116,6 +117,7 @@ def test_capture_hand_edits_applied_here_pending_on_a_fresh_copy(
     assert f"TO FILL: {folder / 'patchset.yaml'}:" in out and "worker-triple: description" in out
     revert_patchset(load_patchset(folder), env)
     assert verify_installed(load_patchset(folder), env).ok
+    assert not (engine.pkg / "ops" / "fast").exists()  # the folder the new file came with
 
 
 def test_capture_without_files_finds_the_undeclared_edits(

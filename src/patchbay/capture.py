@@ -205,6 +205,9 @@ def capture_patch(
     if not found:
         raise RefusedError("nothing to capture: every installed file matches RECORD or a patch")
     chosen = _target_for([p for p, _ in found], env, target)
+    shipped_dirs = {
+        a for p in shipped.listed for a in _ancestors(os.path.dirname(p), str(env.roots[chosen]))
+    }
     root = env.roots[chosen]
     touching = _touching(plan, env)
     sources = sources or PristineSources()
@@ -238,7 +241,9 @@ def capture_patch(
                 continue
             change = "new" if base is None else "deleted" if current is None else "modified"
             versions.append(FileVersions(rel, base, current, executable, executable))
-            made.append(MadeFile(chosen, rel, base, current, _mode(path) if base else None))
+            created = _created_dirs(path, str(root), shipped_dirs) if base is None else []
+            mode = _mode(path) if base is not None else None
+            made.append(MadeFile(chosen, rel, base, current, mode, created))
             captured.append(CapturedFile(rel, change, origin))
         if not versions:
             raise RefusedError(
@@ -490,6 +495,10 @@ def _trial(
         (folder / patch.file).parent.mkdir(parents=True, exist_ok=True)
         (folder / patch.file).write_bytes(diff)
         load_patches(trial)
+    except InputError as exc:  # e.g. an --upstream reference that is no reference
+        exc.reason = f"the patchset as it would be does not load: {exc.reason}"
+        exc.file, exc.line, exc.details = patchset.path, None, []
+        raise
     except PatchbayError as exc:
         raise RefusedError(f"the patchset as it would be does not load: {exc}") from None
     return trial
@@ -526,6 +535,26 @@ def _why(inspection: Any, where: str) -> str:
     bad = [h for h in inspection.hunks if h.state.value not in ("applied", "pending")]
     detail = ", ".join(f"{h.file} hunk {h.index}: {h.state.value}" for h in bad)
     return f"{inspection.state.value} {where}" + (f" ({detail})" if detail else "")
+
+
+def _created_dirs(path: str, root: str, shipped_dirs: set[str]) -> list[str]:
+    """Root-relative folders above a new file that the image did not ship (no file RECORD lists
+    is in or below them), deepest first: a revert removes them again when they are empty."""
+    out = []
+    folder = os.path.dirname(path)
+    while folder != root and folder.startswith(root + os.sep) and folder not in shipped_dirs:
+        out.append(Path(os.path.relpath(folder, root)).as_posix())
+        folder = os.path.dirname(folder)
+    return out
+
+
+def _ancestors(folder: str, root: str) -> list[str]:
+    """``folder`` and the folders above it, up to (not including) ``root``."""
+    out = []
+    while folder.startswith(root + os.sep):
+        out.append(folder)
+        folder = os.path.dirname(folder)
+    return out
 
 
 def _executable(path: str) -> bool:
