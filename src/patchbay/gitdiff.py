@@ -34,6 +34,8 @@ class FileVersions:
 
     @property
     def changed(self) -> bool:
+        """Whether the content (or, for a file that exists before, the executable bit)
+        differs."""
         return self.before != self.after or (
             self.before is not None and self.executable_before != self.executable_after
         )

@@ -104,6 +104,7 @@ class RebaseResult:
 
     @property
     def conflicts(self) -> list[RebaseItem]:
+        """The patches left for a person to merge."""
         return [i for i in self.items if i.outcome == "conflict"]
 
     @property
