@@ -147,3 +147,171 @@ def test_a_bundle_whose_dependencies_cannot_be_downloaded_quotes_pip(
     assert "patchbay's own dependencies" in res.stderr
     assert "No matching distribution" in res.stderr
     assert not (tmp_path / "b").exists()
+
+
+# -- the CI examples, run as a GitHub runner runs them -------------------------------------------
+
+EXAMPLES = REPO / "docs" / "examples"
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+# the node24 majors of the actions the examples use (node20 actions are deprecated on runners)
+CURRENT_ACTIONS = {
+    "actions/checkout": "v7",
+    "actions/setup-python": "v7",
+    "actions/cache": "v6",
+    "actions/upload-artifact": "v7",
+    "github/codeql-action/upload-sarif": "v4",
+}
+
+
+def _substitute(text: str, context: dict[str, str]) -> str:
+    """Replace ``${{ expr }}`` as the runner does; an expression the test does not know fails
+    the test (the examples may only use these)."""
+    return EXPRESSION.sub(lambda m: context[m.group(1)], text)
+
+
+def run_workflow(
+    path: Path, checkout: Path, context: dict[str, str], overrides: dict[str, str]
+) -> list[str]:
+    """Run every ``run:`` step of ``path``'s one job in ``checkout`` with bash, as a GitHub
+    runner does (``bash --noprofile --norc -eo pipefail``, ``$GITHUB_PATH`` added to ``PATH``
+    for later steps, ``$RUNNER_TEMP``, ``$GITHUB_STEP_SUMMARY``); ``uses:`` steps are checked
+    against :data:`CURRENT_ACTIONS` and skipped (the checkout and Python are already there).
+
+    ``overrides`` replace workflow-level ``env`` values (the placeholder ``PATCHBAY_SPEC``).
+    Returns the names of the steps run. A failing step fails the test with its output."""
+    import yaml
+
+    workflow = yaml.safe_load(path.read_text())
+    (job,) = workflow["jobs"].values()
+    runner = checkout.parent / f"runner-{path.stem}"
+    (runner / "temp").mkdir(parents=True)
+    github_path = runner / "path"
+    github_path.touch()
+    base_env = {
+        **os.environ,
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": str(checkout),
+        "GITHUB_PATH": str(github_path),
+        "GITHUB_STEP_SUMMARY": str(runner / "summary.md"),
+        "RUNNER_TEMP": str(runner / "temp"),
+    }
+    for key in ("GITHUB_TOKEN", "GH_TOKEN", "PATCHBAY_GITHUB_API"):
+        base_env.pop(key, None)
+    declared = {**workflow.get("env", {}), **job.get("env", {})}
+    base_env.update({k: _substitute(str(v), context) for k, v in declared.items()})
+    base_env.update(overrides)
+    ran = []
+    for step in job["steps"]:
+        if "uses" in step:
+            action, _, version = step["uses"].partition("@")
+            assert CURRENT_ACTIONS.get(action) == version, f"{path.name}: {step['uses']}"
+            continue
+        env = dict(base_env)
+        env.update({k: _substitute(str(v), context) for k, v in step.get("env", {}).items()})
+        extra = [ln for ln in github_path.read_text().splitlines() if ln]
+        env["PATH"] = os.pathsep.join([*reversed(extra), base_env["PATH"]])
+        script = runner / "step.sh"
+        script.write_text(_substitute(step["run"], context))
+        res = _run("bash", "--noprofile", "--norc", "-eo", "pipefail", script, cwd=checkout,
+                   env=env)  # fmt: skip
+        name = step.get("name", step["run"].splitlines()[0])
+        assert res.returncode == 0, f"{path.name} step {name!r}:\n{res.stdout}\n{res.stderr}"
+        ran.append(name)
+    return ran
+
+
+def _git(cwd: Path, *args: str) -> str:
+    res = _run("git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args, cwd=cwd)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
+def _checkout(tmp: Path, files: dict[str, str | Path]) -> tuple[Path, Path]:
+    """A benchmark repository holding ``files`` (relative path -> text, or a file or folder to
+    copy), pushed to a bare remote and cloned as ``actions/checkout`` leaves it.
+
+    Returns (the checkout, the bare remote)."""
+    import shutil
+
+    source = tmp / "source"
+    for rel, content in files.items():
+        dest = source / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Path):
+            (shutil.copytree if content.is_dir() else shutil.copy)(content, dest)
+        else:
+            dest.write_text(content)
+    _git(source, "init", "-q", "-b", "main")
+    _git(source, "add", "-A")
+    _git(source, "commit", "-q", "-m", "benchmarks")
+    remote = tmp / "remote.git"
+    _git(tmp, "init", "-q", "--bare", "-b", "main", str(remote))
+    _git(source, "push", "-q", str(remote), "main")
+    _git(tmp, "clone", "-q", str(remote), str(tmp / "bench"))
+    return tmp / "bench", remote
+
+
+def test_the_audit_workflow_example_runs(
+    tmp_path: Path, wheelhouse: list[Path], pip_env: None
+) -> None:
+    # the demo patchset with its waivers, and a harness script that patches nothing
+    files: dict[str, str | Path] = {"patchsets/demo": DEMO}
+    files.update({f"waivers/{w.name}": w for w in (REPO / "waivers").glob("demo-*.md")})
+    files["scripts/bench.sh"] = "#!/bin/sh\npython3 -m demo_bench --out results\n"
+    checkout, _ = _checkout(tmp_path, files)
+    with Server() as server:
+        overrides = {
+            "PATCHBAY_SPEC": f"{selfcarry.DIST}=={metadata.version(selfcarry.DIST)}",
+            "PIP_INDEX_URL": server.serve_index(wheelhouse),
+        }
+        ran = run_workflow(EXAMPLES / "audit.yml", checkout, {}, overrides)
+    assert ran == [
+        "Install patchbay (in an environment of its own)",
+        "SARIF for code scanning",
+        "Audit (annotations on the pull request)",
+    ]
+    import json
+
+    sarif = json.loads((checkout / "patchbay.sarif").read_text())
+    assert sarif["runs"][0]["tool"]["driver"]["name"] == "patchbay"
+
+
+def test_the_upstream_report_workflow_example_runs(
+    tmp_path: Path, wheelhouse: list[Path], pip_env: None
+) -> None:
+    from github_standin import GitHubStandIn, build_engine_history, serve_engine
+
+    ids = build_engine_history(tmp_path / "engine")
+    patchset = (
+        "schema: 1\nname: engine\nimage: {reference: example.invalid/engine:1.0}\n"
+        f"components:\n  - {{distribution: engine, repository: acme/engine, commit: {ids['P']}}}\n"
+        "targets:\n  engine: {package: engine}\npatches:\n"
+        "  - id: late-fix\n    kind: replace\n    target: engine\n    description: late fix\n"
+        "    upstream: [acme/engine#14]\n"
+        "    edits: [{file: engine/late.py, old: 'L = 0', new: 'L = 1'}]\n"
+    )
+    checkout, remote = _checkout(tmp_path, {"patchsets/engine/patchset.yaml": patchset})
+    token = "ghs_workflowTOKEN0123456789"
+    with GitHubStandIn(token=token) as standin, Server() as index:
+        serve_engine(standin, tmp_path / "engine", ids)
+        standin.add_repo("acme/bench", str(remote))
+        context = {
+            "github.repository": "acme/bench",
+            "github.run_id": "42",
+            "github.api_url": standin.url,
+            "secrets.GITHUB_TOKEN": token,
+        }
+        overrides = {
+            "PATCHBAY_SPEC": f"{selfcarry.DIST}=={metadata.version(selfcarry.DIST)}",
+            "PIP_INDEX_URL": index.serve_index(wheelhouse),
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        }
+        ran = run_workflow(EXAMPLES / "upstream-report.yml", checkout, context, overrides)
+        assert standin.count("POST", "/repos/acme/bench/issues") == 1  # the tracking issue
+    assert ran[-1] == "Commit the history"
+    summary = (checkout.parent / "runner-upstream-report" / "summary.md").read_text()
+    assert "late-fix" in summary
+    assert token not in summary
+    log = _git(tmp_path, "--git-dir", str(remote), "log", "--format=%s", "main")
+    assert log.splitlines()[0] == "upstream report: history of run 42"
