@@ -93,7 +93,7 @@ def wheel_from_installed(name: str, dest: Path, *, packages: list[Path] | None =
             if path.is_file():
                 files[rel] = path.read_bytes()
     wheel = dest / f"{stem}-{_tags(wheel_meta)}.whl"
-    _write_wheel(wheel, files, info_name)
+    write_wheel(wheel, files, info_name)
     return wheel
 
 
@@ -213,7 +213,15 @@ def _tags(wheel_meta: str) -> str:
     return "-".join(".".join(p) for p in parts)
 
 
-def _write_wheel(wheel: Path, files: dict[str, bytes], info_name: str) -> None:
+def write_wheel(wheel: Path, files: dict[str, bytes], info_name: str) -> None:
+    """Write a wheel (a zip, PEP 427) holding ``files`` and their ``RECORD``.
+
+    Args:
+        wheel: the wheel's path (its name is the caller's: ``{name}-{version}-{tags}.whl``).
+        files: archive path -> bytes, the ``.dist-info`` files (``METADATA``, ``WHEEL``)
+            included; ``RECORD`` is computed here (sha256, urlsafe base64 without padding).
+        info_name: the ``{name}-{version}.dist-info`` folder name.
+    """
     record = io.StringIO()
     writer = csv.writer(record, lineterminator="\n")
     for rel, data in files.items():
