@@ -111,6 +111,12 @@ def _rules_repo(root: Path) -> Path:
             ["p-listed"], wid="w-fm-missing", front="filed: 2029-01-01\nstatus: approved\n"
         ),
         "w-zdup.md": _waiver(["p-ok"], wid="w-ok"),
+        "w-unmapped.md": _waiver(
+            ["p-listed"],
+            wid="w-unmapped",
+            body="# W\n\n## What is patched\nThe cap.\n\n## Why\nIt crashes.\n\n"
+            "## Upstream\n- lmdeploy #12\n\n## Removal plan\nWith lmdeploy 0.9.\n",
+        ),
         "README.md": "# Waivers\n\nOne file per waiver.\n",
     }
     for name, text in files.items():
@@ -182,7 +188,11 @@ def test_waiver_content_rules(report: dict) -> None:
     assert any("review_by" in m for m in missing)
     assert any("approval" in m for m in missing)
     assert ("PB206", "waivers/1350.md", 1) in found
-    assert ("PB207", "waivers/1350.md", 13) in found
+    # `lmdeploy #12` names no repository; `flashinfer #1877` resolves through the map import
+    # uses too (patchbay.projects)
+    assert ("PB207", "waivers/w-unmapped.md", 19) in found
+    assert {c for c, p, _ in found if p == "waivers/w-unmapped.md"} == {"PB207"}
+    assert ("PB207", "waivers/1350.md", 13) not in found
     # negatives: a complete, approved waiver far from its review date
     for code in ("PB201", "PB202", "PB203", "PB204", "PB205", "PB206", "PB207"):
         assert (code, "waivers/w-ok.md") not in {(c, p) for c, p, _ in found}
@@ -208,7 +218,8 @@ def test_patchset_rules(rules_repo: Path, report: dict) -> None:
 
 def test_legacy_waivers_in_an_audit(tmp_path: Path) -> None:
     """The four legacy layouts audit with their known gaps only: no missing field; 1402's two
-    upstream rows; unresolved `project #N` until upstream-names maps the projects."""
+    upstream rows; `project #N` resolved through the default project map, which
+    upstream-names overrides."""
     write_patchset(
         tmp_path / "patchsets" / "legacy",
         [
@@ -223,13 +234,8 @@ def test_legacy_waivers_in_an_audit(tmp_path: Path) -> None:
     found = sorted((f["path"][8:], f["line"], f["code"]) for f in doc["findings"])
     assert found == [
         ("1204.md", 1, "PB206"),
-        ("1204.md", 17, "PB207"),
-        ("1204.md", 18, "PB207"),
-        ("1204.md", 19, "PB207"),
-        ("1204.md", 20, "PB207"),
         ("1311.md", 1, "PB206"),
         ("1350.md", 1, "PB206"),
-        ("1350.md", 13, "PB207"),
         ("1402.md", 1, "PB206"),
         ("1402.md", 3, "PB205"),
         ("1402.md", 17, "PB202"),
@@ -244,14 +250,12 @@ def test_legacy_waivers_in_an_audit(tmp_path: Path) -> None:
     assert {n: f["status"] for n, f in waivers["1311"]["fields"].items()} == dict.fromkeys(
         ("what", "why", "upstream", "removal"), "found"
     )
-    (tmp_path / "patchbay.toml").write_text(
-        'upstream-names = {vllm = "vllm-project/vllm", aiter = "ROCm/aiter", '
-        'flashinfer = "flashinfer-ai/flashinfer"}\n'
-    )
+    refs = {r["reference"] for w in doc["waivers"] for r in w["references"]}
+    assert {"flashinfer-ai/flashinfer#1877", "vllm-project/vllm#48110", "ROCm/aiter#3950"} <= refs
+    (tmp_path / "patchbay.toml").write_text('upstream-names = {flashinfer = "my-org/flashinfer"}\n')
     mapped = json.loads(run_cli("audit", tmp_path, "--format", "json").out)
-    assert not [f for f in mapped["findings"] if f["code"] == "PB207"]
     refs = {r["reference"] for w in mapped["waivers"] for r in w["references"]}
-    assert "flashinfer-ai/flashinfer#1877" in refs
+    assert "my-org/flashinfer#1877" in refs and "flashinfer-ai/flashinfer#1877" not in refs
 
 
 def test_severity_and_ignores_from_config(rules_repo: Path, tmp_path: Path) -> None:
@@ -385,7 +389,7 @@ def test_github_annotations(rules_repo: Path) -> None:
     assert lines and all(_ANNOTATION.match(line) for line in lines), lines
     assert any(line.startswith(f"::error file={PS},line=") for line in lines)
     assert any(line.startswith("::warning file=waivers/w-expiring.md,line=6,") for line in lines)
-    assert any(line.startswith("::notice file=waivers/1350.md,line=13,") for line in lines)
+    assert any(line.startswith("::notice file=waivers/w-unmapped.md,line=19,") for line in lines)
     assert "error(s)" in res.err  # the summary goes to stderr, annotations alone to stdout
 
 
@@ -408,7 +412,7 @@ def test_demo_patchset_and_its_waivers_audit_clean(tmp_path: Path) -> None:
     res = run_cli("audit", tmp_path, "--today", "2027-01-01", "--format", "json")
     assert res.code == 0, res.out + res.err
     doc = json.loads(res.out)
-    assert doc["counts"] == {"error": 0, "warning": 0, "note": 0, "suppressed": 1}
+    assert doc["counts"] == {"error": 0, "warning": 0, "note": 0, "waived": 0, "suppressed": 1}
     (suppressed,) = doc["findings"]
     assert (suppressed["path"], suppressed["code"]) == ("scripts/demo", "PB405")
 

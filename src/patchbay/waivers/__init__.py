@@ -20,12 +20,14 @@ benchmark repositories' waiver process; the four body fields are their review ch
 One module per concern:
 
 - :mod:`.document` — :class:`Waiver`, :func:`parse_waiver`, :func:`read_waivers`;
+- :mod:`.files` — which files of a folder are waivers (not documentation, not translations);
 - :mod:`.frontmatter` — the YAML front matter (:class:`FrontMatter`);
 - :mod:`.body` — the Markdown body: where the four fields are, in every layout;
 - :mod:`.plain` — the fast path for plain Markdown (what ``waiver new`` writes);
 - :mod:`.fields` — the four fields, the labels that name them, what was found for each;
 - :mod:`.placeholders` — blanks left to fill;
 - :mod:`.references` — upstream references in any form;
+- :mod:`.paths` — file paths the text names (the patch script a legacy waiver covers);
 - :mod:`.template` — the text ``patchbay waiver new`` writes.
 """
 
@@ -39,7 +41,9 @@ from .fields import (
     Placeholder,
     field_matches,
 )
+from .files import Translation, WaiverFiles, waiver_files
 from .frontmatter import FrontMatter, split_front_matter
+from .paths import NamedPath
 from .placeholders import placeholder_in
 from .references import Reference
 from .template import PatchSummary, waiver_template
@@ -51,14 +55,18 @@ __all__ = [
     "FieldResult",
     "FieldStatus",
     "FrontMatter",
+    "NamedPath",
     "PatchSummary",
     "Placeholder",
     "Reference",
+    "Translation",
     "Waiver",
+    "WaiverFiles",
     "field_matches",
     "parse_waiver",
     "placeholder_in",
     "read_waivers",
     "split_front_matter",
+    "waiver_files",
     "waiver_template",
 ]

@@ -11,6 +11,7 @@ from typing import Any
 from .fields import FIELDS, META_LABELS, FieldResult, Placeholder, field_matches, normalise_label
 from .placeholders import placeholder_in
 from .plain import plain_tokens
+from .references import Reference
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Segment:
     # fields' part is the text that was written)
     shared_upstream: bool = False
     code: bool = False
+    code_spans: list[str] = field(default_factory=list)  # `...` contents (paths, commands)
 
 
 @lru_cache(maxsize=1)
@@ -225,6 +227,7 @@ class BodyParser:
             elif child.type == "code_inline":
                 seg.text += " "
                 seg.outside_links += " "
+                seg.code_spans.append(child.content)
             elif child.type == "link_open":
                 in_link += 1
                 href = child.attrs.get("href")
@@ -237,9 +240,17 @@ class BodyParser:
         return out
 
 
-def field_result(name: str, parser: BodyParser) -> FieldResult:
+def field_result(
+    name: str, parser: BodyParser, *, taken: frozenset[tuple[int, str]] = frozenset()
+) -> FieldResult:
     """What ``parser`` found for the body field ``name``: its best location (strongest match,
-    heading before label before column, first line) and the blanks left in its text."""
+    heading before label before column, first line) and the blanks left in its text.
+
+    Args:
+        name: one of :data:`~.fields.FIELDS`.
+        parser: the parsed body.
+        taken: blanks (line, text) another field reports (see :func:`upstream_elsewhere`).
+    """
     locations = sorted(parser.locations[name], key=lambda loc: (loc.rank, loc.kind_order, loc.line))
     if not locations:
         return FieldResult(name, "missing")
@@ -256,6 +267,47 @@ def field_result(name: str, parser: BodyParser) -> FieldResult:
         for html in seg.html:
             if blank is None:
                 blank = placeholder_in(html)
-        if blank is not None:
+        if blank is not None and (seg.line, blank) not in taken:
             blanks.append(Placeholder(seg.line, blank, name, seg.row))
     return FieldResult(name, "placeholder" if blanks else "found", best.line, best.where, blanks)
+
+
+# a blank that stands where a reference should be ("the upstream issue is being filed")
+_ABOUT_A_REFERENCE = re.compile(
+    r"\b(?:upstream|prs?|pull requests?|issues?|tickets?|bug reports?|links?|urls?|mrs?"
+    r"|merge requests?|references?)\b",
+    re.IGNORECASE,
+)
+
+
+def upstream_elsewhere(parser: BodyParser, references: list[Reference]) -> FieldResult | None:
+    """The upstream field of a waiver without an upstream section, heading, label or column:
+    the references written under other sections (What, Why, Scope...) and the sentences that
+    say a reference does not exist yet ("an upstream issue is being filed"), which are its
+    blanks rather than the blanks of the section they sit in.
+
+    Returns:
+        The field (``found`` when there are references and no such blank, ``placeholder``
+        with blanks), or None when the text has neither (the field stays missing).
+    """
+    if parser.locations["upstream"]:
+        return None
+    blanks: list[Placeholder] = []
+    for seg in parser.segments:
+        if seg.code:
+            continue
+        blank = placeholder_in(seg.text)
+        if blank is not None and _ABOUT_A_REFERENCE.search(blank):
+            blanks.append(Placeholder(seg.line, blank, "upstream", seg.row))
+    if not references and not blanks:
+        return None
+    first = min(
+        [(r.line, r) for r in references] + [(b.line, None) for b in blanks],
+        key=lambda item: item[0],
+    )
+    line = first[0]
+    sections = [s.fields for s in parser.segments if s.line == line and s.fields]
+    under = f"under '{sections[0][0]}'" if sections else "in the text"
+    what = "reference" if first[1] is not None else "sentence"
+    where = f"{what} {under} (no upstream section)"
+    return FieldResult("upstream", "placeholder" if blanks else "found", line, where, blanks)

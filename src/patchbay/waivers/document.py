@@ -9,9 +9,11 @@ from typing import Any
 
 from ..errors import InputError
 from ..yamlfile import parse_yaml
-from .body import BodyParser, field_result
+from .body import BodyParser, field_result, upstream_elsewhere
 from .fields import FIELDS, FieldResult, Placeholder
+from .files import waiver_files
 from .frontmatter import FrontMatter, plain_yaml, read_front_matter, split_front_matter
+from .paths import NamedPath, named_paths
 from .references import Reference, find_references
 
 
@@ -30,6 +32,8 @@ class Waiver:
         placeholders: blanks left in front-matter values (``owner: "<TODO: ...>"``).
         meta: labelled values of a legacy layout (``status``, ``image``, ``owner``...) with
             their lines.
+        paths: file paths the text names (a patch script, the benchmark script that runs it),
+            as written, with their lines; the audit resolves them in the repository.
     """
 
     path: Path
@@ -40,6 +44,7 @@ class Waiver:
     references: list[Reference] = field(default_factory=list)
     placeholders: list[Placeholder] = field(default_factory=list)
     meta: dict[str, tuple[str, int]] = field(default_factory=dict)
+    paths: list[NamedPath] = field(default_factory=list)
 
     @property
     def legacy(self) -> bool:
@@ -112,10 +117,15 @@ def parse_waiver(
     parser = BodyParser(offset)
     parser.parse(body, plain=plain)
     waiver.meta = parser.meta
-    waiver.fields = {name: field_result(name, parser) for name in FIELDS}
     lower = {k.lower(): v for k, v in (names or {}).items()}
     known = {p.lower() for p in projects} | set(lower)
     waiver.references = find_references(parser.segments, lower, known)
+    upstream = upstream_elsewhere(parser, waiver.references)
+    taken = frozenset((b.line, b.text) for b in upstream.placeholders) if upstream else frozenset()
+    waiver.fields = {name: field_result(name, parser, taken=taken) for name in FIELDS}
+    if upstream is not None:
+        waiver.fields["upstream"] = upstream
+    waiver.paths = named_paths(parser.segments)
     return waiver
 
 
@@ -125,18 +135,14 @@ def read_waivers(
     names: Mapping[str, str] | None = None,
     projects: Iterable[str] = (),
 ) -> list[Waiver]:
-    """Parse every waiver in ``folder`` (``*.md``, recursively, sorted; ``README.md`` and files
-    starting with ``_`` are documentation, not waivers). A missing folder holds no waiver.
+    """Parse every waiver in ``folder`` (``*.md``, recursively, sorted; ``README.md``, files
+    starting with ``_`` and translated copies are not waivers: see :func:`.files.waiver_files`).
+    A missing folder holds no waiver.
 
     Raises:
         InputError: the first malformed waiver (see :func:`parse_waiver`).
     """
-    if not folder.is_dir():
-        return []
     projects = list(projects)
-    out = []
-    for path in sorted(folder.rglob("*.md")):
-        if path.name.lower() == "readme.md" or path.name.startswith("_"):
-            continue
-        out.append(parse_waiver(path, names=names, projects=projects))
-    return out
+    return [
+        parse_waiver(path, names=names, projects=projects) for path in waiver_files(folder).waivers
+    ]

@@ -62,8 +62,11 @@ _FORGE_URL = re.compile(
 )
 _OWNER_REPO_NUM = re.compile(r"(?<![\w/.#@-])([A-Za-z0-9][\w.-]*/[\w.-]+)#(\d+)\b")
 _OWNER_REPO_SHA = re.compile(r"(?<![\w/.#@-])([A-Za-z0-9][\w.-]*/[\w.-]+)@([0-9a-f]{7,40})\b")
+# the name ends with a letter or digit: in "was reverted. #1234 has the details" the sentence
+# ends before the number, which is no project's
 _PROJECT_NUM = re.compile(
-    r"(?<![\w/#.@-])([A-Za-z][\w.-]*)\s+(?:(?:PR|pull request|pull|issue|MR)\s+)?#(\d+)\b"
+    r"(?<![\w/#.@-])([A-Za-z](?:[\w.-]*[A-Za-z0-9])?)\s+(?:(?:PR|pull request|pull|issue|MR)\s+)?"
+    r"#(\d+)\b"
 )
 # "PR #12", "issue #4", "step #2": a number, not a project's PR
 _NOT_PROJECTS = frozenset(
