@@ -183,11 +183,20 @@ def waive(findings: Iterable[Finding], links: ScriptLinks, root: Path) -> None:
 
     A finding is covered when it is of :data:`WAIVABLE`, is not suppressed already (an
     annotation or a configured ignore), and its file or a script of its ``chain`` is linked by
-    a waiver (the first one in waiver order).
+    a waiver (the first one in waiver order). A script that a linked script runs (it follows
+    the linked one in some finding's chain) is covered by the same waiver, also where the
+    scanner reads it on its own.
     """
     covering = links.covering()
     if not covering:
         return
+    findings = list(findings)
+    for finding in findings:
+        for n, script in enumerate(finding.chain):
+            if script in covering:
+                for run in (*finding.chain[n + 1 :], finding.path):
+                    covering.setdefault(run, covering[script])
+                break
     for finding in findings:
         if finding.code not in WAIVABLE or finding.suppression is not None:
             continue

@@ -55,7 +55,7 @@ _ABSENT = re.compile(
 # a reference said to be on its way, whatever else the clause says ("PR to be opened after
 # validation", "the upstream issue is being filed", "no upstream issue yet")
 _NOT_YET = re.compile(
-    r"\b(?:being|to be|will be|yet to be|not yet(?: been)?|still to be|about to be|not been)"
+    r"\b(?:being|to be|will be|yet to be|not yet(?: been)?|still to be|about to be)"
     r"\s+(?:filed|opened|created|submitted|raised|reported|added|linked|posted|sent|written"
     r"|prepared|drafted|shared|published)\b"
     r"|\b(?:prs?|pull requests?|issues?|tickets?|bug reports?|links?|urls?|mrs?|merge requests?"
