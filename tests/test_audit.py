@@ -905,3 +905,50 @@ def test_waiver_new_writes_into_the_waiver_folder_that_exists(
     assert code == 0
     assert (tmp_path / "docs" / "waiver" / "p1.md").is_file()
     assert not (tmp_path / "waivers").exists()
+
+
+def test_the_legacy_waivers_cover_the_scripts_they_name(tmp_path: Path) -> None:
+    """The four shared legacy waivers (tests/data, byte for byte) in docs/waiver/ of a
+    repository that has the scripts they name: 1204 covers its "Patch script", 1311 the
+    benchmark script whose heredoc it describes, 1350 the script that pins flashinfer; each is
+    no orphan, and the findings are waived by the waiver that names the script."""
+    scripts = {
+        "benchmarks/single_node/demo3_fp4_mi355x.sh": (
+            "#!/usr/bin/env bash\nbash benchmarks/single_node/apply_demo3_patches.sh\n"
+        ),
+        "benchmarks/single_node/apply_demo3_patches.sh": (
+            "#!/usr/bin/env bash\n" + SITE_LINE + 'git -C "$SITE" apply /patches/mla.diff\n'
+        ),
+        "benchmarks/demo4_h200.sh": (
+            "#!/usr/bin/env bash\n"
+            + SITE_LINE
+            + "python3 - \"$SITE/sglang/srt/managers/scheduler.py\" <<'PY'\n"
+            + "import sys\np = sys.argv[1]\n"
+            + 's = open(p).read().replace("a", "b")\nopen(p, "w").write(s)\nPY\n'
+        ),
+        "benchmarks/demo5_b200.sh": "#!/usr/bin/env bash\npip install flashinfer-python==0.4.2\n",
+    }
+    for rel, text in scripts.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    shutil.copytree(DATA / "waivers-legacy", tmp_path / "docs" / "waiver")
+    _git(tmp_path, "init", "-q")
+    result = _audit(tmp_path)
+    waived = {(f.path, f.code): f.waived_by.id for f in result.findings if f.waived_by}
+    assert waived == {
+        ("benchmarks/single_node/apply_demo3_patches.sh", "PB401"): "1204",
+        ("benchmarks/demo4_h200.sh", "PB403"): "1311",
+        ("benchmarks/demo5_b200.sh", "PB408"): "1350",
+    }
+    assert not [f for f in result.active if f.path.startswith("benchmarks/")]
+    orphans = {f.path for f in result.findings if f.code == "PB103"}
+    assert orphans == {"docs/waiver/1402.md"}  # its installer is not in this repository
+    assert {w: [link.path for link in links] for w, links in result.scripts.items()} == {
+        "1204": [
+            "benchmarks/single_node/demo3_fp4_mi355x.sh",
+            "benchmarks/single_node/apply_demo3_patches.sh",
+        ],
+        "1311": ["benchmarks/demo4_h200.sh"],
+        "1350": ["benchmarks/demo5_b200.sh"],
+    }
+    assert [t.path.name for t in result.translations] == []  # README.md is documentation

@@ -538,3 +538,33 @@ def test_paths_a_legacy_waiver_names(tmp_path: Path) -> None:
         ("benchmarks/demo4_h200.sh", 6, False),
         ("benchmarks/.../apply.sh", 9, False),
     ]
+
+
+def test_plain_and_markdown_it_paths_agree_on_named_paths(tmp_path: Path) -> None:
+    """A plain body (no emphasis, links or HTML) takes the fast path; it names the same paths
+    (code spans, text) as markdown-it does."""
+    path = _legacy(
+        tmp_path,
+        """
+        # Waiver 2508
+
+        - Patch script: `benchmarks/single_node/apply_k3.sh`
+        - Entrypoint: `bash benchmarks/k3.sh --tp 8` runs apply_k3.sh
+
+        ## What is patched
+        | script | change |
+        |---|---|
+        | `benchmarks/single_node/apply_k3.sh` | vllm/envs.py cap |
+        """,
+    )
+    from patchbay.waivers.plain import plain_tokens
+
+    assert plain_tokens(path.read_text()) is not None  # the fast path is the one compared
+    fast, full = parse_waiver(path), parse_waiver(path, plain=False)
+    assert fast == full
+    assert [p.text for p in fast.paths] == [
+        "benchmarks/single_node/apply_k3.sh",
+        "benchmarks/k3.sh",
+        "apply_k3.sh",
+        "vllm/envs.py",
+    ]

@@ -17,11 +17,9 @@ from urllib.parse import unquote, urlsplit
 if TYPE_CHECKING:
     from .body import Segment
 
-SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".py")
-"""Suffixes that make a bare file name (no folder) a script name."""
-
 # a relative or absolute path with at least one folder (`...` stands for elided folders), or a
-# bare name with a script suffix; not a URL, not `owner/repo#N`, not part of a longer word
+# bare name with a script suffix (.sh, .bash, .zsh, .ksh, .py); not a URL, not `owner/repo#N`,
+# not part of a longer word
 _PATH = re.compile(
     r"(?<![\w/.~$@:-])(?:\.{1,2}/|/)?(?:[\w.+-]+/)+[\w.+-]*[\w+-](?![\w/#@-])"
     r"|(?<![\w/.~$@:-])[\w.+-]+(?:\.sh|\.bash|\.zsh|\.ksh|\.py)(?![\w/#@-])"
