@@ -903,14 +903,12 @@ def waiver_reviews(
         folder: the waiver folder (``waivers/``); a missing folder holds none.
         patchsets: the patchsets whose patches are looked up.
     """
-    from ..waivers import parse_waiver
+    from ..waivers import parse_waiver, waiver_files
 
     by_id: dict[str, WaiverReview] = {}
     listed: dict[str, list[WaiverReview]] = {}
     if folder.is_dir():
-        for path in sorted(folder.rglob("*.md")):
-            if path.name.lower() == "readme.md" or path.name.startswith("_"):
-                continue
+        for path in waiver_files(folder).waivers:  # not README.md, _*.md, translated copies
             try:
                 w = parse_waiver(path)
             except InputError as exc:
