@@ -1,7 +1,7 @@
 """The ``patchbay`` command line: argument wiring only; the work is in the library.
 
-Expected failures (:class:`~patchbay.errors.PatchbayError`) print one line (plus detail lines)
-and exit 1 or 2; anything else is a bug and keeps its traceback.
+Expected failures (:class:`~patchbay.errors.PatchbayError`) print one line (plus detail lines),
+with secrets redacted, and exit 1 or 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -614,7 +614,9 @@ def _run(command: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:
     try:
         code = command(*args, **kwargs)
     except PatchbayError as exc:
-        print(f"patchbay: error: {exc}", file=sys.stderr)
+        from .redaction import redact
+
+        print(redact(f"patchbay: error: {exc}"), file=sys.stderr)
         code = exc.exit_code
     except KeyboardInterrupt:
         print("patchbay: interrupted; every change of this run was rolled back", file=sys.stderr)

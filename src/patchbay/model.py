@@ -317,13 +317,34 @@ class CommandPatch(PatchBase):
     argv: list[str] = Field(min_length=1)
     shell: bool = Field(default=False, description="Run argv[0] as a /bin/sh script")
     cwd: str = "."
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="Variables to set; a name with no value passes it through from patchbay's "
+        "environment (credentials are removed from a command's environment otherwise)",
+    )
     remove: list[str] = Field(
         default_factory=list, description="Paths removed first (stale builds)"
     )
     output: str | None = Field(default=None, description="A file the command produces")
     after: list[str] = Field(default_factory=list, description="Ids of patches it rebuilds for")
     timeout: float = Field(default=3600, gt=0, description="Seconds")
+
+    @field_validator("argv")
+    @classmethod
+    def _check_argv(cls, value: list[str]) -> list[str]:
+        if any("\0" in arg for arg in value):
+            raise ValueError("an argument holds a NUL character")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: dict[str, str | None]) -> dict[str, str | None]:
+        for name, text in value.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if text is not None and "\0" in text:
+                raise ValueError(f"the value of {name} holds a NUL character")
+        return value
 
     @field_validator("remove")
     @classmethod
