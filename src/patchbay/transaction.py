@@ -53,6 +53,11 @@ class Transaction:
             self.rollback()
             if self.rollback_problems and exc is not None and hasattr(exc, "details"):
                 exc.details.extend(self.rollback_problems)
+                # the run's message must not claim a restore that did not fully happen
+                exc.reason = exc.reason.replace(  # type: ignore[attr-defined]
+                    "every file this run touched was restored",
+                    "every file this run touched was restored, but not everything else (below)",
+                )
 
     @property
     def paths(self) -> list[Path]:
