@@ -389,6 +389,14 @@ class PatchsetSpec(_Strict):
     )
     patches: list[PatchSpec] = Field(default_factory=list)
 
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _schema_is_the_integer(cls, value: Any) -> Any:
+        # Literal[1] matches by equality, and True == 1 == 1.0 in Python
+        if type(value) is not int:
+            raise ValueError(f"must be the integer {SCHEMA_VERSION}, not {value!r}")
+        return value
+
     @property
     def protected(self) -> list[str]:
         """Distributions no pin may add, upgrade or downgrade unless it allows them by name."""
@@ -435,10 +443,11 @@ def find_patchset_file(path: Path) -> Path:
     """
     if path.is_dir():
         for name in PATCHSET_FILENAMES:
-            if (path / name).is_file():
-                return path / name
+            candidate = path / name
+            if candidate.exists() or candidate.is_symlink():  # reading says what is wrong
+                return candidate
         raise InputError(f"no {PATCHSET_FILENAMES[0]} in this folder", file=path)
-    if path.is_file():
+    if path.exists() or path.is_symlink():
         return path
     raise InputError("no such patchset file or folder", file=path)
 

@@ -39,14 +39,20 @@ def environment(
     root: Path | None,
     state_dir: Path | None,
     extra_distributions: list[str] | None = None,
+    *,
+    writable: bool = False,
+    probe_timeout: float | None = None,
 ) -> Environment:
-    """Resolve the engine environment from the common options."""
+    """Resolve the engine environment from the common options (``writable``: the command
+    writes the state folder; see :func:`~patchbay.targets.resolve_environment`)."""
     return resolve_environment(
         patchset,
         python=python,
         root=root,
         state_dir=state_dir,
         extra_distributions=extra_distributions,
+        writable=writable,
+        probe_timeout=probe_timeout,
     )
 
 

@@ -21,6 +21,7 @@ from ..diffparse import FilePatch, Hunk, ParsedDiff, parse_diff, split_lines
 from ..errors import InputError
 from ..gitapply import git_apply
 from ..hunks import HunkResult, HunkState, apply_hunks, classify_hunk
+from ..inputfiles import read_input
 from ..ledger import sha256_bytes
 from ..lockfile import Lock
 from ..model import DiffPatch
@@ -101,15 +102,13 @@ class DiffKind(FileKind):
             path = patchset.folder / locked.file
         else:
             path = patchset.folder / patch.content_path
-        try:
-            data = path.read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise InputError(
-                f"patch file {patch.content_path} not found (looked at {path})",
-                file=patchset.path,
-                line=patchset.patch_line(index, "file" if patch.file else "source"),
-                patch_id=patch.id,
-            ) from None
+        data = read_input(
+            path,
+            what=f"patch file {patch.content_path}",
+            file=patchset.path,
+            line=patchset.patch_line(index, "file" if patch.file else "source"),
+            patch_id=patch.id,
+        )
         if patch.source is not None and sha256_bytes(data) != locked.sha256:
             raise InputError(
                 f"vendored content of {patch.source.ref} does not match the lock (sha256 "
