@@ -156,7 +156,8 @@ def test_a_build_error_in_the_dry_run_quotes_pip(
             "id": "badpkg",
             "kind": "pip",
             "requirement": "badpkg==1.0",
-            "index_url": f"{empty.url}/simple/",
+            # credentials in the index URL: pip echoes the URL; neither log nor message may
+            "index_url": f"{empty.url}/simple/".replace("://", "://ci:pw-4c5d6e7f@"),
             "find_links": [str(links)],
         }
         ps = write_patchset(tmp_path / "ps", [patch])
@@ -170,6 +171,8 @@ def test_a_build_error_in_the_dry_run_quotes_pip(
     assert not any("See above" in ln for ln in lines)
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     assert "Traceback" in log.read_text()
+    assert "pw-4c5d6e7f" not in log.read_text() + res.err + res.out
+    assert "ci:***@127.0.0.1" in log.read_text()
     assert _versions(pengine) == {}
 
 

@@ -519,7 +519,8 @@ def _schema_error(exc: ValidationError, doc: YamlDocument) -> InputError:
     for err in exc.errors():
         loc = _data_path(err["loc"], doc.data)
         where = ".".join(str(p) for p in loc) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
+        # one line per problem: some messages (packaging's) draw a caret under the input
+        msg = (err["msg"].removeprefix("Value error, ").splitlines() or [""])[0]
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         elif err["type"] == "missing":

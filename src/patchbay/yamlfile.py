@@ -72,14 +72,22 @@ def parse_yaml(text: str, path: Path, first_line: int = 1) -> YamlDocument:
     """
     try:
         # leading newlines put every mark on its line in the surrounding file
-        node = yaml.compose("\n" * (first_line - 1) + text, Loader=_Loader)
+        source = "\n" * (first_line - 1) + text
+        node = yaml.compose(source, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        problem = exc.problem or exc.context or "invalid YAML"
+        problem = (exc.problem or exc.context or "invalid YAML").splitlines()[0]
         raise InputError(f"invalid YAML: {problem}", file=path, line=line) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, BEL...)
+        line = source.count("\n", 0, exc.position) + 1
+        what = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+        raise InputError(
+            f"invalid YAML: character {what} is not allowed ({exc.reason})", file=path, line=line
+        ) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"invalid YAML: {exc}", file=path) from None
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"invalid YAML: {first}", file=path) from None
     except RecursionError:
         raise InputError(
             f"invalid YAML: nested deeper than {MAX_DEPTH} levels", file=path
