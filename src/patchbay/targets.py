@@ -253,22 +253,25 @@ def probe(
         ) from None
     hint = f"(--probe-timeout or {PROBE_TIMEOUT_ENV} waits longer)"
     with proc:
-        started = time.monotonic()
-        head = _first_output(proc, silence)
-        if head is None:
-            _stop(proc)
-            raise EnvironmentProbeError(
-                f"engine interpreter printed nothing within {silence:g} s: it hangs {hint}",
-                file=python,
-            )
         try:
-            out, err = proc.communicate(timeout=max(0.0, limit - (time.monotonic() - started)))
-        except subprocess.TimeoutExpired:
+            started = time.monotonic()
+            head = _first_output(proc, silence)
+            if head is None:
+                raise EnvironmentProbeError(
+                    f"engine interpreter printed nothing within {silence:g} s: it hangs {hint}",
+                    file=python,
+                )
+            left = max(0.0, limit - (time.monotonic() - started))
+            try:
+                out, err = proc.communicate(timeout=left)
+            except subprocess.TimeoutExpired:
+                raise EnvironmentProbeError(
+                    f"engine interpreter did not finish the probe within {limit:g} s {hint}",
+                    file=python,
+                ) from None
+        except BaseException:  # a hang, a timeout, Ctrl-C: nothing of the probe stays
             _stop(proc)
-            raise EnvironmentProbeError(
-                f"engine interpreter did not finish the probe within {limit:g} s {hint}",
-                file=python,
-            ) from None
+            raise
     stdout = (head[0] + out).decode("utf-8", "replace")
     stderr = (head[1] + err).decode("utf-8", "replace")
     if proc.returncode != 0:
@@ -313,10 +316,12 @@ def _first_output(proc: subprocess.Popen[bytes], seconds: float) -> tuple[bytes,
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the probe and everything it started (its own process group), and reap it."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    proc.kill()
-    proc.communicate()
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
 
 
 def resolve_environment(

@@ -130,11 +130,14 @@ def _pip(
             exc.cmd, -1, out + f"\n(timed out after {exc.timeout} s)"
         )
     if log is not None:
-        write_log(
-            log,
-            f"$ pip {' '.join(args)}\n{proc.stdout}\n(exit {proc.returncode})\n",
-            append=not fresh,
-        )
+        try:
+            write_log(
+                log,
+                f"$ pip {' '.join(args)}\n{proc.stdout}\n(exit {proc.returncode})\n",
+                append=not fresh,
+            )
+        except OSError as exc:
+            raise RefusedError(f"cannot write pip's log: {exc.strerror or exc}", file=log) from None
     return proc
 
 
