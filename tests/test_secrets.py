@@ -185,3 +185,22 @@ def test_write_log_makes_an_existing_log_private(tmp_path: Path) -> None:
     write_log(log, [f"one {GH}\n", "two\n"])
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     assert log.read_text() == "one ***\ntwo\n"
+
+
+def test_what_a_command_prints_is_redacted(tmp_path: Path) -> None:
+    url = f"https://ci:{PASSWORD}@downloads.example.invalid/k.co"
+    ps = write_patchset(
+        tmp_path / "ps",
+        [
+            {
+                "id": "kernels",
+                "kind": "artifact",
+                "files": [{"url": url, "dest": "demo_engine/k.co", "sha256": None}],
+            }
+        ],
+    )
+    res = run_main("validate", ps)
+    assert res.code == 0, res.err
+    assert "NOT LOCKED: kernels" in res.out
+    assert "https://ci:***@downloads.example.invalid/k.co" in res.out
+    assert PASSWORD not in res.out + res.err

@@ -19,10 +19,13 @@ GitHub's documented prefixes), and the user information of URLs (``https://user:
 
 from __future__ import annotations
 
+import io
 import os
 import re
+import sys
 import threading
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 MASK = "***"
 MIN_SECRET_LEN = 6  # shorter values are too likely to occur in text by chance
@@ -144,3 +147,37 @@ def write_log(
         os.fchmod(fh.fileno(), 0o600)
         for chunk in [text] if isinstance(text, str) else text:
             fh.write(_redact_with(chunk, secrets))
+
+
+class RedactedStream(io.TextIOBase):
+    """A text stream that redacts what is written and passes it on to ``sys.<name>``, looked
+    up at each write (so a test's captured stdout, or a redirected one, still gets it).
+
+    Args:
+        name: ``"stdout"`` or ``"stderr"``.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self._name = name
+
+    @property
+    def _target(self) -> Any:
+        return getattr(sys, self._name)
+
+    def write(self, text: str) -> int:
+        self._target.write(redact(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._target.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self._target, "isatty", lambda: False)())
+
+    def fileno(self) -> int:
+        return int(self._target.fileno())
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self._target, "encoding", None) or "utf-8")
