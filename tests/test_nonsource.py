@@ -485,7 +485,7 @@ def test_bundle_then_apply_offline_with_the_servers_stopped(
             },
         )
         out = tmp_path / "bundle"
-        res = run_cli("bundle", ps, out, "--python", pengine.python)
+        res = run_cli("bundle", ps, out, "--python", pengine.python, "--without-patchbay")
         assert res.code == 0, res.err
     assert (out / "artifacts" / KERNEL_SHA).read_bytes() == KERNEL
     wheels = {w.name.split("-py3")[0] for w in (out / "wheels").iterdir()}

@@ -243,8 +243,16 @@ def bundle_command(
     python: PythonOpt = None,
     cache_dir: CacheOpt = None,
     mirror: MirrorOpt = None,
+    without_patchbay: Annotated[
+        bool,
+        typer.Option(
+            "--without-patchbay",
+            help="Do not carry patchbay itself (its wheels and install-patchbay.sh).",
+        ),
+    ] = False,
 ) -> None:
-    """Gather everything apply needs (wheels, artifacts, vendored diffs) for an offline run."""
+    """Gather everything apply needs (wheels, artifacts, vendored diffs, patchbay itself)
+    for an offline run."""
     from .commands import bundle as cmd
 
     _run(
@@ -253,6 +261,7 @@ def bundle_command(
         out=out,
         python=python,
         options=lambda: _options(False, None, cache_dir, mirror),
+        with_patchbay=not without_patchbay,
     )
 
 

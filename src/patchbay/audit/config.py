@@ -6,7 +6,7 @@ over ``[tool.ruff]``. Every key is optional::
 
     [tool.patchbay]
     patchsets = ["patchsets"]          # patchset folders or files, or folders of patchsets
-    waivers = "waivers"                # the folder of waiver documents
+    waivers = ["waivers", "docs/waiver"]   # waiver folders (or one string); see DEFAULT_WAIVERS
     scripts = ["**/*.sh", "**/Dockerfile*", "**/*.py"]   # what the scanner reads
     exclude = ["tests/**"]             # never scanned
     engines = ["my-engine"]            # engine packages besides the defaults and components
@@ -78,6 +78,11 @@ DEFAULT_SCRIPTS = (
 """Files the scanner reads; files without a suffix whose first line is a shell or Python
 shebang are read too."""
 
+DEFAULT_WAIVERS = ("waivers", "docs/waiver", "docs/waivers")
+"""Folders of waiver documents read without configuration (the ones that exist): patchbay's
+own ``waivers/``, and the ``docs/waiver/`` of benchmark repositories that keep waivers named
+after pull requests (``docs/waiver/2508.md``)."""
+
 SKIPPED_DIRS = frozenset(
     {
         ".git",
@@ -134,7 +139,7 @@ class AuditConfig(_Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=False)
 
     patchsets: list[str] = Field(default_factory=lambda: ["patchsets"])
-    waivers: str = "waivers"
+    waivers: list[str] = Field(default_factory=lambda: list(DEFAULT_WAIVERS), min_length=1)
     scripts: list[str] = Field(default_factory=lambda: list(DEFAULT_SCRIPTS))
     exclude: list[str] = Field(default_factory=list)
     engines: list[str] = Field(default_factory=list)
@@ -143,6 +148,16 @@ class AuditConfig(_Strict):
     expiry_warning_days: int = Field(default=30, ge=0, alias="expiry-warning-days")
     severity: dict[str, Literal["error", "warning", "note", "off"]] = Field(default_factory=dict)
     ignore: list[Ignore] = Field(default_factory=list)
+
+    @field_validator("waivers", mode="before")
+    @classmethod
+    def _one_or_more_folders(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    def new_waiver_folder(self, root: Path) -> str:
+        """Where ``patchbay waiver new`` writes: the first configured waiver folder that exists
+        under ``root``, else the first one."""
+        return next((w for w in self.waivers if (root / w).is_dir()), self.waivers[0])
 
     @field_validator("severity")
     @classmethod

@@ -14,11 +14,13 @@ from typing import Any
 
 from ..errors import InputError
 from ..model import PATCHSET_FILENAMES, Patchset, load_patchset
-from ..waivers import Waiver, read_waivers
+from ..projects import DEFAULT_PROJECTS
+from ..waivers import Translation, Waiver, parse_waiver, waiver_files
 from .checks import check_coverage, check_patchsets, check_waivers, relative
 from .config import LoadedConfig, load_config, matches_any
 from .rules import Finding, Severity, Suppression
-from .scanner import EngineNames, scan_tree
+from .scanner import EngineNames, scan_tree, script_files
+from .waived import ScriptLink, script_links, waive
 
 
 @dataclass
@@ -31,8 +33,11 @@ class AuditResult:
         patchsets: the loaded patchsets.
         waivers: the parsed waivers.
         findings: every finding, sorted by file and line; suppressed ones (in-source review
-            annotations, configured ignores) carry their :class:`Suppression`.
+            annotations, configured ignores) carry their :class:`Suppression`, waived ones
+            (script findings a waiver covers) their :class:`~.rules.WaivedBy`.
         today: the date review dates were judged against.
+        translations: translated copies of waivers and of documentation, not audited.
+        scripts: waiver id -> the scripts of the repository it links.
     """
 
     root: Path
@@ -41,25 +46,40 @@ class AuditResult:
     waivers: list[Waiver]
     findings: list[Finding] = field(default_factory=list)
     today: date = field(default_factory=date.today)
+    translations: list[Translation] = field(default_factory=list)
+    scripts: dict[str, list[ScriptLink]] = field(default_factory=dict)
 
     @property
     def active(self) -> list[Finding]:
-        """Findings that count (not suppressed)."""
-        return [f for f in self.findings if f.suppression is None]
+        """Findings that count (neither suppressed nor waived)."""
+        return [f for f in self.findings if f.suppression is None and f.waived_by is None]
 
     @property
     def suppressed(self) -> list[Finding]:
+        """Findings an annotation or a configured ignore suppresses."""
         return [f for f in self.findings if f.suppression is not None]
+
+    @property
+    def waived(self) -> list[Finding]:
+        """Script findings a waiver covers (shown, at severity note, but not counted)."""
+        return [f for f in self.findings if f.suppression is None and f.waived_by is not None]
+
+    @property
+    def shown(self) -> list[Finding]:
+        """What the table and GitHub formats print: the findings that count, and the waived
+        ones (marked), in file and line order."""
+        return [f for f in self.findings if f.suppression is None]
 
     def failing(self, fail_on: Severity) -> list[Finding]:
         """Active findings at or above ``fail_on``."""
         return [f for f in self.active if f.severity.rank >= fail_on.rank]
 
     def counts(self) -> dict[str, int]:
-        """Active findings per severity, and the number suppressed."""
+        """Active findings per severity, and the numbers waived and suppressed."""
         out = {s.value: 0 for s in (Severity.ERROR, Severity.WARNING, Severity.NOTE)}
         for f in self.active:
             out[f.severity.value] += 1
+        out["waived"] = len(self.waived)
         out["suppressed"] = len(self.suppressed)
         return out
 
@@ -76,7 +96,15 @@ class AuditResult:
                 {"name": ps.name, "path": relative(ps.path, self.root), "patches": len(ps.patches)}
                 for ps in self.patchsets
             ],
-            "waivers": [_waiver_json(w, self.root) for w in self.waivers],
+            "waivers": [_waiver_json(w, self.root, self.scripts) for w in self.waivers],
+            "translations": [
+                {
+                    "path": relative(t.path, self.root),
+                    "of": relative(t.original, self.root),
+                    "language": t.language,
+                }
+                for t in self.translations
+            ],
         }
 
 
@@ -89,14 +117,23 @@ def _finding_json(f: Finding) -> dict[str, Any]:
         "line": f.line,
         "end_line": f.end_line,
         "message": f.message,
+        "chain": list(f.chain),
         "suppressed": None,
+        "waived": None,
     }
     if f.suppression is not None:
         out["suppressed"] = {"kind": f.suppression.kind, "reason": f.suppression.justification}
+    if f.waived_by is not None:
+        out["waived"] = {
+            "waiver": f.waived_by.id,
+            "path": f.waived_by.path,
+            "status": f.waived_by.status,
+            "script": f.waived_by.script,
+        }
     return out
 
 
-def _waiver_json(w: Waiver, root: Path) -> dict[str, Any]:
+def _waiver_json(w: Waiver, root: Path, scripts: dict[str, list[ScriptLink]]) -> dict[str, Any]:
     fm = w.front_matter
     return {
         "id": w.id,
@@ -107,6 +144,7 @@ def _waiver_json(w: Waiver, root: Path) -> dict[str, Any]:
         "owner": fm.owner if fm else None,
         "review_by": fm.review_by.isoformat() if fm and fm.review_by else None,
         "expires": fm.expires.isoformat() if fm and fm.expires else None,
+        "scripts": [{"path": link.path, "line": link.line} for link in scripts.get(w.id, [])],
         "fields": {
             name: {
                 "status": r.status,
@@ -249,8 +287,8 @@ def run_audit(
         The :class:`AuditResult`.
 
     Raises:
-        InputError: bad configuration, a patchset that does not load, a malformed waiver, a
-            bad ``api_url``.
+        InputError: bad configuration (a configured waiver folder that does not exist), a
+            patchset that does not load, a malformed waiver, a bad ``api_url``.
         GitHubError: with ``upstream``, the forge answered nothing or its rate limit ran out.
     """
     root = root.resolve()
@@ -267,22 +305,17 @@ def run_audit(
     )
     names = {c.distribution: c.repository for c in components if c.repository}
     names.update({repo.rsplit("/", 1)[-1]: repo for repo in names.values()})
-    names.update(cfg.upstream_names)
-    waivers_dir = root / cfg.waivers
-    if "waivers" in cfg.model_fields_set and not waivers_dir.is_dir():
-        what = "is not a folder" if waivers_dir.exists() else "does not exist"
-        raise InputError(
-            f"configured waivers folder {cfg.waivers!r} {what}",
-            file=loaded.path or root,
-            line=_config_line(loaded, "waivers"),
-        )
-    waivers = read_waivers(
-        waivers_dir, names=names, projects=engines.distributions | engines.imports
+    names = {**DEFAULT_PROJECTS, **names, **cfg.upstream_names}
+    waivers, translations = _read_waivers(
+        root, loaded, names=names, projects=engines.distributions | engines.imports
+    )
+    links = script_links(
+        waivers, root, cfg, lambda: [rel for rel, _ in script_files(root, cfg.scripts, cfg.exclude)]
     )
     today = today or date.today()
     findings = [
         *check_patchsets(patchsets, root),
-        *check_coverage(patchsets, waivers, root),
+        *check_coverage(patchsets, waivers, root, scripts=links.by_waiver),
         *check_waivers(waivers, root, today=today, warning_days=cfg.expiry_warning_days),
         *scan_tree(root, cfg.scripts, cfg.exclude, engines),
     ]
@@ -302,5 +335,43 @@ def run_audit(
                     finding.suppression = Suppression("external", ignore.reason)
                     break
         kept.append(finding)
+    waive(kept, links, root)
     kept.sort(key=Finding.sort_key)
-    return AuditResult(root, loaded, patchsets, waivers, kept, today)
+    return AuditResult(root, loaded, patchsets, waivers, kept, today, translations, links.by_waiver)
+
+
+def _read_waivers(
+    root: Path, loaded: LoadedConfig, *, names: dict[str, str], projects: frozenset[str]
+) -> tuple[list[Waiver], list[Translation]]:
+    """The waivers of every configured waiver folder (a folder listed twice, or inside
+    another, is read once), and the translated copies found next to them.
+
+    Raises:
+        InputError: an explicitly configured folder that does not exist; a malformed waiver.
+    """
+    cfg = loaded.config
+    explicit = "waivers" in cfg.model_fields_set
+    waivers: list[Waiver] = []
+    translations: list[Translation] = []
+    seen: set[Path] = set()
+    for entry in cfg.waivers:
+        folder = root / entry
+        if explicit and not folder.is_dir():
+            what = "is not a folder" if folder.exists() else "does not exist"
+            raise InputError(
+                f"configured waivers folder {entry!r} {what}",
+                file=loaded.path or root,
+                line=_config_line(loaded, "waivers"),
+            )
+        files = waiver_files(folder)
+        for path in files.waivers:
+            key = path.resolve()
+            if key not in seen:
+                seen.add(key)
+                waivers.append(parse_waiver(path, names=names, projects=projects))
+        for t in files.translations:
+            key = t.path.resolve()
+            if key not in seen:
+                seen.add(key)
+                translations.append(t)
+    return waivers, translations
