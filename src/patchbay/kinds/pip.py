@@ -125,7 +125,8 @@ def _pip(
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
-        out = exc.output.decode("utf-8", "replace") if isinstance(exc.output, bytes) else ""
+        out = exc.output or ""
+        out = out.decode("utf-8", "replace") if isinstance(out, bytes) else out
         proc = subprocess.CompletedProcess(
             exc.cmd, -1, out + f"\n(timed out after {exc.timeout} s)"
         )
