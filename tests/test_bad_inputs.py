@@ -882,6 +882,26 @@ def test_a_hung_interpreter_is_stopped_with_its_children(tmp_path: Path) -> None
     assert not _alive(pid), "the interpreter's child outlived it"
 
 
+def test_the_silence_limit_is_short_by_default_and_the_users_limit_covers_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import patchbay.targets
+
+    monkeypatch.setattr(patchbay.targets, "PROBE_SILENCE_S", 0.3)  # 10 s in real life
+    monkeypatch.delenv("PATCHBAY_PROBE_TIMEOUT", raising=False)
+    slow = tmp_path / "slow-python"
+    slow.write_text(f'#!/bin/sh\nsleep 1\nexec {sys.executable} "$@"\n')
+    slow.chmod(0o755)
+    ps = tmp_path / "ps"
+    _write_base(ps)
+    res = run_main("status", ps, "--python", slow)
+    assert res.code == 2 and "printed nothing within 0.3 s: it hangs" in res.err
+    # a limit the user gives is theirs for a slow start too: the probe then answers (this
+    # interpreter has no demo engine, which is the next thing said)
+    res = run_main("status", ps, "--python", slow, "--probe-timeout", "30")
+    assert res.code == 1 and "is not installed in this engine environment" in res.err, res.err
+
+
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie waiting for an init that does not reap is not running)."""
     try:

@@ -60,8 +60,8 @@ ProbeTimeoutOpt = Annotated[
         metavar="SECONDS",
         envvar="PATCHBAY_PROBE_TIMEOUT",
         min=0.1,
-        help="Longest wait for the engine interpreter's probe (default 120; one that prints "
-        "nothing is stopped after 10).",
+        help="Longest wait for the engine interpreter's probe (default: 120, and 10 for one "
+        "that prints nothing).",
     ),
 ]
 RecordOpt = Annotated[

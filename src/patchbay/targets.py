@@ -219,10 +219,11 @@ def probe(
 ) -> dict[str, object]:
     """Run the probe script in ``python`` and return its JSON answer.
 
-    The probe prints a first line as soon as the interpreter runs it; an interpreter that
-    prints nothing for :data:`PROBE_SILENCE_S` seconds (or ``timeout``, if shorter) hangs
-    (a blocking ``sitecustomize``, a wrapper waiting for input) and is stopped then, with its
-    whole process group; the whole probe may take ``timeout`` seconds.
+    The probe prints a first line as soon as the interpreter runs it. By default an
+    interpreter that prints nothing for :data:`PROBE_SILENCE_S` seconds hangs (a blocking
+    ``sitecustomize``, a wrapper waiting for input) and is stopped then, with its whole process
+    group, and the whole probe may take :data:`PROBE_TIMEOUT_S`; a limit the user sets
+    (``timeout``, ``$PATCHBAY_PROBE_TIMEOUT``) bounds both.
 
     Args:
         timeout: seconds for the whole probe (default :func:`probe_timeout`).
@@ -232,7 +233,9 @@ def probe(
             no JSON.
     """
     limit = probe_timeout(timeout)
-    silence = min(PROBE_SILENCE_S, limit)
+    # a limit the user set is theirs for both stages (a slow start is theirs to allow)
+    chosen = timeout is not None or bool(os.environ.get(PROBE_TIMEOUT_ENV))
+    silence = limit if chosen else min(PROBE_SILENCE_S, limit)
     payload = json.dumps({"packages": packages, "distributions": distributions})
     try:
         proc = subprocess.Popen(
