@@ -451,12 +451,10 @@ def check_state_dir(path: Path, *, writable: bool, option: str | None = None) ->
     name = f"the state folder ({option})" if option else "the state folder"
     try:
         st = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # to be created (or under a file: below)
         st = None
-    except NotADirectoryError:
-        st = None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{name} cannot be used: {exc}", file=path) from None
+    except (OSError, ValueError) as exc:  # a symlink loop, a NUL
+        raise InputError(f"{name} cannot be used: {exc.args[-1]}", file=path) from None
     if st is not None and not stat.S_ISDIR(st.st_mode):
         raise InputError(f"{name} is a file, not a folder", file=path)
     existing = path
