@@ -101,6 +101,12 @@ def engine_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) 
     return make_engine(tmp_path_factory.mktemp("template") / "engine", demo_wheel).prefix
 
 
+@pytest.fixture
+def engine(tmp_path: Path, engine_template: Path) -> Engine:
+    """A fresh engine environment for one test."""
+    return copy_engine(engine_template, tmp_path / "engine")
+
+
 @pytest.fixture(scope="session")
 def pip_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) -> Path:
     """An engine environment with its own pip (and setuptools), and the demo engine."""
@@ -109,9 +115,9 @@ def pip_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) -> 
 
 
 @pytest.fixture
-def engine(tmp_path: Path, engine_template: Path) -> Engine:
-    """A fresh engine environment for one test."""
-    return copy_engine(engine_template, tmp_path / "engine")
+def pengine(tmp_path: Path, pip_template: Path) -> Engine:
+    """A fresh engine environment with its own pip, for package pins."""
+    return copy_engine(pip_template, tmp_path / "engine")
 
 
 @dataclass

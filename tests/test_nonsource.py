@@ -17,7 +17,6 @@ import pytest
 
 from conftest import (
     Engine,
-    copy_engine,
     diff_patch,
     run_cli,
     snapshot,
@@ -34,11 +33,6 @@ def _isolated_pip(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")  # no machine-wide index or find-links
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
-
-
-@pytest.fixture
-def pengine(tmp_path: Path, pip_template: Path) -> Engine:
-    return copy_engine(pip_template, tmp_path / "engine")
 
 
 @pytest.fixture

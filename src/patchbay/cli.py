@@ -1,7 +1,7 @@
 """The ``patchbay`` command line: argument wiring only; the work is in the library.
 
-Expected failures (:class:`~patchbay.errors.PatchbayError`) print one line (plus detail lines)
-and exit 1 or 2; anything else is a bug and keeps its traceback.
+Expected failures (:class:`~patchbay.errors.PatchbayError`) print one line (plus detail lines),
+with secrets redacted, and exit 1 or 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -53,6 +53,17 @@ StateOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+ProbeTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--probe-timeout",
+        metavar="SECONDS",
+        envvar="PATCHBAY_PROBE_TIMEOUT",
+        min=0.1,
+        help="Longest wait for the engine interpreter's probe (default: 120, and 10 for one "
+        "that prints nothing).",
+    ),
+]
 RecordOpt = Annotated[
     Path | None,
     typer.Option("--record", metavar="FILE", help="Write a provenance JSON record to FILE."),
@@ -124,6 +135,7 @@ def apply(
     bundle: BundleOpt = None,
     cache_dir: CacheOpt = None,
     mirror: MirrorOpt = None,
+    probe_timeout: ProbeTimeoutOpt = None,
 ) -> None:
     """Apply the pending patches; all or nothing; a re-run is a no-op."""
     from .commands import apply as cmd
@@ -138,6 +150,7 @@ def apply(
         lock_timeout=lock_timeout,
         record=record,
         options=lambda: _options(offline, bundle, cache_dir, mirror),
+        probe_timeout=probe_timeout,
     )
 
 
@@ -149,6 +162,7 @@ def status(
     state_dir: StateOpt = None,
     as_json: JsonOpt = False,
     record: RecordOpt = None,
+    probe_timeout: ProbeTimeoutOpt = None,
 ) -> None:
     """Show every patch's state (pending, applied, redundant, outdated, partial, conflict)."""
     from .commands import status as cmd
@@ -161,6 +175,7 @@ def status(
         state_dir=state_dir,
         as_json=as_json,
         record=record,
+        probe_timeout=probe_timeout,
     )
 
 
@@ -173,6 +188,7 @@ def revert(
     lock_timeout: LockOpt = 0.0,
     offline: OfflineOpt = False,
     bundle: BundleOpt = None,
+    probe_timeout: ProbeTimeoutOpt = None,
 ) -> None:
     """Undo what the ledger says patchbay applied, newest first."""
     from .commands import revert as cmd
@@ -185,6 +201,7 @@ def revert(
         state_dir=state_dir,
         lock_timeout=lock_timeout,
         options=lambda: _options(offline, bundle),
+        probe_timeout=probe_timeout,
     )
 
 
@@ -268,6 +285,7 @@ def verify(
         typer.Option("--dist", metavar="NAME", help="Distribution to check (default: components)."),
     ] = None,
     record: RecordOpt = None,
+    probe_timeout: ProbeTimeoutOpt = None,
 ) -> None:
     """Check every patch is present and every touched Python file compiles."""
     from .commands import verify as cmd
@@ -282,6 +300,7 @@ def verify(
         installed=installed,
         dists=dist,
         record=record,
+        probe_timeout=probe_timeout,
     )
 
 
@@ -291,11 +310,12 @@ def check(
     python: PythonOpt = None,
     root: RootOpt = None,
     as_json: JsonOpt = False,
+    probe_timeout: ProbeTimeoutOpt = None,
 ) -> None:
     """Judge every patch against a candidate image (applies, upstream, partial, conflict)."""
     from .commands import check as cmd
 
-    _run(cmd.run, patchset, python=python, root=root, as_json=as_json)
+    _run(cmd.run, patchset, python=python, root=root, as_json=as_json, probe_timeout=probe_timeout)
 
 
 @app.command()
@@ -794,7 +814,9 @@ def _run(command: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:
     try:
         code = command(*args, **kwargs)
     except PatchbayError as exc:
-        print(f"patchbay: error: {exc}", file=sys.stderr)
+        from .redaction import redact
+
+        print(redact(f"patchbay: error: {exc}"), file=sys.stderr)
         code = exc.exit_code
     except KeyboardInterrupt:
         print("patchbay: interrupted; every change of this run was rolled back", file=sys.stderr)

@@ -317,13 +317,34 @@ class CommandPatch(PatchBase):
     argv: list[str] = Field(min_length=1)
     shell: bool = Field(default=False, description="Run argv[0] as a /bin/sh script")
     cwd: str = "."
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="Variables to set; a name with no value passes it through from patchbay's "
+        "environment (credentials are removed from a command's environment otherwise)",
+    )
     remove: list[str] = Field(
         default_factory=list, description="Paths removed first (stale builds)"
     )
     output: str | None = Field(default=None, description="A file the command produces")
     after: list[str] = Field(default_factory=list, description="Ids of patches it rebuilds for")
     timeout: float = Field(default=3600, gt=0, description="Seconds")
+
+    @field_validator("argv")
+    @classmethod
+    def _check_argv(cls, value: list[str]) -> list[str]:
+        if any("\0" in arg for arg in value):
+            raise ValueError("an argument holds a NUL character")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: dict[str, str | None]) -> dict[str, str | None]:
+        for name, text in value.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if text is not None and "\0" in text:
+                raise ValueError(f"the value of {name} holds a NUL character")
+        return value
 
     @field_validator("remove")
     @classmethod
@@ -367,6 +388,14 @@ class PatchsetSpec(_Strict):
         description="Distributions a pip pin must not change (default: the components)",
     )
     patches: list[PatchSpec] = Field(default_factory=list)
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _schema_is_the_integer(cls, value: Any) -> Any:
+        # Literal[1] matches by equality, and True == 1 == 1.0 in Python
+        if type(value) is not int:
+            raise ValueError(f"must be the integer {SCHEMA_VERSION}, not {value!r}")
+        return value
 
     @property
     def protected(self) -> list[str]:
@@ -414,10 +443,11 @@ def find_patchset_file(path: Path) -> Path:
     """
     if path.is_dir():
         for name in PATCHSET_FILENAMES:
-            if (path / name).is_file():
-                return path / name
+            candidate = path / name
+            if candidate.exists() or candidate.is_symlink():  # reading says what is wrong
+                return candidate
         raise InputError(f"no {PATCHSET_FILENAMES[0]} in this folder", file=path)
-    if path.is_file():
+    if path.exists() or path.is_symlink():
         return path
     raise InputError("no such patchset file or folder", file=path)
 
@@ -489,7 +519,8 @@ def _schema_error(exc: ValidationError, doc: YamlDocument) -> InputError:
     for err in exc.errors():
         loc = _data_path(err["loc"], doc.data)
         where = ".".join(str(p) for p in loc) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
+        # one line per problem: some messages (packaging's) draw a caret under the input
+        msg = (err["msg"].removeprefix("Value error, ").splitlines() or [""])[0]
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         elif err["type"] == "missing":

@@ -32,6 +32,7 @@ from typing import Any
 from . import __version__
 from .errors import InputError, PatchbayError
 from .model import PATCHSET_FILENAMES, Patchset, load_patchset
+from .redaction import redact
 from .upstream.github import GitHubClient, GitHubError, RequestStats
 from .upstream.status import VERDICTS, Assessment, Verdict, WaiverReview, assess
 
@@ -471,12 +472,13 @@ def read_history(path: Path) -> list[dict[str, Any]]:
 
 
 def append_history(path: Path, entry: Mapping[str, Any]) -> None:
-    """Append one entry as one line (the file and its folder are created when missing).
+    """Append one entry as one line (the file and its folder are created when missing), with
+    secrets redacted.
 
     Raises:
         InputError: the file cannot be written.
     """
-    line = json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n"
+    line = redact(json.dumps(entry, sort_keys=True, separators=(",", ":"))) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
@@ -853,15 +855,18 @@ def _md_code_to_html(text: str) -> str:
 def render(report: Report, output_format: str) -> str:
     """The report in ``markdown``, ``json`` or ``html``.
 
+    Forge answers and URLs may carry a credential (a token echoed back, ``--api-url`` with a
+    password): the text passes through :func:`patchbay.redaction.redact`.
+
     Raises:
         InputError: an unknown format.
     """
     if output_format == "markdown":
-        return render_markdown(report)
+        return redact(render_markdown(report))
     if output_format == "json":
-        return json.dumps(report.to_json(), indent=2) + "\n"
+        return redact(json.dumps(report.to_json(), indent=2) + "\n")
     if output_format == "html":
-        return render_html(report)
+        return redact(render_html(report))
     raise InputError(f"unknown report format {output_format!r} (markdown, json, html)")
 
 
@@ -916,7 +921,7 @@ def publish(
         GitHubError: the forge refused (e.g. the token may not write issues).
     """
     check_publish_target(repository, client)
-    body = render_markdown(report, issue=True, limit=limit)
+    body = redact(render_markdown(report, issue=True, limit=limit))
     existing = _known_issue(client, repository, number) if number is not None else None
     if existing is None:
         existing = _find_issue(client, repository, max_pages)

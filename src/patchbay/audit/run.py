@@ -7,7 +7,6 @@ configuration. Nothing is written.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -251,7 +250,7 @@ def upstream_checks(
         seen = ", ".join(f"{n} x {s}" for s, n in sorted(stats.statuses.items()))
         raise GitHubError(
             client.redact(
-                f"--upstream: the GitHub API at {re.sub(r'//[^/@]*@', '//', client.api)} "
+                f"--upstream: the GitHub API at {client.api} "
                 f"answered none of "
                 f"{stats.requests} request(s) ({seen}); check --api-url, the network and "
                 "GITHUB_TOKEN"
