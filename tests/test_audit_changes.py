@@ -275,6 +275,19 @@ def test_a_patch_added_to_a_patchset_needs_the_change_s_waiver(repo: Path) -> No
     assert [f for f in result.active if f.code == "PB101"] == []
 
 
+def test_pb107_takes_the_configured_severity_and_ignores(repo: Path) -> None:
+    write(repo, {"benchmarks/apply_new.sh": "#!/bin/bash\n" + SED})
+    commit(repo, "patch")
+    write(repo, {"pyproject.toml": CONFIG + '[tool.patchbay.severity]\nPB107 = "warning"\n'})
+    (found,) = [f for f in audit(repo).findings if f.code == "PB107"]
+    assert found.severity.value == "warning"
+    ignore = '[[tool.patchbay.ignore]]\nrule = "PB107"\nreason = "waivers are filed per release"\n'
+    write(repo, {"pyproject.toml": CONFIG + ignore})
+    (found,) = [f for f in audit(repo).findings if f.code == "PB107"]
+    assert found.suppression is not None
+    assert pb107(audit(repo)) == []
+
+
 def test_the_json_report_names_the_change(repo: Path, tmp_path: Path) -> None:
     write(repo, {"benchmarks/run.sh": HARNESS + "echo\n"})
     commit(repo, "harness")

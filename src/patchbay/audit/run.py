@@ -19,7 +19,7 @@ from ..projects import DEFAULT_PROJECTS
 from ..waivers import Translation, Waiver, parse_waiver, waiver_files
 from .changes import Change, read_change
 from .checks import check_coverage, check_patchsets, check_waivers, relative
-from .config import LoadedConfig, load_config, matches_any
+from .config import AuditConfig, LoadedConfig, load_config, matches_any
 from .pull_request import check_change, limit_to_change
 from .rules import Finding, Severity, Suppression
 from .scanner import EngineNames, scan_tree, script_files
@@ -342,22 +342,19 @@ def run_audit(
         )
     if change is not None:
         findings = limit_to_change(findings, change)
-    kept = _configured(findings, loaded)
+    kept = _configured(findings, cfg)
     waive(kept, links, root)
     if change is not None:
-        kept += _configured(
-            check_change(change, kept, patchsets, waivers, links, root, cfg), loaded
-        )
+        kept += _configured(check_change(change, kept, patchsets, waivers, links, root, cfg), cfg)
     kept.sort(key=Finding.sort_key)
     return AuditResult(
         root, loaded, patchsets, waivers, kept, today, translations, links.by_waiver, change
     )
 
 
-def _configured(findings: list[Finding], loaded: LoadedConfig) -> list[Finding]:
+def _configured(findings: list[Finding], cfg: AuditConfig) -> list[Finding]:
     """The findings with their configured severities (rules switched off left out) and the
     configured ignores as suppressions."""
-    cfg = loaded.config
     kept = []
     for finding in findings:
         severity = cfg.severity_of(finding.code)
