@@ -101,6 +101,13 @@ def engine_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) 
     return make_engine(tmp_path_factory.mktemp("template") / "engine", demo_wheel).prefix
 
 
+@pytest.fixture(scope="session")
+def pip_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) -> Path:
+    """An engine environment with its own pip (and setuptools), and the demo engine."""
+    prefix = tmp_path_factory.mktemp("pip-template") / "engine"
+    return make_engine(prefix, demo_wheel, with_pip=True).prefix
+
+
 @pytest.fixture
 def engine(tmp_path: Path, engine_template: Path) -> Engine:
     """A fresh engine environment for one test."""

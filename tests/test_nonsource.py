@@ -19,7 +19,6 @@ from conftest import (
     Engine,
     copy_engine,
     diff_patch,
-    make_engine,
     run_cli,
     snapshot,
     write_patchset,
@@ -35,13 +34,6 @@ def _isolated_pip(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")  # no machine-wide index or find-links
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
-
-
-@pytest.fixture(scope="session")
-def pip_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) -> Path:
-    """An engine environment with its own pip (and setuptools), and the demo engine."""
-    prefix = tmp_path_factory.mktemp("pip-template") / "engine"
-    return make_engine(prefix, demo_wheel, with_pip=True).prefix
 
 
 @pytest.fixture

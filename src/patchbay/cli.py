@@ -442,6 +442,177 @@ def waiver_new(
     _run(cmd.new, patchset, patch_ids or [], waiver_id=waiver_id, output=output, force=force)
 
 
+WheelOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--wheel",
+        metavar="FILE",
+        help="A wheel of the installed version: pristine copies of edited files (repeatable).",
+    ),
+]
+FromGitOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--from-git",
+        metavar="DIR|URL",
+        help="The component's repository, read at the commit `components` pins.",
+    ),
+]
+
+
+@app.command()
+def capture(
+    patchset: PatchsetArg,
+    patch_id: Annotated[str, typer.Argument(metavar="ID", help="Id of the new patch.")],
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[FILE]...",
+            help="Edited files (default: every file that differs from RECORD, undeclared).",
+        ),
+    ] = None,
+    python: PythonOpt = None,
+    state_dir: StateOpt = None,
+    target: Annotated[
+        str | None,
+        typer.Option("--target", metavar="NAME", help="Target of the patch (default: deepest)."),
+    ] = None,
+    wheel: WheelOpt = None,
+    from_git: FromGitOpt = None,
+    description: Annotated[
+        str | None, typer.Option("--description", metavar="TEXT", help="What the patch does.")
+    ] = None,
+    upstream: Annotated[
+        list[str] | None,
+        typer.Option("--upstream", metavar="REF", help="Upstream PR/issue/commit (repeatable)."),
+    ] = None,
+) -> None:
+    """Write edits made to the installed engine as a new diff patch of the patchset."""
+    from .commands import capture as cmd
+
+    _run(
+        cmd.run,
+        patchset,
+        patch_id,
+        files or [],
+        python=python,
+        state_dir=state_dir,
+        target=target,
+        wheels=wheel or [],
+        from_git=from_git,
+        description=description,
+        upstream=upstream or [],
+    )
+
+
+PatchIdArg = Annotated[str, typer.Argument(metavar="ID", help="The patch's id.")]
+
+
+@app.command()
+def edit(
+    patchset: PatchsetArg,
+    patch_id: PatchIdArg,
+    python: PythonOpt = None,
+    root: RootOpt = None,
+    state_dir: StateOpt = None,
+) -> None:
+    """Bring the tree to the state just after patch ID (later patches taken off) to edit it."""
+    from .commands import refresh as cmd
+
+    _run(cmd.edit, patchset, patch_id, python=python, root=root, state_dir=state_dir)
+
+
+@app.command()
+def refresh(
+    patchset: PatchsetArg,
+    patch_id: PatchIdArg,
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[FILE]...", help="More files to take into the patch."),
+    ] = None,
+    python: PythonOpt = None,
+    root: RootOpt = None,
+    state_dir: StateOpt = None,
+    wheel: WheelOpt = None,
+    from_git: FromGitOpt = None,
+) -> None:
+    """Rewrite patch ID's diff from the tree, keeping its metadata; the ledger follows."""
+    from .commands import refresh as cmd
+
+    _run(
+        cmd.refresh,
+        patchset,
+        patch_id,
+        files or [],
+        python=python,
+        root=root,
+        state_dir=state_dir,
+        wheels=wheel or [],
+        from_git=from_git,
+    )
+
+
+@app.command()
+def rebase(
+    patchset: PatchsetArg,
+    python: PythonOpt = None,
+    root: RootOpt = None,
+    state_dir: StateOpt = None,
+    onto_python: Annotated[
+        str | None,
+        typer.Option("--onto-python", metavar="PATH", help="The candidate image's interpreter."),
+    ] = None,
+    onto_root: Annotated[
+        Path | None,
+        typer.Option("--onto-root", metavar="DIR", help="The candidate image as an unpacked tree."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="New folder for the rebased patchset."),
+    ] = None,
+    write: Annotated[
+        bool, typer.Option("--write", help="Rewrite the patchset itself instead of --out.")
+    ] = False,
+    conflicts: Annotated[
+        Path | None,
+        typer.Option(
+            "--conflicts",
+            metavar="DIR",
+            help="Side folder for merged files with conflict markers (default: OUT/conflicts, "
+            "or rebase-conflicts/NAME with --write).",
+        ),
+    ] = None,
+    wheel: WheelOpt = None,
+    from_git: FromGitOpt = None,
+    resolved: Annotated[
+        Path | None,
+        typer.Option(
+            "--resolved",
+            metavar="DIR",
+            help="A conflicts folder of an earlier run, merged by hand: take its files.",
+        ),
+    ] = None,
+) -> None:
+    """Carry the patchset onto a new image: drop what is upstream, 3-way merge conflicts."""
+    from .commands import rebase as cmd
+
+    _run(
+        cmd.run,
+        patchset,
+        python=python,
+        root=root,
+        state_dir=state_dir,
+        onto_python=onto_python,
+        onto_root=onto_root,
+        out=out,
+        write=write,
+        conflicts=conflicts,
+        wheels=wheel or [],
+        from_git=from_git,
+        resolved=resolved,
+    )
+
+
 @app.command()
 def version() -> None:
     """Print patchbay's version."""

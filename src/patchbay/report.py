@@ -171,12 +171,14 @@ class CandidateResult:
             ``upstream``).
         verdicts: patch id -> ``check`` verdict.
         problem: why the check could not run, if it did not.
+        refresh: ids of the patches ``patchbay rebase`` would refresh by a 3-way merge.
     """
 
     patchset: str
     droppable: list[str] = field(default_factory=list)
     verdicts: dict[str, str] = field(default_factory=dict)
     problem: str | None = None
+    refresh: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -215,6 +217,11 @@ class Report:
     def droppable(self) -> list[str]:
         """``patchset/id`` of every patch the candidate image makes unnecessary."""
         return [f"{c.patchset}/{pid}" for c in self.candidate or [] for pid in c.droppable]
+
+    @property
+    def to_refresh(self) -> list[str]:
+        """``patchset/id`` of every patch ``patchbay rebase`` would refresh on the candidate."""
+        return [f"{c.patchset}/{pid}" for c in self.candidate or [] for pid in c.refresh]
 
     def entry(self) -> dict[str, Any]:
         """This run as one history line."""
@@ -296,10 +303,12 @@ class Report:
             if self.candidate is None
             else {
                 "droppable": self.droppable,
+                "refresh": self.to_refresh,
                 "patchsets": [
                     {
                         "patchset": c.patchset,
                         "droppable": c.droppable,
+                        "refresh": c.refresh,
                         "verdicts": c.verdicts,
                         "problem": c.problem,
                     }
@@ -410,6 +419,7 @@ def check_candidate(
     packages are missing) gets a ``problem`` instead of failing the report."""
     from .check import Verdict as CheckVerdict
     from .check import check_patchset
+    from .rebase import patches_to_refresh
     from .targets import resolve_environment
 
     out = []
@@ -425,6 +435,7 @@ def check_candidate(
                 ps.name,
                 droppable=[i.report.id for i in result.items if i.verdict is CheckVerdict.UPSTREAM],
                 verdicts={i.report.id: i.verdict.value for i in result.items},
+                refresh=patches_to_refresh(result),
             )
         )
     return out
@@ -538,6 +549,9 @@ def _candidate_markdown(report: Report) -> list[str]:
         )
     else:
         out.append("No patch can be dropped with this bump.")
+    if report.to_refresh:
+        names = ", ".join(f"`{k}`" for k in report.to_refresh)
+        out.append(f"`patchbay rebase` would refresh (3-way merge) {names}.")
     for c in report.candidate:
         if c.problem:
             out.append(f"- `{c.patchset}`: not checked: {_cell(c.problem)}")
@@ -779,6 +793,12 @@ def render_html(report: Report) -> str:
             )
         else:
             parts.append("<p>No patch can be dropped with this bump.</p>")
+        if report.to_refresh:
+            parts.append(
+                "<p><code>patchbay rebase</code> would refresh (3-way merge) "
+                + ", ".join(f"<code>{esc(k)}</code>" for k in report.to_refresh)
+                + ".</p>"
+            )
         for c in report.candidate:
             if c.problem:
                 parts.append(f"<p>{esc(c.patchset)}: not checked: {esc(c.problem)}</p>")
