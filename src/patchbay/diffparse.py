@@ -227,6 +227,7 @@ class _Parser:
         self.i += 1
         is_new = is_delete = False
         copy_line = 0
+        renames: set[str] = set()
         while self.i < len(self.lines):
             line = self.lines[self.i].rstrip("\r\n")
             here = self.i + 1
@@ -248,8 +249,10 @@ class _Parser:
                 fp.new_mode = self.mode(line, here)
             elif line.startswith("rename from "):
                 old_name = self.name(line[len("rename from ") :], here, self.rename_strip)
+                renames.add("from")
             elif line.startswith("rename to "):
                 new_name = self.name(line[len("rename to ") :], here, self.rename_strip)
+                renames.add("to")
             elif line.startswith(("copy from ", "copy to ")):
                 self.name(line.split(" ", 2)[2], here, self.rename_strip)  # the gate first
                 copy_line = copy_line or here
@@ -275,7 +278,9 @@ class _Parser:
             self.i += 1
         if copy_line:
             raise self.error("copy patches are not supported", copy_line)
-        if old_name is None and new_name is None:
+        if renames and renames != {"from", "to"}:
+            raise self.error("a rename needs both 'rename from' and 'rename to' lines", start)
+        if (old_name is None and not is_new) or (new_name is None and not is_delete):
             raise self.error(
                 "the 'diff --git' line names two different files and no rename or ---/+++ "
                 "lines say which is which (git: header lacks filename information)",

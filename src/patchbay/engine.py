@@ -567,13 +567,13 @@ def apply_patchset(
     if interrupted(env):
         # a killed run left its journal: put its files back before judging the tree
         with state_lock(env.state_dir, lock_timeout):
-            recovered = _recover(env)
+            recovered = _recover(env, patchset)
     plan = make_plan(patchset, env, loaded, options=options)
     _refuse_blocking(plan, upgrade)
     if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
         return ApplyResult(plan, recovered=recovered)
     with state_lock(env.state_dir, lock_timeout):
-        recovered += _recover(env)
+        recovered += _recover(env, patchset)
         plan = make_plan(patchset, env, loaded, options=options)  # the tree may have moved
         _refuse_blocking(plan, upgrade)
         if not plan.stale:
@@ -581,7 +581,7 @@ def apply_patchset(
         result = ApplyResult(plan, recovered=recovered)
         if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
             return result
-        with Transaction(env.state_dir / "journal", _roots(env)) as txn:
+        with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
             ledger = plan.ledger
             if plan.stale:
                 result.reverted = _revert_entries(
@@ -608,33 +608,56 @@ def apply_patchset(
     return result
 
 
-def _roots(env: Environment) -> list[Path]:
-    """Every folder a run in ``env`` may change: the target roots and the state folder."""
-    return [*env.roots.values(), env.state_dir]
+def _roots(env: Environment, patchset: Patchset) -> list[Path]:
+    """Every folder a run in ``env`` may change: the target roots, the state folder, and the
+    patchset's folder (``capture`` and ``refresh`` journal patch files there)."""
+    return [*env.roots.values(), env.state_dir, patchset.folder]
 
 
-def _recover(env: Environment) -> list[Path]:
+def _recover(env: Environment, patchset: Patchset) -> list[Path]:
     """Finish a journal a killed run left (call with the lock held); returns the restored
     paths.
 
     Raises:
         RefusedError: some file could not be restored, or the journal names paths outside
-            the environment; nothing else was done, and the journal stays.
+            the environment or is damaged; nothing else was done, and the journal stays. The
+            first problem is the message (with the journal's line, for a refused entry), the
+            others are details.
     """
-    journal = env.state_dir / "journal"
-    outcome = recover(journal, _roots(env))
+    return finish_journal(env.state_dir, _roots(env, patchset))
+
+
+def finish_journal(state_dir: Path, roots: list[Path]) -> list[Path]:
+    """Recover the journal of ``state_dir`` (see :func:`patchbay.transaction.recover`) with the
+    lock held; returns the restored paths.
+
+    Args:
+        state_dir: the environment's state folder.
+        roots: every folder its runs may change (target roots, the state folder; the patchset
+            folder for a run that writes patch files).
+
+    Raises:
+        RefusedError: as :func:`_recover`.
+    """
+    journal = state_dir / "journal"
+    outcome = recover(journal, roots)
     if not outcome.complete:
-        details = outcome.problems()
-        if outcome.refused:
-            details.append(
-                f"entries refused above are never acted on: once the files are as you want "
-                f"them, remove {journal} by hand"
-            )
+        first, *rest = outcome.problems()
+        line = outcome.refused[0][0] if outcome.refused and not outcome.failed else None
+        if line is not None:
+            first = outcome.refused[0][1]
+            rest = outcome.problems()[1:]
+        how = (
+            "once the files are as you want them, remove the journal by hand"
+            if outcome.refused
+            else "fix that and run again (the journal keeps the originals)"
+        )
         raise RefusedError(
-            "an earlier run (failed or killed) could not be rolled back completely; fix what "
-            "is listed and run again (nothing else was done)",
+            f"{first}; an earlier run (failed or killed) could not be rolled back completely: "
+            f"{how}; nothing else was done",
             file=journal / MANIFEST,
-            details=details,
+            line=line,
+            details=rest,
         )
     return outcome.restored
 
@@ -931,12 +954,49 @@ def revert_patchset(
         ApplyFailed: a write failed; every file touched was restored.
     """
     with state_lock(env.state_dir, lock_timeout):
-        _recover(env)
+        _recover(env, patchset)
         ledger = Ledger(env.state_dir)
         entries = ledger.entries(patchset.name)
         if not entries:
             return []
-        with Transaction(env.state_dir / "journal", _roots(env)) as txn:
+        with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
+            reverted = _revert_entries(patchset.name, entries, env, ledger, txn, options)
+            txn.doing = "writing the ledger"
+            ledger.save(txn)
+            txn.commit()
+        ledger.prune_blobs()
+    return reverted
+
+
+def revert_patches(
+    patchset: Patchset,
+    env: Environment,
+    patch_ids: list[str],
+    *,
+    lock_timeout: float = 0.0,
+    options: RunOptions | None = None,
+) -> list[str]:
+    """Undo the ledger entries of ``patch_ids`` and every entry recorded after the oldest of
+    them (they may build on it), newest first, as one transaction: quilt's ``pop`` down to a
+    patch. Ids the ledger does not record are ignored.
+
+    Returns:
+        The reverted patch ids, in the order they were undone (empty: none recorded).
+
+    Raises:
+        RefusedError: a file changed since patchbay wrote it, a recorded original is missing,
+            or the lock is held; nothing changed.
+        ApplyFailed: a write failed; every file touched was restored.
+    """
+    with state_lock(env.state_dir, lock_timeout):
+        _recover(env, patchset)
+        ledger = Ledger(env.state_dir)
+        wanted = set(patch_ids)
+        chosen = [e for e in ledger.entries(patchset.name) if e.patch_id in wanted]
+        if not chosen:
+            return []
+        entries = _entries_from(ledger, patchset.name, chosen)
+        with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
             reverted = _revert_entries(patchset.name, entries, env, ledger, txn, options)
             txn.doing = "writing the ledger"
             ledger.save(txn)

@@ -68,15 +68,17 @@ class Rollback:
         restored: paths put back as they were (only those that had changed).
         failed: ``(path, reason, original)`` for every path that could not be put back;
             ``original`` is where its original bytes are kept (None: it did not exist).
-        refused: journal entries not acted on (outside the environment's roots, or
-            malformed), one message each.
+        refused: ``(line, reason)`` of every journal record not acted on (outside the
+            environment's roots, or malformed).
+        journal: the manifest the entries came from (for messages).
         undo_problems: effects beyond files whose undo failed (a package install).
     """
 
     restored: list[Path] = field(default_factory=list)
     failed: list[tuple[Path, str, Path | None]] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
+    refused: list[tuple[int, str]] = field(default_factory=list)
     undo_problems: list[str] = field(default_factory=list)
+    journal: Path | None = None
 
     @property
     def complete(self) -> bool:
@@ -93,7 +95,8 @@ class Rollback:
                 else "; it did not exist before the run"
             )
             lines.append(f"not restored: {path}: {why}{where}")
-        return [*lines, *self.refused, *self.undo_problems]
+        refused = [f"{self.journal}:{line}: {why}" for line, why in self.refused]
+        return [*lines, *refused, *self.undo_problems]
 
 
 class Transaction:
@@ -160,10 +163,12 @@ class Transaction:
                 f"; {n} file(s) could not be restored (listed below; the journal {self.dir} "
                 "keeps their originals and the next apply or revert tries again)"
             )
-        elif self._entries and "nothing was changed" not in error.reason:
+        elif "nothing was changed" not in error.reason:
             error.reason += "; every file this run touched was restored"
-        if outcome.undo_problems:
-            error.reason += f"; {len(outcome.undo_problems)} effect(s) could not be undone"
+            if outcome.undo_problems:
+                error.reason += ", but not everything else (below)"
+        elif outcome.undo_problems:
+            error.reason += "; not everything this run changed was undone (below)"
         error.details.extend(outcome.problems())
 
     @property
@@ -407,7 +412,7 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
             shutil.rmtree(journal_dir, ignore_errors=True)
         return Rollback()
     roots = [Path(os.path.abspath(r)) for r in roots]
-    outcome = Rollback()
+    outcome = Rollback(journal=manifest)
     entries: list[dict[str, Any]] = []
     journal_id: str | None = None
     committed = False
@@ -420,7 +425,7 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
         except json.JSONDecodeError:
             if number >= len(lines) - 1:  # a torn last line: that change never began
                 continue
-            outcome.refused.append(f"{manifest}:{number}: not a journal record; ignored")
+            outcome.refused.append((number, "not a journal record"))
             continue
         if number == 1 and isinstance(record, dict) and "journal" in record:
             jid = record.get("id")
@@ -431,7 +436,7 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
             continue
         problem = _entry_problem(record, roots)
         if problem is not None:
-            outcome.refused.append(f"{manifest}:{number}: {problem}; not restored")
+            outcome.refused.append((number, f"{problem}; not acted on"))
             continue
         entries.append(record)
     with _signals_held():
