@@ -13,8 +13,7 @@ asserts: the exit code (2 for bad input, 1 where a refusal is the contract), one
 stderr naming the file, no traceback, and the engine tree unchanged by hash.
 
 Path-escape inputs (quoted octal ``..``, ``\\0`` and ``\\777`` escapes, NUL bytes, absolute
-paths) belong to the path gate of another branch: those that fail here are marked
-``xfail(strict=True)``, so they turn into failures to unmark once both branches are merged.
+paths) go through the path gate (``patchbay/paths.py``) like every other path.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ from inprocess import run_main
 
 COMMANDS = ("validate", "status", "apply", "revert", "check", "verify")
 CONTENT = ("validate", "status", "apply", "check", "verify")  # the ones that read patch files
-PATH_GATE = "path gate: wt-11a"
 
 ENVS = """import os
 
@@ -638,7 +636,7 @@ def refusals() -> Iterator[Input]:
     yield diff_file("refused-conflict", conflict, names="a.patch", **on)
     # content a text diff may hold, but that is not in the file
     yield diff_file("refused-nul-in-context", GOOD_DIFF.replace("auto", "au\x00to"), **on)
-    rename = "diff --git a/x.py b/y.py\nsimilarity index 90%\nrename from x.py\n"
+    rename = "diff --git a/x.py b/y.py\nsimilarity index 90%\nrename from x.py\nrename to y.py\n"
     yield diff_file("refused-rename-of-nothing", rename, **on)
     yield with_doc(
         "refused-old-text-absent",
@@ -678,44 +676,6 @@ CATEGORIES: list[tuple[Callable[[], Iterator[Input]], int | None]] = [
 ]
 
 # inputs that fail on this branch because the path gate is another branch's (see the docstring)
-PATH_GATE_CASES: set[str] = {
-    "artifact-raw-nul-check",
-    "artifact-raw-nul-revert",
-    "artifact-raw-nul-validate",
-    "command-cwd-raw-nul-apply",
-    "command-cwd-raw-nul-status",
-    "command-cwd-raw-nul-validate",
-    "command-output-raw-nul-apply",
-    "command-output-raw-nul-revert",
-    "command-output-raw-nul-validate",
-    "command-remove-raw-nul-status",
-    "command-remove-raw-nul-validate",
-    "command-remove-raw-nul-verify",
-    "diff-path-quoted-777-escape-status",
-    "diff-path-quoted-777-escape-validate",
-    "diff-path-quoted-777-escape-verify",
-    "diff-path-quoted-nul-escape-apply",
-    "diff-path-quoted-nul-escape-check",
-    "diff-path-quoted-nul-escape-validate",
-    "diff-path-raw-nul-apply",
-    "diff-path-raw-nul-check",
-    "diff-path-raw-nul-validate",
-    "guard-file-raw-nul-check",
-    "guard-file-raw-nul-validate",
-    "guard-file-raw-nul-verify",
-    "rename-to-quoted-777-escape-apply",
-    "rename-to-quoted-777-escape-status",
-    "rename-to-quoted-777-escape-validate",
-    "rename-to-quoted-nul-escape-check",
-    "rename-to-quoted-nul-escape-validate",
-    "rename-to-quoted-nul-escape-verify",
-    "rename-to-raw-nul-check",
-    "rename-to-raw-nul-validate",
-    "rename-to-raw-nul-verify",
-    "replace-raw-nul-check",
-    "replace-raw-nul-validate",
-    "replace-raw-nul-verify",
-}
 
 
 def _spread(commands: tuple[str, ...], per: int | None, index: int) -> tuple[str, ...]:
@@ -732,8 +692,8 @@ def _runs() -> list[object]:
             for command in _spread(item.commands, per, index):
                 marks = []
                 name = f"{item.name}-{command}"
-                if item.xfail or name in PATH_GATE_CASES:
-                    marks.append(pytest.mark.xfail(strict=True, reason=item.xfail or PATH_GATE))
+                if item.xfail:
+                    marks.append(pytest.mark.xfail(strict=True, reason=item.xfail))
                 param_id = f"{category.__name__}:{name}"
                 out.append(pytest.param(item, command, id=param_id, marks=marks))
     return out

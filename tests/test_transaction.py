@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
-from conftest import REPO, Engine, run_cli, snapshot
+from conftest import REPO, Engine, Result, diff_patch, run_cli, snapshot, write_patchset
+from patchbay.cli import app
 from patchbay.transaction import Transaction, recover, write_atomic
 
 
@@ -21,7 +27,7 @@ def test_rollback_restores_bytes_mode_and_mtime(tmp_path: Path) -> None:
     os.chmod(kept, 0o755)
     os.utime(kept, ns=(1_000_000_000, 2_000_000_000))
     before = snapshot(root)
-    with pytest.raises(RuntimeError), Transaction(tmp_path / "journal") as txn:
+    with pytest.raises(RuntimeError), Transaction(tmp_path / "journal", [tmp_path]) as txn:
         txn.save(kept)
         write_atomic(kept, b"new\n")
         created = root / "a" / "b" / "new.py"
@@ -38,21 +44,21 @@ def test_rollback_restores_bytes_mode_and_mtime(tmp_path: Path) -> None:
 def test_commit_keeps_changes_and_drops_journal(tmp_path: Path) -> None:
     f = tmp_path / "f"
     f.write_text("old\n")
-    with Transaction(tmp_path / "journal") as txn:
+    with Transaction(tmp_path / "journal", [tmp_path]) as txn:
         txn.save(f)
         write_atomic(f, b"new\n")
         txn.commit()
     assert f.read_text() == "new\n"
     assert not (tmp_path / "journal").exists()
-    assert recover(tmp_path / "journal") == []
+    assert recover(tmp_path / "journal", [tmp_path]).restored == []
 
 
 KILLED_RUN = """
 import os, sys
 from pathlib import Path
 from patchbay.transaction import Transaction, write_atomic
-txn = Transaction(Path(sys.argv[1]))
-for name in sys.argv[2:]:
+txn = Transaction(Path(sys.argv[1]), [Path(sys.argv[2])])
+for name in sys.argv[3:]:
     path = Path(name)
     txn.save(path)
     write_atomic(path, b"half-written garbage\\n")
@@ -65,7 +71,14 @@ def test_a_killed_apply_is_rolled_back_by_the_next_run(engine: Engine) -> None:
     pristine = snapshot(engine.site)
     victims = [engine.pkg / "envs.py", engine.pkg / "scheduler.py"]
     proc = subprocess.run(
-        [sys.executable, "-c", KILLED_RUN, str(engine.state_dir / "journal"), *map(str, victims)]
+        [
+            sys.executable,
+            "-c",
+            KILLED_RUN,
+            str(engine.state_dir / "journal"),
+            str(engine.site),
+            *map(str, victims),
+        ]
     )
     assert proc.returncode == 9
     assert victims[0].read_text() == "half-written garbage\n"
@@ -82,3 +95,277 @@ def test_a_killed_apply_is_rolled_back_by_the_next_run(engine: Engine) -> None:
     assert {k: v[0] for k, v in after.items() if "__pycache__" not in k} == {
         k: v[0] for k, v in pristine.items() if "__pycache__" not in k
     }
+
+
+# -- restores that only touch what changed, keep going, and say what they could not do ------
+
+
+def cli(*args: str | Path) -> Result:
+    """The CLI in-process (the code path of the console script, without a process)."""
+    res = CliRunner().invoke(app, [str(a) for a in args])
+    return Result(res.exit_code, res.stdout, res.stderr)
+
+
+def _chattr(flag: str, path: Path) -> None:
+    subprocess.run(["chattr", flag, str(path)], check=True, capture_output=True)
+
+
+@pytest.fixture
+def immutable_ok(tmp_path: Path) -> Iterator[list[Path]]:
+    """Skip unless ``chattr +i`` works here (root on ext4/xfs); clears the flag afterwards on
+    every path the test appended."""
+    probe = tmp_path / "probe"
+    probe.write_text("x")
+    if shutil.which("chattr") is None:
+        pytest.skip("no chattr")
+    if subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not permitted on this filesystem")
+    _chattr("-i", probe)
+    flagged: list[Path] = []
+    yield flagged
+    for path in flagged:
+        subprocess.run(["chattr", "-i", "-a", str(path)], capture_output=True)
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "site"
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+PRISTINE = {
+    "demo_engine/a.py": "A = 1\n",
+    "demo_engine/b.py": "B = 1\n",
+    "demo_engine/c.py": "C = 1\n",
+}
+
+
+def _ab_patchset(tmp_path: Path, extra: list[dict[str, object]] | None = None) -> Path:
+    """p1 edits a.py and b.py (one diff), p2 edits c.py, then ``extra`` patches."""
+    diff = diff_patch("demo_engine/a.py", "A = 1\n", "A = 2\n") + diff_patch(
+        "demo_engine/b.py", "B = 1\n", "B = 2\n"
+    )
+    return write_patchset(
+        tmp_path / "ps",
+        [
+            {"id": "p1", "kind": "diff", "file": "p1.patch"},
+            {"id": "p2", "kind": "replace", "edits": [
+                {"file": "demo_engine/c.py", "old": "C = 1", "new": "C = 2"}]},
+            *(extra or []),
+        ],
+        files={"p1.patch": diff},
+    )  # fmt: skip
+
+
+def _failing_command(script: str) -> dict[str, object]:
+    return {
+        "id": "p3",
+        "kind": "command",
+        "after": ["p1"],
+        "shell": True,
+        "argv": [script],
+        "upstream_status": {"status": "Inappropriate", "reason": "a rebuild step"},
+    }
+
+
+def test_an_unchanged_immutable_file_does_not_stop_the_rollback(
+    tmp_path: Path, immutable_ok: list[Path]
+) -> None:
+    """b.py is immutable: git cannot write it, and the rollback must not try to put back a
+    file that never changed (it used to, and stopped at the first EPERM, leaving a.py
+    patched)."""
+    root = _tree(tmp_path, PRISTINE)
+    ps = _ab_patchset(tmp_path)
+    immutable_ok.append(root / "demo_engine/b.py")
+    _chattr("+i", root / "demo_engine/b.py")
+    before = snapshot(root)
+    res = cli("apply", ps, "--root", root)
+    assert res.code == 1, res.err
+    assert "every file this run touched was restored" in res.err
+    assert "Traceback" not in res.err
+    assert snapshot(root) == before
+    assert not (root / ".patchbay" / "journal").exists()
+
+
+def test_a_failed_restore_is_reported_the_others_restored_and_retried(
+    tmp_path: Path, immutable_ok: list[Path]
+) -> None:
+    """A later patch fails after making a.py (already patched) immutable: the rollback cannot
+    put a.py back, restores b.py and c.py anyway, names a.py and where its original is, and
+    never claims every file was restored; once the flag is gone the next run finishes it."""
+    root = _tree(tmp_path, PRISTINE)
+    a = root / "demo_engine/a.py"
+    immutable_ok.append(a)
+    ps = _ab_patchset(tmp_path, [_failing_command("chattr +i demo_engine/a.py; exit 3")])
+    before = snapshot(root)
+    res = cli("apply", ps, "--root", root)
+    assert res.code == 1, res.err
+    assert "every file this run touched was restored" not in res.err
+    assert "1 file(s) could not be restored" in res.err.splitlines()[0]
+    (line,) = [ln for ln in res.err.splitlines() if "not restored:" in ln]
+    assert str(a) in line and "Operation not permitted" in line
+    original = Path(line.split("its original is kept at ")[1])
+    assert original.read_text() == "A = 1\n"
+    assert a.read_text() == "A = 2\n"  # still patched: it could not be put back
+    assert (root / "demo_engine/b.py").read_text() == "B = 1\n"
+    assert (root / "demo_engine/c.py").read_text() == "C = 1\n"
+    again = cli("apply", ps, "--root", root)  # refuses to judge a tree it could not restore
+    assert again.code == 1 and "could not be rolled back completely" in again.err
+    assert str(a) in again.err
+    _chattr("-i", a)
+    res = cli("revert", ps, "--root", root)  # recovers first; nothing recorded to revert
+    assert res.code == 0, res.err
+    assert snapshot(root) == before  # bytes and mtimes, a.py included
+    assert not (root / ".patchbay" / "journal").exists()
+    assert not [p for p in root.rglob(".patchbay-*")]
+
+
+@pytest.fixture
+def other_fs(tmp_path: Path) -> Iterator[Path]:
+    """A state folder on another filesystem than the tree (/dev/shm is a tmpfs here)."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second filesystem at /dev/shm")
+    folder = Path(tempfile.mkdtemp(prefix="patchbay-state-", dir=shm))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_rollback_across_filesystems_restores_by_rename(tmp_path: Path, other_fs: Path) -> None:
+    """With --state-dir on another filesystem the originals cannot be linked into the
+    journal: they are kept beside each file, and a failed run still restores everything
+    (it used to copy them away and then fail to rename them back)."""
+    root = _tree(tmp_path, PRISTINE)
+    ps = _ab_patchset(tmp_path, [_failing_command("exit 3")])
+    before = snapshot(root)
+    res = cli("apply", ps, "--root", root, "--state-dir", other_fs)
+    assert res.code == 1, res.err
+    assert "every file this run touched was restored" in res.err
+    assert snapshot(root) == before
+    assert not [p for p in root.rglob(".patchbay-*")]
+
+
+def test_apply_and_revert_across_filesystems(tmp_path: Path, other_fs: Path) -> None:
+    root = _tree(tmp_path, PRISTINE)
+    ps = _ab_patchset(tmp_path)
+    before = snapshot(root)
+    assert cli("apply", ps, "--root", root, "--state-dir", other_fs).code == 0
+    assert (root / "demo_engine/b.py").read_text() == "B = 2\n"
+    assert not [p for p in root.rglob(".patchbay-*")]
+    assert cli("revert", ps, "--root", root, "--state-dir", other_fs).code == 0
+    assert {k: v[0] for k, v in snapshot(root).items()} == {k: v[0] for k, v in before.items()}
+
+
+# -- full disks -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A real 4 MiB tmpfs mounted for the test (needs root; skipped otherwise)."""
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mnt)], capture_output=True
+    )
+    if res.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def _fill(folder: Path, leave: int) -> Path:
+    """Fill ``folder``'s filesystem until about ``leave`` bytes are free."""
+    filler = folder / "filler"
+    free = shutil.disk_usage(folder).free
+    with open(filler, "wb") as fh:
+        fh.write(b"\0" * max(free - leave, 0))
+    return filler
+
+
+def test_not_enough_space_is_refused_before_the_first_write(tmp_path: Path, small_fs: Path) -> None:
+    root = _tree(small_fs, {**PRISTINE, "demo_engine/big.py": "x = 1\n"})
+    big = "y = 2\n" * 20_000  # 120 kB of new content
+    diff = diff_patch("demo_engine/big.py", "x = 1\n", big)
+    ps = write_patchset(
+        tmp_path / "ps", [{"id": "big", "kind": "diff", "file": "b.patch"}], files={"b.patch": diff}
+    )
+    _fill(small_fs, leave=64 * 1024)
+    before = snapshot(root)
+    res = cli("apply", ps, "--root", root)
+    assert res.code == 1, res.err
+    assert "not enough free space" in res.err and "nothing was changed" in res.err
+    assert len(res.err.splitlines()) == 1
+    assert snapshot(root) == before
+    assert not (root / ".patchbay" / "journal").exists()
+
+
+def test_a_disk_that_fills_up_mid_run_is_one_line_and_fully_rolled_back(
+    tmp_path: Path, small_fs: Path
+) -> None:
+    """A command fills the disk to the last byte; storing the originals then fails with
+    ENOSPC (it used to escape as a traceback), and the rollback, which needs no new space
+    (renames of links made before), restores everything."""
+    root = _tree(small_fs, PRISTINE)
+    fill = "cat /dev/zero > ../filler 2>/dev/null; exit 0"
+    ps = _ab_patchset(tmp_path, [{**_failing_command(fill), "id": "fill"}])
+    before = snapshot(root)
+    res = cli("apply", ps, "--root", root)
+    assert res.code == 1, res.err
+    assert "No space left on device" in res.err
+    assert "every file this run touched was restored" in res.err
+    assert "Traceback" not in res.err and len(res.err.splitlines()) == 1
+    assert snapshot(root) == before
+    assert not (root / ".patchbay" / "journal").exists()
+
+
+def test_a_blob_store_that_refuses_writes_is_one_line_and_rolled_back(
+    tmp_path: Path, immutable_ok: list[Path]
+) -> None:
+    """The state folder's blob store cannot take new originals (an immutable folder, which
+    even root cannot write): one line naming the step, exit 1, the tree as it was (it used to
+    escape as a traceback after the patches were written)."""
+    root = _tree(tmp_path, PRISTINE)
+    state = tmp_path / "state"
+    (state / "blobs").mkdir(parents=True)
+    immutable_ok.append(state / "blobs")
+    _chattr("+i", state / "blobs")
+    ps = _ab_patchset(tmp_path)
+    before = snapshot(root)
+    res = cli("apply", ps, "--root", root, "--state-dir", state)
+    assert res.code == 1, res.err
+    (line,) = res.err.splitlines()
+    assert "storing the originals in the ledger's blob store failed" in line
+    assert "Operation not permitted" in line and "every file this run touched was restored" in line
+    assert snapshot(root) == before
+    assert not (state / "ledger.json").exists() and not (state / "journal").exists()
+
+
+def test_a_journal_from_before_the_header_is_still_recovered(tmp_path: Path) -> None:
+    """A journal left by a killed run of an older patchbay (no header line, originals named
+    by a bare number) is rolled back like a current one; a torn last line is ignored."""
+    root = tmp_path / "root"
+    root.mkdir()
+    kept = root / "kept.py"
+    kept.write_text("old\n")
+    journal = tmp_path / "journal"
+    journal.mkdir()
+    os.link(kept, journal / "000000")
+    st = kept.stat()
+    entries = [
+        {"path": str(kept), "existed": True, "backup": "000000", "mode": 0o644,
+         "times": [st.st_atime_ns, st.st_mtime_ns]},
+        {"path": str(root / "new.py"), "existed": False, "created_dirs": []},
+    ]  # fmt: skip
+    (journal / "journal.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in entries) + '{"path": "/tor'
+    )
+    write_atomic(kept, b"half\n")
+    (root / "new.py").write_text("x\n")
+    outcome = recover(journal, [root])
+    assert outcome.complete and sorted(outcome.restored) == sorted([root / "new.py", kept])
+    assert kept.read_text() == "old\n" and not (root / "new.py").exists()
+    assert not journal.exists()

@@ -16,9 +16,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import __version__
-from .engine import state_lock
+from .engine import finish_journal, state_lock
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_or_none
-from .transaction import Transaction, recover, write_atomic
+from .transaction import Transaction, write_atomic
 
 
 @dataclass
@@ -51,6 +51,7 @@ def record_made_patch(
     writes: dict[Path, bytes | None],
     keep_position: bool = False,
     lock_timeout: float = 0.0,
+    roots: list[Path] | None = None,
 ) -> None:
     """Write ``writes`` (patchset files: bytes, or None to delete) and record ``patch_id`` as
     applied with ``identity`` (the kind's content hash, :attr:`LoadedPatch.sha256`), all in one
@@ -66,15 +67,20 @@ def record_made_patch(
         keep_position: replace an existing entry where it stands (a refresh in the middle of a
             stack) instead of appending.
         lock_timeout: seconds to wait for another run's lock.
+        roots: the environment's target roots (a journal a killed apply left names files
+            there; recovery acts only on paths under known roots).
 
     Raises:
-        RefusedError: the lock is held.
+        RefusedError: the lock is held, or a journal left by an earlier run cannot be
+            recovered.
         OSError: a write failed (everything was restored).
     """
+    folders = sorted({path.parent for path in writes})
+    known = [*(roots or []), state_dir, *folders]
     with state_lock(state_dir, lock_timeout):
-        recover(state_dir / "journal")
+        finish_journal(state_dir, known)
         ledger = Ledger(state_dir)
-        with Transaction(state_dir / "journal") as txn:
+        with Transaction(state_dir / "journal", known) as txn:
             for path in writes:
                 txn.save(path)
             txn.sync()
@@ -109,6 +115,7 @@ def record_made_patch(
                 ledger.replace_entry(patchset_name, entry)
             else:
                 ledger.put(patchset_name, entry)
+            txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()
         ledger.prune_blobs()

@@ -267,6 +267,7 @@ def capture_patch(
             files=made,
             writes={patch_file: made_diff.data, patchset.path: new_text.encode("utf-8")},
             lock_timeout=lock_timeout,
+            roots=list(env.roots.values()),
         )
     return CaptureResult(patch_id, chosen, patch_file, captured, result_skipped, made_diff.context)
 

@@ -22,9 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputError
+from .paths import PathRejected, check_relative, unquote_c
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_HEADER = re.compile(r"^diff --git (\S+|\"(?:[^\"\\]|\\.)*\") (\S+|\"(?:[^\"\\]|\\.)*\")$")
+_INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: 1[0-7]{5})?$")
+_BINARY_BLOCK = re.compile(r"^(literal|delta) \d+\r?\n?$")
+_BASE85_LINE = re.compile(r"^[A-Za-z][0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]+$")
 NULL_PATH = "/dev/null"
 
 
@@ -159,9 +163,12 @@ def parse_diff(data: bytes, *, source: Path, strip: int = 1) -> ParsedDiff:
         The :class:`ParsedDiff`.
 
     Raises:
-        InputError: no file patch at all, a truncated or corrupt hunk, a path that escapes
-            the root (absolute or with ``..``) after stripping, a symlink, or a strip level
-            deeper than the path.
+        InputError: no file patch at all, a truncated or corrupt hunk, header names that
+            disagree (as ``git apply`` reports them), a binary payload that is not git's, one
+            file patched twice, a symlink, a strip level deeper than the path, or a path the
+            path gate refuses (:mod:`patchbay.paths`: unquoted once by git's rules, then no
+            absolute path, ``..``, NUL, invalid escape, ``.git``, backslash...), with the
+            patch file's line.
     """
     text = data.decode("utf-8", "surrogateescape")
     lines = split_lines(text)
@@ -172,6 +179,7 @@ def parse_diff(data: bytes, *, source: Path, strip: int = 1) -> ParsedDiff:
     files = parser.parse()
     if not files:
         raise InputError("no file patches found: not a unified or git diff", file=source)
+    _check_unique(files, parser)
     return ParsedDiff(files=files, crlf_normalised=crlf)
 
 
@@ -209,42 +217,50 @@ class _Parser:
         m = _GIT_HEADER.match(header)
         if not m:
             raise self.error("malformed 'diff --git' line")
-        fp = FilePatch(
-            old_path=self.path(_unquote(m.group(1))),
-            new_path=self.path(_unquote(m.group(2))),
-            line=start,
-        )
+        a = self.name(m.group(1), start, self.strip)
+        b = self.name(m.group(2), start, self.strip)
+        # like git's gitdiff_verify_name: the header names one file only when both halves
+        # agree; rename/copy lines and ---/+++ lines must then agree with it
+        old_name: str | None = a if a == b else None
+        new_name: str | None = old_name
+        fp = FilePatch(old_path=None, new_path=None, line=start)
         self.i += 1
-        rename_from = rename_to = None
+        is_new = is_delete = False
+        copy_line = 0
+        renames: set[str] = set()
         while self.i < len(self.lines):
             line = self.lines[self.i].rstrip("\r\n")
+            here = self.i + 1
             if line.startswith("diff --git ") or _HUNK.match(line):
                 break
             if line.startswith("--- ") and (self.peek(1) or "").startswith("+++ "):
-                old = _header_path(line[4:])
-                new = _header_path(self.lines[self.i + 1].rstrip("\r\n")[4:])
-                fp.old_path = None if old == NULL_PATH else self.path(old)
-                fp.new_path = None if new == NULL_PATH else self.path(new)
+                new_line = self.lines[self.i + 1].rstrip("\r\n")
+                old_name = self.verify_name(line[4:], here, old_name, is_new, "old")
+                new_name = self.verify_name(new_line[4:], here + 1, new_name, is_delete, "new")
                 self.i += 2
                 break
             if line.startswith("new file mode "):
-                fp.old_path, fp.new_mode = None, line.split()[-1]
+                old_name, fp.new_mode, is_new = None, self.mode(line, here), True
             elif line.startswith("deleted file mode "):
-                fp.new_path, fp.old_mode = None, line.split()[-1]
+                new_name, fp.old_mode, is_delete = None, self.mode(line, here), True
             elif line.startswith("old mode "):
-                fp.old_mode = line.split()[-1]
+                fp.old_mode = self.mode(line, here)
             elif line.startswith("new mode "):
-                fp.new_mode = line.split()[-1]
+                fp.new_mode = self.mode(line, here)
             elif line.startswith("rename from "):
-                rename_from = line[len("rename from ") :]
+                old_name = self.name(line[len("rename from ") :], here, self.rename_strip)
+                renames.add("from")
             elif line.startswith("rename to "):
-                rename_to = line[len("rename to ") :]
+                new_name = self.name(line[len("rename to ") :], here, self.rename_strip)
+                renames.add("to")
             elif line.startswith(("copy from ", "copy to ")):
-                raise self.error("copy patches are not supported")
+                self.name(line.split(" ", 2)[2], here, self.rename_strip)  # the gate first
+                copy_line = copy_line or here
             elif line.startswith("index "):
-                shas = line.split()[1].split("..")
-                if len(shas) == 2:
-                    fp.index_old, fp.index_new = shas
+                m_index = _INDEX.match(line)
+                if not m_index:
+                    raise self.error(f"malformed index line {line!r}")
+                fp.index_old, fp.index_new = m_index.group(1), m_index.group(2)
             elif line == "GIT binary patch":
                 fp.binary = self.binary_payload()
                 continue
@@ -260,22 +276,62 @@ class _Parser:
             else:
                 break
             self.i += 1
-        # git writes rename paths without the a/ b/ prefixes
-        if rename_from is not None and rename_to is not None:
-            fp.old_path = _clean(_unquote(rename_from), self, keep_all=True)
-            fp.new_path = _clean(_unquote(rename_to), self, keep_all=True)
+        if copy_line:
+            raise self.error("copy patches are not supported", copy_line)
+        if renames and renames != {"from", "to"}:
+            raise self.error("a rename needs both 'rename from' and 'rename to' lines", start)
+        if (old_name is None and not is_new) or (new_name is None and not is_delete):
+            raise self.error(
+                "the 'diff --git' line names two different files and no rename or ---/+++ "
+                "lines say which is which (git: header lacks filename information)",
+                line=start,
+            )
+        fp.old_path, fp.new_path = old_name, new_name
         for mode in (fp.old_mode, fp.new_mode):
             if mode == "120000":
                 raise self.error("symlink patches are not supported", line=start)
+            if mode == "160000":
+                raise self.error("submodule (gitlink) patches are not supported", line=start)
         self.hunks(fp)
         return fp
 
+    @property
+    def rename_strip(self) -> int:
+        # git strips one component less from rename/copy paths, which carry no a/ b/ prefix
+        return max(self.strip - 1, 0)
+
+    def verify_name(
+        self, text: str, line: int, known: str | None, absent: bool, side: str
+    ) -> str | None:
+        """A ``---``/``+++`` name of a git diff, checked against the name the header (or a
+        rename line) gave, as git's ``gitdiff_verify_name`` does."""
+        raw = _header_name(text, self, line)
+        if raw == NULL_PATH:
+            if known is not None:
+                raise self.error(f"expected {known!r} on the {side} side, got /dev/null", line)
+            return None
+        name = self.checked(raw, line, self.strip)
+        if known is not None and name != known:
+            raise self.error(
+                f"inconsistent {side} file name: {name!r} here, {known!r} in the header", line
+            )
+        if absent:
+            what = "new file's '---'" if side == "old" else "deleted file's '+++'"
+            raise self.error(f"a {what} line must be /dev/null, not {name!r}", line)
+        return name
+
+    def mode(self, line: str, number: int) -> str:
+        mode = line.split()[-1]
+        if not re.fullmatch(r"1[0-7]{5}", mode):
+            raise self.error(f"malformed file mode {mode!r}", number)
+        return mode
+
     def plain_file(self) -> FilePatch:
         start = self.i + 1
-        old = _header_path(self.lines[self.i].rstrip("\r\n")[4:])
-        new = _header_path(self.lines[self.i + 1].rstrip("\r\n")[4:])
-        old_path = None if old == NULL_PATH else self.path(old)
-        new_path = None if new == NULL_PATH else self.path(new)
+        old = _header_name(self.lines[self.i].rstrip("\r\n")[4:], self, start)
+        new = _header_name(self.lines[self.i + 1].rstrip("\r\n")[4:], self, start + 1)
+        old_path = None if old == NULL_PATH else self.checked(old, start, self.strip)
+        new_path = None if new == NULL_PATH else self.checked(new, start + 1, self.strip)
         self.i += 2
         if old_path and new_path and old_path != new_path:
             # a plain diff never renames: like GNU patch, take the name with the fewest
@@ -288,14 +344,30 @@ class _Parser:
         return fp
 
     def binary_payload(self) -> list[str]:
-        payload = []
+        """The lines of a ``GIT binary patch``: one or two ``literal``/``delta`` blocks of
+        base85 lines, each ended by a blank line. Anything else is a corrupt diff (it is handed
+        to git verbatim, so nothing but payload may pass)."""
+        payload: list[str] = []
         self.i += 1
-        while self.i < len(self.lines):
-            line = self.lines[self.i]
-            if line.startswith("diff --git "):
+        for block in range(2):
+            line = self.peek()
+            if line is None or not _BINARY_BLOCK.match(line):
+                if block == 0:
+                    raise self.error("'GIT binary patch' without a literal or delta block")
                 break
-            payload.append(line)
+            payload.append(line if line.endswith("\n") else line + "\n")
             self.i += 1
+            while True:
+                line = self.peek()
+                if line is None or line.strip() == "":
+                    payload.append("\n")
+                    if line is not None:
+                        self.i += 1
+                    break
+                if not _BASE85_LINE.match(line.rstrip("\r\n")):
+                    raise self.error("binary patch data is not git's base85 encoding")
+                payload.append(line if line.endswith("\n") else line + "\n")
+                self.i += 1
         while payload and payload[-1].strip() == "":
             payload.pop()
         return payload
@@ -385,52 +457,63 @@ class _Parser:
         tag, text = body[-1]
         body[-1] = (tag, text[:-1] if text.endswith("\n") else text)
 
-    def path(self, raw: str) -> str:
-        return _clean(raw, self)
+    def name(self, text: str, line: int, strip: int) -> str:
+        """A path from a ``diff --git`` half or a rename/copy line: unquoted once, stripped,
+        checked."""
+        if text.startswith('"'):
+            try:
+                raw, rest = unquote_c(text)
+            except PathRejected as exc:
+                raise self.path_error(exc, line) from None
+            if rest.strip():
+                raise self.error(f"text after the quoted path {text!r}", line)
+        else:
+            raw = text
+        return self.checked(raw, line, strip)
+
+    def checked(self, raw: str, line: int, strip: int) -> str:
+        """``raw`` (already unquoted) with ``strip`` leading components removed, through the
+        path gate (:func:`patchbay.paths.check_relative`)."""
+        comps = raw.split("/")
+        if strip:
+            if len(comps) <= strip:
+                raise self.path_error(f"strip level {strip} removes the whole path {raw!r}", line)
+            raw = "/".join(comps[strip:])
+        try:
+            return check_relative(raw)
+        except PathRejected as exc:
+            raise self.path_error(exc, line) from None
+
+    def path_error(self, reason: object, line: int) -> InputError:
+        return InputError(f"refused path: {reason}", file=self.source, line=line)
 
 
-def _header_path(raw: str) -> str:
-    # GNU diff appends a tab and a timestamp; git quotes unusual names
-    raw = raw.split("\t", 1)[0]
-    return _unquote(raw.rstrip())
+def _header_name(text: str, parser: _Parser, line: int) -> str:
+    """The name on a ``---``/``+++`` line, unquoted once (GNU diff appends a tab and a
+    timestamp; git quotes unusual names)."""
+    if text.startswith('"'):
+        try:
+            raw, rest = unquote_c(text)
+        except PathRejected as exc:
+            raise parser.path_error(exc, line) from None
+        if rest.strip() and not rest.startswith("\t"):
+            raise parser.error(f"text after the quoted path {text!r}", line)
+        return raw
+    return text.split("\t", 1)[0].rstrip()
 
 
-def _unquote(raw: str) -> str:
-    if len(raw) >= 2 and raw[0] == raw[-1] == '"':
-        body = raw[1:-1]
-        out = bytearray()
-        i = 0
-        while i < len(body):
-            c = body[i]
-            if c == "\\" and i + 1 < len(body):
-                nxt = body[i + 1]
-                if nxt in "01234567":
-                    out.append(int(body[i + 1 : i + 4], 8))
-                    i += 4
-                    continue
-                out += {"n": b"\n", "t": b"\t", '"': b'"', "\\": b"\\"}.get(nxt, nxt.encode())
-                i += 2
-                continue
-            out += c.encode("utf-8", "surrogateescape")
-            i += 1
-        return out.decode("utf-8", "surrogateescape")
-    return raw
-
-
-def _clean(raw: str, parser: _Parser, *, keep_all: bool = False) -> str:
-    # strip like patch(1) -p: drop the first N slash-separated components ("/a/b" -p1 -> "a/b")
-    comps = raw.split("/")
-    if not keep_all:
-        if len(comps) <= parser.strip:
-            raise parser.error(f"strip level {parser.strip} removes the whole path {raw!r}")
-        comps = comps[parser.strip :]
-    if comps and comps[0] == "":
-        raise parser.error(f"path {raw!r} is absolute after strip level {parser.strip}")
-    parts = [p for p in comps if p not in ("", ".")]
-    if not parts:
-        raise parser.error(f"path {raw!r} is empty after strip level {parser.strip}")
-    if ".." in parts:
-        raise parser.error(f"path {raw!r} escapes the target root ('..')")
-    if ".git" in parts:
-        raise parser.error(f"path {raw!r} points into a .git folder")
-    return "/".join(parts)
+def _check_unique(files: list[FilePatch], parser: _Parser) -> None:
+    """A diff that patches one file twice is refused: git would apply the second file patch
+    on the result of the first, while hunk states are judged on the tree as it is, so status
+    and apply could disagree. One file patch per file keeps them the same judgement."""
+    seen: dict[str, FilePatch] = {}
+    for fp in files:
+        for path in {p for p in (fp.old_path, fp.new_path) if p}:
+            first = seen.get(path)
+            if first is not None:
+                raise parser.error(
+                    f"{path} is patched twice in this diff (file patches at lines {first.line} "
+                    f"and {fp.line}); merge them into one file patch",
+                    line=fp.line,
+                )
+            seen[path] = fp

@@ -39,8 +39,9 @@ from .kinds import KINDS, ContentState, Inspection, LoadedPatch, PendingPatch
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
 from .options import RunOptions
+from .paths import PathRejected, resolve_under
 from .targets import Environment
-from .transaction import MANIFEST, Transaction, recover, write_atomic
+from .transaction import ENTRY_BYTES, MANIFEST, Transaction, fault_point, recover, write_atomic
 from .tree import Tree
 
 
@@ -566,13 +567,13 @@ def apply_patchset(
     if interrupted(env):
         # a killed run left its journal: put its files back before judging the tree
         with state_lock(env.state_dir, lock_timeout):
-            recovered = recover(env.state_dir / "journal")
+            recovered = _recover(env, patchset)
     plan = make_plan(patchset, env, loaded, options=options)
     _refuse_blocking(plan, upgrade)
     if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
         return ApplyResult(plan, recovered=recovered)
     with state_lock(env.state_dir, lock_timeout):
-        recovered += recover(env.state_dir / "journal")
+        recovered += _recover(env, patchset)
         plan = make_plan(patchset, env, loaded, options=options)  # the tree may have moved
         _refuse_blocking(plan, upgrade)
         if not plan.stale:
@@ -580,7 +581,7 @@ def apply_patchset(
         result = ApplyResult(plan, recovered=recovered)
         if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
             return result
-        with Transaction(env.state_dir / "journal") as txn:
+        with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
             ledger = plan.ledger
             if plan.stale:
                 result.reverted = _revert_entries(
@@ -591,6 +592,7 @@ def apply_patchset(
                     txn,
                     options,
                 )
+                txn.doing = "writing the ledger"
                 ledger.save(txn)
                 plan = make_plan(patchset, env, loaded, options=options)
                 result.plan = plan
@@ -600,9 +602,64 @@ def apply_patchset(
             pending = plan.with_status(PatchStatus.PENDING)
             _write_pending(patchset, pending, env, ledger, txn, options)
             result.applied = [r.id for r in pending]
+            txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()
     return result
+
+
+def _roots(env: Environment, patchset: Patchset) -> list[Path]:
+    """Every folder a run in ``env`` may change: the target roots, the state folder, and the
+    patchset's folder (``capture`` and ``refresh`` journal patch files there)."""
+    return [*env.roots.values(), env.state_dir, patchset.folder]
+
+
+def _recover(env: Environment, patchset: Patchset) -> list[Path]:
+    """Finish a journal a killed run left (call with the lock held); returns the restored
+    paths.
+
+    Raises:
+        RefusedError: some file could not be restored, or the journal names paths outside
+            the environment or is damaged; nothing else was done, and the journal stays. The
+            first problem is the message (with the journal's line, for a refused entry), the
+            others are details.
+    """
+    return finish_journal(env.state_dir, _roots(env, patchset))
+
+
+def finish_journal(state_dir: Path, roots: list[Path]) -> list[Path]:
+    """Recover the journal of ``state_dir`` (see :func:`patchbay.transaction.recover`) with the
+    lock held; returns the restored paths.
+
+    Args:
+        state_dir: the environment's state folder.
+        roots: every folder its runs may change (target roots, the state folder; the patchset
+            folder for a run that writes patch files).
+
+    Raises:
+        RefusedError: as :func:`_recover`.
+    """
+    journal = state_dir / "journal"
+    outcome = recover(journal, roots)
+    if not outcome.complete:
+        first, *rest = outcome.problems()
+        line = outcome.refused[0][0] if outcome.refused and not outcome.failed else None
+        if line is not None:
+            first = outcome.refused[0][1]
+            rest = outcome.problems()[1:]
+        how = (
+            "once the files are as you want them, remove the journal by hand"
+            if outcome.refused
+            else "fix that and run again (the journal keeps the originals)"
+        )
+        raise RefusedError(
+            f"{first}; an earlier run (failed or killed) could not be rolled back completely: "
+            f"{how}; nothing else was done",
+            file=journal / MANIFEST,
+            line=line,
+            details=rest,
+        )
+    return outcome.restored
 
 
 def _preflight(plan: Plan, options: RunOptions | None) -> None:
@@ -660,6 +717,9 @@ def _write_pending(
     owner: dict[Path, str] = {}  # the first patch that changes each path
     created: dict[tuple[str, str], list[str]] = {}
     modes: dict[tuple[str, str], int | None] = {}
+    changes = [(tree.resolve(c.target, c.path), c) for r in reports for c in r.inspection.changes]
+    txn.check_space(_space_needed(env, ledger, [(p, c.before, c.after) for p, c in changes]))
+    txn.doing = "journaling the files this run changes"
     for report in reports:
         for change in report.inspection.changes:
             path = tree.resolve(change.target, change.path)
@@ -672,11 +732,13 @@ def _write_pending(
             owner.setdefault(path, report.id)
     txn.sync()
     running: list[str] = []
+    txn.doing = "writing the patches"
     try:
         for batch in _batches(reports):
             running = [r.id for r in batch]
             items = [PendingPatch(r.patch, r.loaded, r.inspection) for r in batch]
             KINDS[batch[0].patch.kind].apply(items, tree, txn)
+            fault_point("batch-written")
         running = []
         for path, data in planned.items():
             try:
@@ -689,6 +751,7 @@ def _write_pending(
     except (PatchbayError, OSError) as exc:
         raise _write_error(exc, running, _first_unwritten(planned, owner)) from None
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    txn.doing = "storing the originals in the ledger's blob store"
     for report in reports:
         records = []
         for change in report.inspection.changes:
@@ -711,6 +774,23 @@ def _write_pending(
                 extra=report.inspection.record,
             ),
         )
+
+
+def _space_needed(
+    env: Environment, ledger: Ledger, changes: list[tuple[Path, bytes | None, bytes | None]]
+) -> list[tuple[Path, int]]:
+    """What a run will write, by folder (for :meth:`Transaction.check_space`): the new
+    contents beside the originals (kept as links, so they keep their space), the originals in
+    the blob store, the journal and a new ledger. An estimate that errs on the large side."""
+    needs = [(path.parent, len(after or b"")) for path, _, after in changes]
+    needs += [(ledger.blob_dir, len(before)) for _, before, _ in changes if before is not None]
+    try:
+        ledger_size = ledger.path.stat().st_size
+    except OSError:
+        ledger_size = 0
+    journal = ENTRY_BYTES * (len(changes) + 8)
+    needs.append((env.state_dir, journal + ledger_size + ENTRY_BYTES * len(changes)))
+    return needs
 
 
 def _first_unwritten(
@@ -745,8 +825,7 @@ def _write_error(
         error.file = str(path)
     elif len(running) == 1:
         error.patch_id = error.patch_id or running[0]
-    error.reason += "; every file this run touched was restored"
-    return error
+    return error  # the transaction adds whether every file was restored
 
 
 def _mode(path: Path) -> int | None:
@@ -825,10 +904,13 @@ def _revert_entries(
             tree.stage(rec.target, rec.path, before)
             writes.append((rec.target, rec.path, before, rec.created_dirs, rec.mode_before))
         steps.append((entry, writes))
-    for _, writes in steps:
-        for target, rel, *_ in writes:
-            txn.save(tree.resolve(target, rel))
+    flat = [(tree.resolve(t, rel), data) for _, writes in steps for t, rel, data, *_ in writes]
+    txn.check_space(_space_needed(env, ledger, [(p, None, d) for p, d in flat]))
+    txn.doing = "journaling the files this run changes"
+    for path, _ in flat:
+        txn.save(path)
     txn.sync()
+    txn.doing = "reverting"
     try:
         for entry, writes in steps:
             kind = KINDS.get(entry.kind)
@@ -839,17 +921,16 @@ def _revert_entries(
                 if data is None:
                     path.unlink(missing_ok=True)
                     for folder in created_dirs:
-                        with contextlib.suppress(OSError):  # not empty: something else lives there
-                            (env.roots[target] / folder).rmdir()
+                        # not empty: something else lives there; refused by the gate: the
+                        # ledger was edited, and nothing outside the root is ever removed
+                        with contextlib.suppress(OSError, PathRejected):
+                            resolve_under(env.roots[target], folder).rmdir()
                 else:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     write_atomic(path, data, mode=mode)
                 _drop_bytecode(path, txn)
     except OSError as exc:
-        raise ApplyFailed(
-            f"write failed: {exc.strerror or exc}; every file this run touched was restored",
-            file=exc.filename,
-        ) from None
+        raise ApplyFailed(f"write failed: {exc.strerror or exc}", file=exc.filename) from None
     for entry in entries:
         ledger.remove(patchset, entry.patch_id)
     return [e.patch_id for e in reversed(entries)]
@@ -873,13 +954,14 @@ def revert_patchset(
         ApplyFailed: a write failed; every file touched was restored.
     """
     with state_lock(env.state_dir, lock_timeout):
-        recover(env.state_dir / "journal")
+        _recover(env, patchset)
         ledger = Ledger(env.state_dir)
         entries = ledger.entries(patchset.name)
         if not entries:
             return []
-        with Transaction(env.state_dir / "journal") as txn:
+        with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
             reverted = _revert_entries(patchset.name, entries, env, ledger, txn, options)
+            txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()
         ledger.prune_blobs()
@@ -907,15 +989,16 @@ def revert_patches(
         ApplyFailed: a write failed; every file touched was restored.
     """
     with state_lock(env.state_dir, lock_timeout):
-        recover(env.state_dir / "journal")
+        _recover(env, patchset)
         ledger = Ledger(env.state_dir)
         wanted = set(patch_ids)
         chosen = [e for e in ledger.entries(patchset.name) if e.patch_id in wanted]
         if not chosen:
             return []
         entries = _entries_from(ledger, patchset.name, chosen)
-        with Transaction(env.state_dir / "journal") as txn:
+        with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
             reverted = _revert_entries(patchset.name, entries, env, ledger, txn, options)
+            txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()
         ledger.prune_blobs()

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
-from .transaction import Transaction, write_atomic
+from .transaction import Transaction, fault_point, write_atomic
 
 LEDGER_FORMAT = 1
 
@@ -229,7 +229,12 @@ class Ledger:
         return data if sha256_bytes(data) == digest else None
 
     def save(self, txn: Transaction) -> None:
-        """Write ``ledger.json`` atomically, as part of ``txn``."""
+        """Write ``ledger.json`` atomically and durably (fsynced, with its folder), as part of
+        ``txn``; the caller commits ``txn`` only after this returned.
+
+        Raises:
+            OSError: the write failed (no space, no permission); the old ledger is intact.
+        """
         self.state_dir.mkdir(parents=True, exist_ok=True)
         txn.save(self.path)
         write_atomic(
@@ -238,3 +243,4 @@ class Ledger:
             mode=0o644,
             durable=True,
         )
+        fault_point("ledger-written")

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import InputError
+from .paths import check_relative
 from .yamlfile import YamlDocument, load_yaml
 
 SCHEMA_VERSION = 1
@@ -35,17 +36,14 @@ class _Strict(BaseModel):
 
 
 def relative_posix_path(value: str) -> str:
-    """Check that ``value`` is a relative POSIX path that stays below its root.
+    """Check that ``value`` is a relative POSIX path that stays below its root, through the
+    one path gate (:func:`patchbay.paths.check_relative`; ``./`` and ``//`` are normalised).
 
     Raises:
-        ValueError: empty, absolute, with a ``..`` component, or with a backslash.
+        ValueError: empty, absolute, with a ``..`` or ``.git`` component, a backslash, a NUL
+            or another control character.
     """
-    if not value or value.startswith("/") or "\\" in value:
-        raise ValueError(f"{value!r} must be a relative path with '/' separators")
-    parts = PurePosixPath(value).parts
-    if any(p == ".." for p in parts):
-        raise ValueError(f"{value!r} must not contain '..'")
-    return str(PurePosixPath(value))
+    return check_relative(value, folder=True)
 
 
 class Image(_Strict):

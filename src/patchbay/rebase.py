@@ -532,7 +532,7 @@ def _publish(work: Path, patchset: Patchset, out: Path | None, write: bool, scra
     folder = patchset.folder
     old = {p.relative_to(folder) for p in folder.rglob("*") if p.is_file()}
     new = {p.relative_to(work) for p in work.rglob("*") if p.is_file()}
-    with Transaction(scratch / "journal") as txn:
+    with Transaction(scratch / "journal", [folder]) as txn:
         for rel in sorted(old | new):
             target = folder / rel
             data = (work / rel).read_bytes() if rel in new else None

@@ -201,6 +201,7 @@ def refresh_patch(
             writes={patchset.folder / patch.content_path: made_diff.data},
             keep_position=True,
             lock_timeout=lock_timeout,
+            roots=list(env.roots.values()),
         )
     return RefreshResult(
         patchset.folder / patch.content_path, [f.path for f in kept], dropped, later

@@ -1,46 +1,131 @@
 """All-or-nothing writes: a journal of every path a run changes, restored on any failure.
 
-Before a run changes a path it calls :meth:`Transaction.save`, which keeps the original: a hard
-link to the file (free, and exact: writers here always replace files by a new inode, as
-``git apply`` does) or a copy when the journal sits on another filesystem. The journal manifest
-is written before each change (and fsynced before each batch of writes), so a run killed outright
-(SIGKILL, power loss) is rolled back by the next run that takes the lock (:func:`recover`), as
-quilt's ``.pc`` folder lets it pop what it pushed.
+Before a run changes a path it calls :meth:`Transaction.save`, which keeps the original where a
+rename can put it back without needing any new space: a hard link in the journal folder (free,
+and exact: writers here replace files by a new inode, as ``git apply`` does), or, when the
+journal sits on another filesystem (``--state-dir`` elsewhere) or the file cannot be linked, a
+link or an fsynced copy beside the file itself (``.patchbay-<journal id>-<n>``, same folder, so
+same filesystem). A restore is then always one ``rename`` on one filesystem, also on a full
+disk. The manifest (``journal.jsonl``) is written before each change and fsynced before each
+batch of writes, so a run killed outright (SIGKILL, power loss) is rolled back by the next run
+that takes the lock (:func:`recover`), as quilt's ``.pc`` folder lets it pop what it pushed.
+
+Rollback restores only what changed (each file is compared with its original first), goes on
+past a file it cannot restore, and reports every such file with the place its original is kept;
+the journal then stays, and the next run tries again.
+
+Commit, with respect to the ledger, is three durable steps: the caller writes the new ledger
+(fsynced), :meth:`Transaction.commit` appends a ``committed`` record to the manifest (fsynced),
+then deletes the originals and the manifest. Recovery of a committed journal only finishes
+that deletion; it never rolls back a run whose ledger was written. (Engine files and blobs are
+not fsynced, as ``git apply`` does not fsync what it writes: against a power loss the order of
+ledger, mark and deletion holds, the contents of files written just before it may not.)
+
+Recovery trusts nothing in the journal it did not check: every path must lie under one of the
+environment's roots (:func:`patchbay.paths.contained`), and originals are found by names derived
+from the entry number, never by a name read from the file.
+
+Fault injection (tests only): ``PATCHBAY_TEST_FAULT="kill@<point>[:<n>],fail@<point>[:<n>]"``
+kills the process with SIGKILL (or raises an ``OSError``) the ``n``-th time (default 1) it
+reaches the named :func:`fault_point`; ``PATCHBAY_TEST_FAULT_LOG=<file>`` appends every point
+reached, so a sweep can list them. Neither is read unless set; ``benchmarks/fault_matrix.py``
+and ``tests/test_faults.py`` use them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import filecmp
 import json
 import os
+import secrets
 import shutil
 import signal
+import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
-from .errors import RefusedError
+from .errors import ApplyFailed, PatchbayError, RefusedError
+from .paths import contained
 
 MANIFEST = "journal.jsonl"
+JOURNAL_FORMAT = 1
+# per journal entry, on the state filesystem: the manifest line and some slack
+ENTRY_BYTES = 1024
+
+
+@dataclass
+class Rollback:
+    """What a rollback (or a recovery) did.
+
+    Attributes:
+        restored: paths put back as they were (only those that had changed).
+        failed: ``(path, reason, original)`` for every path that could not be put back;
+            ``original`` is where its original bytes are kept (None: it did not exist).
+        refused: ``(line, reason)`` of every journal record not acted on (outside the
+            environment's roots, or malformed).
+        journal: the manifest the entries came from (for messages).
+        undo_problems: effects beyond files whose undo failed (a package install).
+    """
+
+    restored: list[Path] = field(default_factory=list)
+    failed: list[tuple[Path, str, Path | None]] = field(default_factory=list)
+    refused: list[tuple[int, str]] = field(default_factory=list)
+    undo_problems: list[str] = field(default_factory=list)
+    journal: Path | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Every file is as it was before the run (and nothing was refused)."""
+        return not self.failed and not self.refused
+
+    def problems(self) -> list[str]:
+        """One line per file not restored, journal entry refused, or undo that failed."""
+        lines = []
+        for path, why, original in self.failed:
+            where = (
+                f"; its original is kept at {original}"
+                if original is not None
+                else "; it did not exist before the run"
+            )
+            lines.append(f"not restored: {path}: {why}{where}")
+        refused = [f"{self.journal}:{line}: {why}" for line, why in self.refused]
+        return [*lines, *refused, *self.undo_problems]
 
 
 class Transaction:
     """Journal of changed paths under ``journal_dir``; use as a context manager.
 
-    Leaving the ``with`` block by any exception (including ``KeyboardInterrupt``) rolls back;
-    call :meth:`commit` at the end of a successful run.
+    Args:
+        journal_dir: the journal folder (``<state dir>/journal``); created at the first save.
+        roots: every folder the run may change (target roots and the state folder); a path
+            outside them is never journaled, and recovery refuses one.
+
+    Leaving the ``with`` block by any exception (including ``KeyboardInterrupt``) rolls back
+    and completes the error: an ``OSError`` becomes one :class:`~patchbay.errors.ApplyFailed`
+    naming the step (:attr:`doing`), and the message says whether every file was restored or
+    lists each one that was not. Call :meth:`commit` at the end of a successful run, after the
+    ledger was written durably.
     """
 
-    def __init__(self, journal_dir: Path) -> None:
+    def __init__(self, journal_dir: Path, roots: Iterable[Path]) -> None:
         self.dir = journal_dir
-        self._entries: dict[str, dict[str, object]] = {}
+        self.roots = [Path(os.path.abspath(r)) for r in roots]
+        self.doing = "writing"
+        self.id = secrets.token_hex(4)
+        self._entries: dict[str, dict[str, Any]] = {}
         self._undo: list[tuple[str, Callable[[], None]]] = []
-        self.rollback_problems: list[str] = []
         self._done = False
-        journal_dir.mkdir(parents=True, exist_ok=True)
-        self._manifest = open(journal_dir / MANIFEST, "a", encoding="utf-8")  # noqa: SIM115
+        self._manifest: Any = None
+        self._real: dict[str, str] = {}  # realpath cache of the run (roots and folders)
+        self._journal_dev: int | None = None
+        self.outcome: Rollback | None = None
 
     def __enter__(self) -> Transaction:
         return self
@@ -51,56 +136,126 @@ class Transaction:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if not self._done:
-            self.rollback()
-            if self.rollback_problems and exc is not None and hasattr(exc, "details"):
-                exc.details.extend(self.rollback_problems)
-                # the run's message must not claim a restore that did not fully happen
-                exc.reason = exc.reason.replace(  # type: ignore[attr-defined]
-                    "every file this run touched was restored",
-                    "every file this run touched was restored, but not everything else (below)",
-                )
+        if self._done:
+            return
+        outcome = self.rollback()
+        if exc is None:
+            return
+        if isinstance(exc, PatchbayError):
+            error: PatchbayError = exc
+        elif isinstance(exc, OSError):
+            error = ApplyFailed(f"{self.doing} failed: {exc.strerror or exc}", file=exc.filename)
+        elif isinstance(exc, KeyboardInterrupt) and not outcome.complete:
+            error = ApplyFailed("interrupted")
+        else:
+            if not outcome.complete and isinstance(exc, Exception):
+                for line in outcome.problems():
+                    exc.add_note(line)
+            return  # a bug keeps its traceback; a clean Ctrl-C is reported by the CLI
+        self._describe(outcome, error)
+        if error is not exc:
+            raise error from None
+
+    def _describe(self, outcome: Rollback, error: PatchbayError) -> None:
+        if not outcome.complete:
+            n = len(outcome.failed) + len(outcome.refused)
+            error.reason += (
+                f"; {n} file(s) could not be restored (listed below; the journal {self.dir} "
+                "keeps their originals and the next apply or revert tries again)"
+            )
+        elif "nothing was changed" not in error.reason:
+            error.reason += "; every file this run touched was restored"
+            if outcome.undo_problems:
+                error.reason += ", but not everything else (below)"
+        elif outcome.undo_problems:
+            error.reason += "; not everything this run changed was undone (below)"
+        error.details.extend(outcome.problems())
 
     @property
     def paths(self) -> list[Path]:
         """Every path saved so far, in order."""
         return [Path(p) for p in self._entries]
 
-    def save(self, path: Path) -> None:
-        """Keep ``path``'s current state (content, mode, times, or absence) before a change."""
-        key = str(path)
+    def _open(self) -> None:
+        if self._manifest is not None:
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if (self.dir / MANIFEST).exists():
+            raise RefusedError(
+                "an earlier run's journal is still open (recover it first)", file=self.dir
+            )
+        for leftover in self.dir.iterdir():  # a deletion that was cut short: no manifest
+            _remove_quietly(leftover)
+        self._manifest = open(self.dir / MANIFEST, "x", encoding="utf-8")  # noqa: SIM115
+        self._write({"journal": JOURNAL_FORMAT, "id": self.id})
+        fsync_dir(self.dir)
+
+    def _write(self, record: dict[str, Any]) -> None:
+        self._manifest.write(json.dumps(record) + "\n")
+        self._manifest.flush()  # enough for a killed process; sync() makes it durable
+
+    def save(self, path: Path, *, copy: bool = False) -> None:
+        """Keep ``path``'s current state (content, mode, times, or absence) before a change.
+
+        Args:
+            path: a file under one of the roots.
+            copy: keep a copy rather than a hard link (for a path a writer may change in
+                place, such as a command's output: a link would change with it).
+
+        Raises:
+            ApplyFailed: the original cannot be kept (no space, no permission) or the path is
+                outside the roots; the path has not been changed.
+        """
+        key = os.path.abspath(path)
         if key in self._entries:
             return
-        entry: dict[str, object] = {"path": key}
+        if contained(key, self.roots, real=self._real) is None:
+            raise ApplyFailed(f"refusing to journal {key}: outside the environment's roots")
         try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            entry["existed"] = False
-            created = []
-            parent = path.parent
-            while not parent.exists():
-                created.append(str(parent))
-                parent = parent.parent
-            entry["created_dirs"] = created
-        else:
-            backup = self.dir / f"{len(self._entries):06d}"
+            self._open()
+            n = len(self._entries)
+            entry: dict[str, Any] = {"n": n, "path": key}
             try:
-                os.link(path, backup)
-            except OSError:
-                shutil.copy2(path, backup)
-            entry.update(
-                existed=True,
-                backup=backup.name,
-                mode=st.st_mode & 0o7777,
-                times=[st.st_atime_ns, st.st_mtime_ns],
-            )
-        self._manifest.write(json.dumps(entry) + "\n")
-        self._manifest.flush()  # enough for a killed process; sync() makes it durable
+                st = os.lstat(key)
+            except FileNotFoundError:
+                entry.update(existed=False, created_dirs=_missing_dirs(Path(key)))
+            else:
+                where = self._keep(Path(key), n, st, copy)
+                entry.update(
+                    existed=True,
+                    backup=where,
+                    mode=st.st_mode & 0o7777,
+                    times=[st.st_atime_ns, st.st_mtime_ns],
+                )
+            self._write(entry)
+        except OSError as exc:
+            raise ApplyFailed(
+                f"cannot keep the original of {key} before changing it: {exc.strerror or exc}",
+                file=key,
+            ) from None
         self._entries[key] = entry
+        fault_point("journal-saved")
+
+    def _keep(self, path: Path, n: int, st: os.stat_result, copy: bool) -> str:
+        """Keep the original where a rename can restore it; returns ``journal`` or
+        ``beside`` (see the module docstring)."""
+        in_journal = self.dir / f"{n:06d}"
+        beside = _beside(path, self.id, n)
+        if self._journal_dev is None:
+            self._journal_dev = os.stat(self.dir).st_dev
+        same_fs = self._journal_dev == st.st_dev
+        if not copy:
+            with contextlib.suppress(OSError):  # another filesystem, an immutable file...
+                os.link(path, in_journal if same_fs else beside, follow_symlinks=False)
+                return "journal" if same_fs else "beside"
+        _copy_durably(path, in_journal if same_fs else beside)
+        return "journal" if same_fs else "beside"
 
     def sync(self) -> None:
         """Make the journal durable (fsync); call once after saving a batch, before writing."""
-        os.fsync(self._manifest.fileno())
+        if self._manifest is not None:
+            os.fsync(self._manifest.fileno())
+        fault_point("journal-synced")
 
     def on_rollback(self, what: str, undo: Callable[[], None]) -> None:
         """Register an undo for an effect the journal cannot restore byte for byte (a package
@@ -109,28 +264,119 @@ class Transaction:
         self._undo.append((what, undo))
 
     def commit(self) -> None:
-        """Forget the originals: the run succeeded."""
-        self._done = True
-        self._manifest.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        """Mark the run committed (durably), then forget the originals.
 
-    def rollback(self) -> list[Path]:
-        """Restore every saved path; returns them. Safe to call once.
+        Call after the new ledger was written durably: from the mark on, recovery only
+        deletes this journal. Failing to delete it does not fail the run (the next run does).
+        """
+        self._done = True
+        if self._manifest is None:
+            return
+        self._write({"committed": True})
+        os.fsync(self._manifest.fileno())
+        self._manifest.close()
+        fault_point("journal-committed")
+        _discard(self.dir, self.id, list(self._entries.values()))
+
+    def rollback(self) -> Rollback:
+        """Restore every saved path that changed, newest first; safe to call once.
 
         SIGINT and SIGTERM are held back while restoring (a second Ctrl-C must not leave the
         tree half restored); they are delivered when the restore is complete.
         """
         self._done = True
-        self._manifest.close()
+        outcome = Rollback()
+        if self._manifest is not None:
+            self._manifest.close()
         with _signals_held():
-            restored = _restore(self.dir, list(self._entries.values()))
-            shutil.rmtree(self.dir, ignore_errors=True)
+            if self._manifest is not None:
+                outcome = _restore(self.dir, self.id, list(self._entries.values()))
+                if outcome.complete:
+                    _discard(self.dir, self.id, list(self._entries.values()))
             for what, undo in reversed(self._undo):
                 try:
                     undo()
                 except Exception as exc:  # report every undo that failed, then go on
-                    self.rollback_problems.append(f"could not undo {what}: {exc}")
-        return restored
+                    outcome.undo_problems.append(f"could not undo {what}: {exc}")
+        self.outcome = outcome
+        return outcome
+
+    def check_space(self, needs: Iterable[tuple[Path, int]]) -> None:
+        """Refuse the run before its first write when a filesystem lacks the space it needs.
+
+        Args:
+            needs: ``(folder, bytes)`` pairs: what will be written under each folder (new
+                file contents, saved originals, blobs, the ledger); pairs on one filesystem
+                are added up. Each entry of the journal counts :data:`ENTRY_BYTES` more.
+
+        Raises:
+            RefusedError: some filesystem has less free space than needed; nothing changed.
+        """
+        by_device: dict[int, list[Any]] = {}
+        for folder, size in needs:
+            existing = _existing_ancestor(folder)
+            dev = os.stat(existing).st_dev
+            slot = by_device.setdefault(dev, [existing, 0])
+            slot[1] += size
+        for folder, size in by_device.values():
+            free = shutil.disk_usage(folder).free
+            if free < size:
+                raise RefusedError(
+                    f"not enough free space: this run needs about {size} bytes on the "
+                    f"filesystem of {folder} (new file contents, the journal, saved originals "
+                    f"and the ledger), {free} are free; nothing was changed",
+                    file=folder,
+                )
+
+
+def _beside(path: Path, journal_id: str, n: int) -> Path:
+    return path.parent / f".patchbay-{journal_id}-{n:06d}"
+
+
+def _backup_path(journal_dir: Path, journal_id: str | None, entry: dict[str, Any]) -> Path | None:
+    """Where an entry's original is kept, derived from checked fields only."""
+    n = entry.get("n")
+    where = entry.get("backup")
+    if journal_id is None and isinstance(where, str) and where.isdigit() and len(where) == 6:
+        return journal_dir / where  # a journal written before the format had a header
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        return None
+    if where == "journal":
+        return journal_dir / f"{n:06d}"
+    if where == "beside" and journal_id is not None:
+        return _beside(Path(entry["path"]), journal_id, n)
+    return None
+
+
+def _copy_durably(src: Path, dest: Path) -> None:
+    """Copy ``src`` to ``dest`` (a new file), contents fsynced, mode and times kept."""
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with open(src, "rb") as fin, os.fdopen(fd, "wb") as fout:
+            shutil.copyfileobj(fin, fout)
+            fout.flush()
+            os.fsync(fout.fileno())
+        shutil.copystat(src, dest)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(dest)
+        raise
+
+
+def _missing_dirs(path: Path) -> list[str]:
+    created = []
+    parent = path.parent
+    while not parent.exists():
+        created.append(str(parent))
+        parent = parent.parent
+    return created
+
+
+def _existing_ancestor(folder: Path) -> Path:
+    folder = Path(os.path.abspath(folder))
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return folder
 
 
 @contextlib.contextmanager
@@ -146,58 +392,212 @@ def _signals_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def recover(journal_dir: Path) -> list[Path]:
-    """Roll back a journal left by a run that was killed; returns the restored paths.
+def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
+    """Finish the journal a killed run left: roll it back, or, when it was committed, delete it.
 
-    Call with the lock held. Returns an empty list when there is no journal.
+    Call with the lock held.
+
+    Args:
+        journal_dir: the journal folder.
+        roots: the folders the environment's runs may change (target roots, state folder);
+            an entry naming anything else is refused, never restored or deleted.
+
+    Returns:
+        The :class:`Rollback`; empty when there is no journal. When it is not complete the
+        journal stays for the next try, and its problems say why.
     """
     manifest = journal_dir / MANIFEST
     if not manifest.exists():
-        return []
-    entries = []
-    for n, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), start=1):
-        with contextlib.suppress(json.JSONDecodeError):  # a torn last line: that change never began
-            entry = json.loads(line)
-            whole = isinstance(entry, dict)
-            needed = {"path", "existed"} | (
-                {"backup", "mode", "times"} if whole and entry.get("existed") else set()
-            )
-            if not whole or not needed <= entry.keys():
-                raise RefusedError(
-                    "a journal entry of an interrupted run lacks a key (path, existed, backup, "
-                    "mode, times): its files cannot be restored safely; restore them by hand, "
-                    "then delete the journal",
-                    file=manifest,
-                    line=n,
-                )
-            entries.append(entry)
-    with _signals_held():
-        restored = _restore(journal_dir, entries)
-        shutil.rmtree(journal_dir, ignore_errors=True)
-    return restored
-
-
-def _restore(journal_dir: Path, entries: list[dict[str, object]]) -> list[Path]:
-    restored = []
-    for entry in reversed(entries):
-        path = Path(str(entry["path"]))
-        if entry["existed"]:
-            backup = journal_dir / str(entry["backup"])
-            if not backup.exists():
+        if journal_dir.is_dir():  # a deletion cut short, or a run killed before its first save
+            shutil.rmtree(journal_dir, ignore_errors=True)
+        return Rollback()
+    roots = [Path(os.path.abspath(r)) for r in roots]
+    outcome = Rollback(journal=manifest)
+    entries: list[dict[str, Any]] = []
+    journal_id: str | None = None
+    committed = False
+    lines = manifest.read_bytes().decode("utf-8", "replace").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if number >= len(lines) - 1:  # a torn last line: that change never began
                 continue
-            path.parent.mkdir(parents=True, exist_ok=True)  # a removed folder comes back too
-            os.replace(backup, path)
-            os.chmod(path, int(entry["mode"]))  # type: ignore[arg-type]
-            atime, mtime = entry["times"]  # type: ignore[misc]
-            os.utime(path, ns=(atime, mtime))
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            for folder in entry.get("created_dirs", []):  # type: ignore[union-attr]
+            outcome.refused.append((number, "not a journal record"))
+            continue
+        if number == 1 and isinstance(record, dict) and "journal" in record:
+            jid = record.get("id")
+            journal_id = jid if isinstance(jid, str) and jid.isalnum() and len(jid) <= 16 else None
+            continue
+        if isinstance(record, dict) and record.get("committed") is True:
+            committed = True
+            continue
+        problem = _entry_problem(record, roots)
+        if problem is not None:
+            outcome.refused.append((number, f"{problem}; not acted on"))
+            continue
+        entries.append(record)
+    with _signals_held():
+        if committed:
+            _discard(journal_dir, journal_id, entries)
+            return Rollback()
+        restored = _restore(journal_dir, journal_id, entries)
+        outcome.restored, outcome.failed = restored.restored, restored.failed
+        if outcome.complete:
+            _discard(journal_dir, journal_id, entries)
+    return outcome
+
+
+def _entry_problem(record: object, roots: list[Path]) -> str | None:
+    """Why a journal record cannot be acted on, or None."""
+    if not isinstance(record, dict):
+        return "not a journal entry"
+    path = record.get("path")
+    if not isinstance(path, str):
+        return "entry without a path"
+    if contained(path, roots) is None:
+        return f"entry names {path!r}, outside this environment's roots"
+    existed = record.get("existed")
+    if not isinstance(existed, bool):
+        return f"entry for {path} lacks 'existed'"
+    if existed:
+        mode, times = record.get("mode"), record.get("times")
+        if not isinstance(mode, int) or not 0 <= mode <= 0o7777:
+            return f"entry for {path} has no valid 'mode'"
+        if not (isinstance(times, list) and len(times) == 2 and all(type(t) is int for t in times)):
+            return f"entry for {path} has no valid 'times'"
+        if not isinstance(record.get("backup"), str):
+            return f"entry for {path} does not say where its original is"
+    folders = record.get("created_dirs", [])
+    if not isinstance(folders, list) or any(
+        not isinstance(f, str) or contained(f, roots) is None for f in folders
+    ):
+        return f"entry for {path} names folders outside this environment's roots"
+    return None
+
+
+def _unchanged(path: Path, backup: Path, entry: dict[str, Any]) -> bool:
+    """Whether ``path`` still is what ``backup`` kept (bytes, mode and mtime)."""
+    try:
+        st = os.lstat(path)
+        kept = os.stat(backup)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(st.st_mode):
+        return False
+    if st.st_mode & 0o7777 != entry["mode"] or st.st_mtime_ns != entry["times"][1]:
+        return False
+    if (st.st_dev, st.st_ino) == (kept.st_dev, kept.st_ino):
+        return True
+    return st.st_size == kept.st_size and filecmp.cmp(path, backup, shallow=False)
+
+
+def _restore(journal_dir: Path, journal_id: str | None, entries: list[dict[str, Any]]) -> Rollback:
+    outcome = Rollback()
+    for entry in reversed(entries):
+        path = Path(entry["path"])
+        backup = _backup_path(journal_dir, journal_id, entry) if entry["existed"] else None
+        try:
+            if entry["existed"]:
+                if backup is None:
+                    raise OSError(errno.ENOENT, "the journal does not say where its original is")
+                if not os.path.lexists(backup):
+                    continue  # put back by an earlier try (a restore renames the original)
+                if _unchanged(path, backup, entry):
+                    continue
+                path.parent.mkdir(parents=True, exist_ok=True)  # a removed folder comes back
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                os.replace(backup, path)
+                os.chmod(path, entry["mode"])
+                os.utime(path, ns=tuple(entry["times"]))
+            else:
+                if not os.path.lexists(path):
+                    _remove_created_dirs(entry)
+                    continue
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+                _remove_created_dirs(entry)
+        except OSError as exc:
+            outcome.failed.append((path, exc.strerror or str(exc), backup))
+            continue
+        outcome.restored.append(path)
+        fault_point("file-restored")
+    return outcome
+
+
+def _remove_created_dirs(entry: dict[str, Any]) -> None:
+    for folder in entry.get("created_dirs", []):
+        with contextlib.suppress(OSError):  # not empty: something else lives there
+            os.rmdir(folder)
+
+
+def _discard(journal_dir: Path, journal_id: str | None, entries: list[dict[str, Any]]) -> None:
+    """Delete a finished journal: the originals kept beside files first, then the manifest
+    (after which nothing refers to them), then the folder. Errors are left for the next run."""
+    for entry in entries:
+        if entry.get("existed") and entry.get("backup") == "beside":
+            backup = _backup_path(journal_dir, journal_id, entry)
+            if backup is not None:
                 with contextlib.suppress(OSError):
-                    os.rmdir(folder)
-        restored.append(path)
-    return restored
+                    os.unlink(backup)
+    fault_point("backups-removed")
+    with contextlib.suppress(OSError):
+        os.unlink(journal_dir / MANIFEST)
+        fsync_dir(journal_dir)
+    shutil.rmtree(journal_dir, ignore_errors=True)
+
+
+def _remove_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def fsync_dir(folder: Path) -> None:
+    """fsync a folder, so that renames and new names in it are durable."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fault_point(name: str) -> None:
+    """A named place where the fault-injection tests may kill this run or make it fail.
+
+    Does nothing unless ``PATCHBAY_TEST_FAULT`` or ``PATCHBAY_TEST_FAULT_LOG`` is set (see
+    the module docstring); they are set only by the test suite and the fault-matrix benchmark.
+
+    Raises:
+        OSError: ``fail@<name>:<n>`` was asked for and this is the ``n``-th time here.
+    """
+    spec = os.environ.get("PATCHBAY_TEST_FAULT")
+    log = os.environ.get("PATCHBAY_TEST_FAULT_LOG")
+    if not spec and not log:
+        return
+    n = _FAULT_HITS[name] = _FAULT_HITS.get(name, 0) + 1
+    if log:
+        with open(log, "a", encoding="utf-8") as fh:
+            fh.write(f"{name}:{n}\n")
+    for item in (spec or "").split(","):
+        action, _, where = item.strip().partition("@")
+        point, _, count = where.partition(":")
+        if point != name or int(count or 1) != n:
+            continue
+        if action == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        if action == "fail":
+            raise OSError(errno.EIO, f"injected fault at {name}:{n}")
+
+
+_FAULT_HITS: dict[str, int] = {}
 
 
 def write_atomic(
@@ -209,8 +609,9 @@ def write_atomic(
         path: destination; its folder must exist.
         data: the new bytes.
         mode: permission bits; default: those of the file being replaced, else 0o644.
-        durable: fsync the data before the rename (for the ledger; engine files are covered
-            by the journal, as git apply's own writes are).
+        durable: fsync the data before the rename and the folder after it (for the ledger;
+            engine files and blobs are covered by the journal against a killed run, and are
+            not fsynced, as git apply's own writes are not).
     """
     if mode is None:
         try:
@@ -230,3 +631,6 @@ def write_atomic(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    if durable:
+        fsync_dir(path.parent)
+    fault_point("file-written")

@@ -2,13 +2,14 @@
 
 Preflight classifies patches in order; each pending patch stages its result here so the next
 patch is classified against the tree as it will be, not as it is. Nothing in this module writes
-to disk. Every path goes through :meth:`Tree.resolve`, which refuses paths that leave their root,
-through ``..`` or through a symbolic link.
+to disk. Every path goes through :meth:`Tree.resolve`, the path gate of :mod:`patchbay.paths`,
+which refuses paths that leave their root, through ``..`` or through a symbolic link.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from .diffparse import split_lines
 from .errors import RefusedError
 from .hunks import LineIndex
 from .options import RunOptions
+from .paths import PathRejected, resolve_under
 
 if TYPE_CHECKING:
     from .targets import Environment
@@ -56,38 +58,24 @@ class Tree:
         self._indexes: dict[int, tuple[bytes, LineIndex]] = {}
 
     def resolve(self, target: str, rel: str) -> Path:
-        """Absolute path of ``rel`` under ``target``'s root.
+        """Absolute path of ``rel`` under ``target``'s root, through the path gate
+        (:func:`patchbay.paths.resolve_under`).
 
         Raises:
-            RefusedError: the path is absolute, has ``..``, is a symbolic link, or resolves
-                (through a linked folder) to somewhere outside the root.
+            RefusedError: the path is absolute, has ``..``, a NUL, is a symbolic link, or
+                resolves (through a linked folder) to somewhere outside the root.
         """
         known = self._resolved.get((target, rel))
         if known is not None:
             return known
         root = self.roots[target]
-        if rel.startswith("/") or ".." in rel.split("/"):
-            raise RefusedError(f"path {rel!r} escapes target {target!r}", file=root)
-        path = root / rel
         real_root = self._real_roots.get(target)
         if real_root is None:
             real_root = self._real_roots[target] = os.path.realpath(root)
-        if os.path.islink(path):
-            raise RefusedError(
-                f"{rel} is a symbolic link; patchbay does not patch through links", file=path
-            )
-        for parent in path.parents:
-            if parent == root or len(parent.parts) < len(root.parts):
-                break
-            if os.path.exists(parent) and not os.path.isdir(parent):
-                raise RefusedError(
-                    f"{rel}: {parent.relative_to(root)} is a file, not a folder", file=path
-                )
-        real = os.path.realpath(path)
-        if real != real_root and not real.startswith(real_root + os.sep):
-            raise RefusedError(
-                f"{rel} resolves to {real}, outside target {target!r} ({real_root})", file=path
-            )
+        try:
+            path = resolve_under(root, rel, real_root=real_root)
+        except PathRejected as exc:
+            raise RefusedError(f"{exc} (target {target!r})", file=root / rel) from None
         self._resolved[(target, rel)] = path
         return path
 
@@ -104,12 +92,7 @@ class Tree:
         if known is not _ABSENT:
             return known  # type: ignore[return-value]
         path = self.resolve(target, rel)
-        try:
-            data: bytes | None = path.read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
-            data = None
-        except IsADirectoryError:
-            raise RefusedError(f"{rel} is a directory, expected a file", file=path) from None
+        data = _read_regular(path, rel)
         self._disk[(target, rel)] = data
         return data
 
@@ -136,11 +119,25 @@ class Tree:
 
     def on_disk(self, target: str, rel: str) -> bytes | None:
         """Content on disk, ignoring staged changes."""
-        try:
-            return self.resolve(target, rel).read_bytes()
-        except FileNotFoundError:
-            return None
+        return _read_regular(self.resolve(target, rel), rel)
 
     def stage(self, target: str, rel: str, data: bytes | None) -> None:
         """Record the content a pending patch will leave (None: the file will be deleted)."""
         self._staged[(target, rel)] = data
+
+
+def _read_regular(path: Path, rel: str) -> bytes | None:
+    """The bytes of a regular file; None when it does not exist. A FIFO or a device would
+    hang or never end, and a folder is no file: those are refused."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        raise RefusedError(f"{rel} is a directory, expected a file", file=path)
+    if not stat.S_ISREG(st.st_mode):
+        raise RefusedError(f"{rel} is not a regular file (a FIFO, socket or device)", file=path)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None

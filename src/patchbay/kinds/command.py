@@ -34,6 +34,7 @@ from ..errors import ApplyFailed
 from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
 from ..model import CommandPatch
+from ..paths import PathRejected, resolve_under
 from ..redaction import is_credential, write_log
 from .base import ContentState, Inspection, LoadedPatch, PendingPatch
 
@@ -91,7 +92,7 @@ class CommandKind:
                 _remove(tree.resolve(patch.target, rel), txn)
             output = tree.resolve(patch.target, patch.output) if patch.output else None
             if output is not None and not output.is_dir():
-                txn.save(output)
+                txn.save(output, copy=True)  # a build may write it in place: no hard link
             argv = [arg.replace("{python}", python) for arg in patch.argv]
             if patch.shell:
                 argv = ["/bin/sh", "-c", argv[0]]
@@ -135,6 +136,15 @@ class CommandKind:
                     f"command did not produce its declared output {patch.output} (log: {log})",
                     patch_id=patch.id,
                 )
+            if output is not None:
+                try:  # the command may have made it a link out of the target
+                    resolve_under(root, patch.output)  # type: ignore[arg-type]
+                except PathRejected as exc:
+                    raise ApplyFailed(
+                        f"declared output refused after the command ran: {exc}",
+                        file=output,
+                        patch_id=patch.id,
+                    ) from None
             item.inspection.record = {
                 "argv": argv,
                 "log": str(log),

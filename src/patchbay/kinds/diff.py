@@ -26,6 +26,7 @@ from ..inputfiles import read_input
 from ..ledger import sha256_bytes
 from ..lockfile import Lock
 from ..model import DiffPatch
+from ..paths import quote_c
 from .base import (
     ContentState,
     FileChange,
@@ -400,7 +401,30 @@ class DiffKind(FileKind):
         # one git process for the whole batch: git applies its file patches in order, each on
         # the result of the ones before (the batch is consecutive patches of one target)
         root = tree.roots[batch[0].patch.target]
+        modes: dict[Path, int] = {}
+        for item in batch:
+            for change in item.inspection.changes:
+                path = tree.resolve(change.target, change.path)
+                if change.before is not None and change.after is not None and path not in modes:
+                    modes[path] = stat.S_IMODE(os.stat(path).st_mode)
         git_apply(b"".join(chunk for item in batch for chunk in item.inspection.data), root)
+        for path, before in modes.items():
+            _keep_permissions(path, before)
+
+
+def _keep_permissions(path: Path, before: int) -> None:
+    """git writes a patched file with 0644 or 0755 (its index modes), whatever the file had:
+    give it back its own permission bits (a 0444 file stays 0444), changing only the
+    executable bits, and only when the patch changed them (``old mode``/``new mode``)."""
+    now = stat.S_IMODE(os.stat(path).st_mode)
+    if bool(now & 0o111) == bool(before & 0o111):
+        wanted = before
+    elif now & 0o111:
+        wanted = before | ((before & 0o444) >> 2)  # executable where readable, as chmod +x
+    else:
+        wanted = before & ~0o111
+    if wanted != now:
+        os.chmod(path, wanted)
 
 
 def _mode_of(path: Path) -> str:
@@ -420,8 +444,11 @@ def render_file_patch(
         placed: ``(start, hunk)`` with 0-based preimage starts, or None to keep the headers.
         mode: mode for new/deleted file headers.
     """
+    # only paths that passed the path gate, quoted by git's rules: git unquotes them once and
+    # finds exactly the names patchbay checked (it never sees the patch file's own spelling)
     old, new = fp.old_path, fp.new_path
-    out = [f"diff --git a/{old or new} b/{new or old}\n"]
+    a, b = quote_c(f"a/{old or new}"), quote_c(f"b/{new or old}")
+    out = [f"diff --git {a} {b}\n"]
     if fp.is_new:
         out.append(f"new file mode {mode or fp.new_mode or '100644'}\n")
     elif fp.is_delete:
@@ -429,7 +456,7 @@ def render_file_patch(
     elif fp.old_mode and fp.new_mode and fp.old_mode != fp.new_mode:
         out += [f"old mode {fp.old_mode}\n", f"new mode {fp.new_mode}\n"]
     if fp.is_rename:
-        out += [f"rename from {old}\n", f"rename to {new}\n"]
+        out += [f"rename from {quote_c(str(old))}\n", f"rename to {quote_c(str(new))}\n"]
     if fp.binary is not None:
         out.append(f"index {fp.index_old}..{fp.index_new}\n")
         out.append("GIT binary patch\n")
@@ -437,8 +464,8 @@ def render_file_patch(
         out.append("\n")
         return "".join(out).encode("utf-8", "surrogateescape")
     if fp.hunks:
-        out.append(f"--- {'a/' + old if old else '/dev/null'}\n")
-        out.append(f"+++ {'b/' + new if new else '/dev/null'}\n")
+        out.append(f"--- {a if old else '/dev/null'}\n")
+        out.append(f"+++ {b if new else '/dev/null'}\n")
         pairs = placed if placed is not None else [(None, h) for h in fp.hunks]
         delta = 0
         for start, hunk in sorted(pairs, key=lambda p: -1 if p[0] is None else p[0]):

@@ -1,0 +1,226 @@
+"""The one path gate: every path patchbay takes from its input is decided here, once.
+
+git's ``apply.c`` unquotes and checks every path of a patch in one place before it writes
+anything; patchbay does the same for every path it will touch, whatever it came from: a diff
+header (``---``/``+++``, ``diff --git``, ``rename``/``copy from``/``to``), a ``replace`` edit's
+``file``, an artifact's ``dest``, a command's ``output``/``remove``/``cwd``, and the paths a
+journal names when a killed run is recovered. The rules:
+
+1. :func:`unquote_c` undoes git's C-style quoting exactly once (``quote.c``:
+   ``unquote_c_style``); an escape git does not define (``\\q``, ``\\777``, ``\\0`` without
+   three octal digits) or a NUL byte anywhere is an error, never a guess.
+2. :func:`check_relative` normalises a root-relative path (``./`` and ``//`` dropped) and refuses
+   what could name anything outside the root or be read two ways: absolute paths, ``..``, a
+   backslash (a Windows separator, or a second layer of quoting), control characters, bytes
+   that are not UTF-8, ``.git`` components (git refuses those too), and, for files, a
+   trailing ``/``.
+3. :func:`resolve_under` joins a checked path to its root and refuses, on disk, a final
+   component that is a symbolic link, a parent that is a file, and any folder link that leads
+   out of the root.
+4. :func:`contained` is the same decision for an absolute path read back from a journal.
+
+Paths given to ``git apply`` are rendered by :func:`quote_c` from paths that passed these
+checks, so git never unquotes anything patchbay did not see.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, '"': 34}
+_QUOTE = {v: k for k, v in _ESCAPES.items()}
+
+
+class PathRejected(ValueError):
+    """A path the gate refuses; ``str()`` is the reason (pydantic shows ValueErrors as-is)."""
+
+
+def unquote_c(text: str) -> tuple[str, str]:
+    """Undo git's C-style quoting of a path at the start of ``text``.
+
+    Args:
+        text: starts with ``"``; what follows the closing quote is returned untouched (a
+            ``---`` line may carry a tab and a timestamp after it).
+
+    Returns:
+        ``(path, rest)``: the unquoted path (bytes decoded as UTF-8 with surrogateescape) and
+        the text after the closing quote.
+
+    Raises:
+        PathRejected: no closing quote, an escape git does not define (git's
+            ``unquote_c_style`` accepts only ``\\a \\b \\f \\n \\r \\t \\v \\\\ \\"`` and three
+            octal digits starting with 0-3), or a NUL byte (written as ``\\000`` or raw).
+    """
+    if not text.startswith('"'):
+        raise PathRejected(f"{text!r} is not a quoted path")
+    raw = text.encode("utf-8", "surrogateescape")
+    out = bytearray()
+    i = 1
+    while i < len(raw):
+        c = raw[i]
+        if c == 0x22:  # the closing quote
+            return _checked_bytes(bytes(out), text), raw[i + 1 :].decode("utf-8", "surrogateescape")
+        if c != 0x5C:
+            out.append(c)
+            i += 1
+            continue
+        esc = chr(raw[i + 1]) if i + 1 < len(raw) else ""
+        if esc in _ESCAPES:
+            out.append(_ESCAPES[esc])
+            i += 2
+            continue
+        digits = raw[i + 1 : i + 4].decode("ascii", "replace")
+        if len(digits) == 3 and digits[0] in "0123" and all(d in "01234567" for d in digits):
+            out.append(int(digits, 8))
+            i += 4
+            continue
+        shown = raw[i : i + 4].split(b'"')[0].decode("utf-8", "surrogateescape")
+        raise PathRejected(
+            f"invalid escape {shown!r} in quoted path {text!r} (git accepts \\a \\b \\f \\n \\r "
+            '\\t \\v \\\\ \\" and three octal digits 000-377)'
+        )
+    raise PathRejected(f"quoted path {text!r} has no closing quote")
+
+
+def _checked_bytes(data: bytes, shown: str) -> str:
+    if b"\0" in data:
+        raise PathRejected(f"quoted path {shown!r} holds a NUL byte")
+    return data.decode("utf-8", "surrogateescape")
+
+
+def quote_c(path: str) -> str:
+    """``path`` as git writes it in a diff header: as it is when that is unambiguous, else
+    C-quoted (``quote.c``: ``quote_c_style`` with ``core.quotePath``; a space is quoted too,
+    which git accepts, so that a header never has to be split on a guess)."""
+    data = path.encode("utf-8", "surrogateescape")
+    if all(0x20 < b < 0x7F and b not in (0x22, 0x5C) for b in data):
+        return path
+    out = ['"']
+    for b in data:
+        if b in _QUOTE:
+            out.append("\\" + _QUOTE[b])
+        elif b < 0x20 or b >= 0x7F:
+            out.append(f"\\{b:03o}")
+        else:
+            out.append(chr(b))
+    out.append('"')
+    return "".join(out)
+
+
+def check_relative(raw: str, *, folder: bool = False) -> str:
+    """Normalise a path relative to some root, or refuse it.
+
+    Args:
+        raw: the path as given (already unquoted, when it came quoted).
+        folder: the path names a folder (a trailing ``/`` is then fine).
+
+    Returns:
+        The path with ``/`` separators, ``.`` and empty components dropped (``./a//b`` ->
+        ``a/b``).
+
+    Raises:
+        PathRejected: empty, absolute, ``..``, a backslash, a NUL or other control character,
+            bytes that are not UTF-8, a ``.git`` component (git's ``verify_path`` refuses it
+            in any case), or, for a file, a trailing ``/``.
+    """
+    if "\0" in raw:
+        raise PathRejected(f"path {raw!r} holds a NUL byte")
+    if _CONTROL.search(raw):
+        raise PathRejected(f"path {raw!r} holds a control character")
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        raise PathRejected(f"path {raw!r} is not valid UTF-8") from None
+    if "\\" in raw:
+        raise PathRejected(
+            f"path {raw!r} holds a backslash (a Windows separator, or quoting left in the name)"
+        )
+    if raw.startswith("/"):
+        raise PathRejected(f"path {raw!r} is absolute")
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if not parts:
+        raise PathRejected(f"path {raw!r} is empty")
+    if ".." in parts:
+        raise PathRejected(f"path {raw!r} escapes the target root ('..')")
+    if any(p.lower() == ".git" for p in parts):
+        raise PathRejected(f"path {raw!r} points into a .git folder")
+    if not folder and raw.endswith("/"):
+        raise PathRejected(f"path {raw!r} ends with '/': it names a folder, not a file")
+    return "/".join(parts)
+
+
+def resolve_under(root: Path, rel: str, *, real_root: str | None = None) -> Path:
+    """``root / rel`` after checking ``rel`` (:func:`check_relative`) and the disk.
+
+    Args:
+        root: the folder ``rel`` is relative to (a target root).
+        rel: a root-relative path.
+        real_root: ``os.path.realpath(root)``, when the caller has it already.
+
+    Raises:
+        PathRejected: ``rel`` is refused by :func:`check_relative`, its last component is a
+            symbolic link, one of its parents is a file, or a linked folder leads out of the
+            root.
+    """
+    clean = check_relative(rel, folder=True)
+    path = root / clean
+    if os.path.islink(path):
+        raise PathRejected(f"{clean} is a symbolic link; patchbay does not patch through links")
+    for parent in path.parents:
+        if parent == root or len(parent.parts) < len(root.parts):
+            break
+        if os.path.exists(parent) and not os.path.isdir(parent):
+            raise PathRejected(f"{clean}: {parent.relative_to(root)} is a file, not a folder")
+    real_root = real_root or os.path.realpath(root)
+    real = os.path.realpath(path)
+    if real != real_root and not real.startswith(real_root + os.sep):
+        raise PathRejected(f"{clean} resolves to {real}, outside target root {real_root}")
+    return path
+
+
+def contained(
+    path: str, roots: Iterable[Path], *, real: dict[str, str] | None = None
+) -> Path | None:
+    """The root that holds ``path``, an absolute path read back from a journal, or None.
+
+    ``path`` must be normalised (no ``.``, ``..`` or doubled ``/``), lie lexically under one
+    of ``roots``, pass :func:`check_relative` relative to it, and its folder must resolve
+    (through links) inside that root's real path. The path itself may be a link: replacing or
+    removing a link never touches what it points to.
+
+    Args:
+        path: the absolute path to judge.
+        roots: the folders it may lie under.
+        real: a cache of ``os.path.realpath`` (folder -> real path) the caller keeps for
+            one run; filled as a side effect.
+    """
+    cache: dict[str, str] = {} if real is None else real
+
+    def realpath(folder: str) -> str:
+        known = cache.get(folder)
+        if known is None:
+            known = cache[folder] = os.path.realpath(folder)
+        return known
+
+    if not isinstance(path, str) or not path.startswith("/") or "\0" in path:
+        return None
+    if os.path.normpath(path) != path:
+        return None
+    for root in roots:
+        root_text = os.path.normpath(os.path.abspath(root))
+        if not path.startswith(root_text.rstrip("/") + "/"):
+            continue
+        rel = path[len(root_text.rstrip("/")) + 1 :]
+        try:
+            check_relative(rel)
+        except PathRejected:
+            return None
+        real_root = realpath(str(root))
+        real_parent = realpath(os.path.dirname(path))
+        if real_parent == real_root or real_parent.startswith(real_root + os.sep):
+            return Path(root)
+    return None
