@@ -41,6 +41,43 @@ def run_checked(
     return proc
 
 
+def install_patchbay(work: Path, source_tree: Path = REPO) -> Path:
+    """patchbay installed as a user installs it, into a fresh virtual environment under
+    ``work``: a regular (non-editable) install of this checkout, bytecode compiled by pip at
+    install time, dependencies from the configured index; returns its ``bin/patchbay``.
+
+    The checkout's (``source_tree``, default this one) ``src/``, ``pyproject.toml`` and
+    ``README.md`` are copied first, so that the build leaves nothing (``build/``,
+    ``*.egg-info``) in the checkout.
+    """
+    source = work / "patchbay-source"
+    shutil.copytree(
+        source_tree / "src", source / "src", ignore=shutil.ignore_patterns("*.egg-info")
+    )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(source_tree / name, source / name)
+    venv = work / "patchbay-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    proc = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--compile",
+            "--disable-pip-version-check",
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise CheckFailed(f"pip install of patchbay failed: {proc.stderr.strip()[-2000:]}")
+    return venv / "bin" / "patchbay"
+
+
 def find_cli(bench: str) -> str:
     """The ``patchbay`` script of the repository's .venv, else the one next to this Python."""
     for candidate in (

@@ -12,10 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from conftest import REPO, Engine, Result, diff_patch, run_cli, snapshot, write_patchset
-from patchbay.cli import app
+from inprocess import run_main
 from patchbay.transaction import Transaction, recover, write_atomic
 
 
@@ -102,8 +101,8 @@ def test_a_killed_apply_is_rolled_back_by_the_next_run(engine: Engine) -> None:
 
 def cli(*args: str | Path) -> Result:
     """The CLI in-process (the code path of the console script, without a process)."""
-    res = CliRunner().invoke(app, [str(a) for a in args])
-    return Result(res.exit_code, res.stdout, res.stderr)
+    res = run_main(*args)
+    return Result(res.code, res.out, res.err)
 
 
 def _chattr(flag: str, path: Path) -> None:

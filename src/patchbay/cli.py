@@ -1,853 +1,987 @@
-"""The ``patchbay`` command line: argument wiring only; the work is in the library.
+"""The ``patchbay`` command line: argument wiring only; the work is in ``commands/`` and the
+library.
 
-Expected failures (:class:`~patchbay.errors.PatchbayError`) print one line (plus detail lines),
-with secrets redacted, and exit 1 or 2; anything else is a bug and keeps its traceback.
+The parser is the standard library's :mod:`argparse` (as pre-commit's ``main.py``): it imports
+in a few milliseconds, so a run pays only for what its command needs (``patchbay --help``
+imports neither pydantic, rich nor the patch kinds). Each sub-command's handler imports its
+``commands`` module when it runs.
+
+Conventions, the same for every command: ``-h``/``--help``; ``--version``; a usage error is one
+line ``patchbay: error: ...`` and exit 2, as patchbay's own errors are one line each
+(:class:`~patchbay.errors.PatchbayError`, exit 1 or 2, secrets redacted); anything else is a bug
+and keeps its traceback. Read commands take ``--format table|concise|json`` (``--json`` is
+``--format json``); commands with long steps report progress on stderr (``--quiet`` silences
+it). Shell completion: ``patchbay completion bash|zsh|fish`` prints the script (argcomplete).
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
-from collections.abc import Callable
-from datetime import datetime
-from enum import Enum
+from collections.abc import Callable, Sequence
+from datetime import date, datetime
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
-
-import typer
+from typing import Any, NoReturn
 
 from . import __version__
-from .errors import PatchbayError
 
-app = typer.Typer(
-    name="patchbay",
-    help="Declarative, idempotent, all-or-nothing patches on a pinned inference-engine image.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+DESCRIPTION = "Declarative, idempotent, all-or-nothing patches on a pinned inference-engine image."
+SHELLS = ("bash", "zsh", "fish")
 
-PatchsetArg = Annotated[
-    str,
-    typer.Argument(
-        metavar="PATCHSET", help="Patchset folder or YAML file (or a name under ./patchsets)."
-    ),
-]
-PythonOpt = Annotated[
-    str | None,
-    typer.Option("--python", metavar="PATH", help="Engine interpreter (default: python3 on PATH)."),
-]
-RootOpt = Annotated[
-    Path | None,
-    typer.Option(
+
+class UsageError(Exception):
+    """A command line argparse refused; printed as one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with patchbay's error style: one line naming the command, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog.removeprefix("patchbay").strip()
+        where = f"{command}: " if command else ""
+        hint = f"`{self.prog} -h` shows the usage"
+        raise UsageError(f"{where}{message} ({hint})")
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Help at the terminal's width (argparse reads ``COLUMNS``), options aligned wider."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=30)
+
+    def _format_action(self, action: argparse.Action) -> str:
+        text = super()._format_action(action)
+        if action.nargs == argparse.PARSER:  # the commands' list, without a `COMMAND` line
+            text = text.split("\n", 1)[1]
+        return text
+
+
+# -- argument types: messages in patchbay's words --------------------------------------------
+
+
+def _seconds(minimum: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not value >= minimum or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"{text} is not a number of seconds >= {minimum:g}")
+        return value
+
+    parse.__name__ = "seconds"
+    return parse
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number >= 1")
+    return value
+
+
+def _day(text: str) -> date:
+    try:
+        return datetime.strptime(text, "%Y-%m-%d").date()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a date YYYY-MM-DD") from None
+
+
+# -- options several commands share ----------------------------------------------------------
+
+
+def _patchset(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "patchset",
+        metavar="PATCHSET",
+        help="patchset folder or YAML file (or a name under ./patchsets)",
+    )
+
+
+def _python(
+    p: argparse.ArgumentParser, text: str = "engine interpreter (default: python3 on PATH)"
+) -> None:
+    p.add_argument("--python", metavar="PATH", help=text)
+
+
+def _root(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
         "--root",
         metavar="DIR",
-        help="Unpacked tree standing in for site-packages, instead of --python.",
-    ),
-]
-StateOpt = Annotated[
-    Path | None,
-    typer.Option(
+        type=Path,
+        help="unpacked tree standing in for site-packages, instead of --python",
+    )
+
+
+def _state(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
         "--state-dir",
         metavar="DIR",
-        help="Ledger folder (default: <sys.prefix>/share/patchbay, or <root>/.patchbay).",
-    ),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
-ProbeTimeoutOpt = Annotated[
-    float | None,
-    typer.Option(
+        type=Path,
+        help="ledger folder (default: <sys.prefix>/share/patchbay, or <root>/.patchbay)",
+    )
+
+
+def _probe(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
         "--probe-timeout",
         metavar="SECONDS",
-        envvar="PATCHBAY_PROBE_TIMEOUT",
-        min=0.1,
-        help="Longest wait for the engine interpreter's probe (default: 120, and 10 for one "
-        "that prints nothing).",
-    ),
-]
-RecordOpt = Annotated[
-    Path | None,
-    typer.Option("--record", metavar="FILE", help="Write a provenance JSON record to FILE."),
-]
-LockOpt = Annotated[
-    float,
-    typer.Option(
-        "--lock-timeout", metavar="SECONDS", min=0, help="Wait this long for another run's lock."
-    ),
-]
-OfflineOpt = Annotated[
-    bool, typer.Option("--offline", help="Use only the bundle and the cache; never the network.")
-]
-BundleOpt = Annotated[
-    Path | None,
-    typer.Option("--bundle", metavar="DIR", help="A folder made by `patchbay bundle`."),
-]
-CacheOpt = Annotated[
-    Path | None,
-    typer.Option("--cache-dir", metavar="DIR", help="Download cache (default ~/.cache/patchbay)."),
-]
-MirrorOpt = Annotated[
-    list[str] | None,
-    typer.Option(
+        type=_seconds(0.1),
+        help="longest wait for the engine interpreter's probe (default: $PATCHBAY_PROBE_TIMEOUT, "
+        "else 120, and 10 for one that prints nothing)",
+    )
+
+
+def _record(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--record", metavar="FILE", type=Path, help="write a provenance JSON record")
+
+
+def _lock(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lock-timeout",
+        metavar="SECONDS",
+        type=_seconds(0),
+        default=0.0,
+        help="wait this long for another run's lock (default: 0)",
+    )
+
+
+def _network(p: argparse.ArgumentParser, *, offline: bool = True, bundle: bool = True) -> None:
+    if offline:
+        p.add_argument(
+            "--offline",
+            action="store_true",
+            help="use only the bundle and the cache; never the network",
+        )
+    if bundle:
+        p.add_argument(
+            "--bundle", metavar="DIR", type=Path, help="a folder made by `patchbay bundle`"
+        )
+
+
+def _cache(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--cache-dir", metavar="DIR", type=Path, help="download cache (default: ~/.cache/patchbay)"
+    )
+
+
+def _mirror(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
         "--mirror",
         metavar="FROM=TO",
-        help="Fetch URLs starting with FROM from TO instead (repeatable).",
-    ),
-]
+        action="append",
+        help="fetch URLs starting with FROM from TO instead (repeatable)",
+    )
 
 
-def _options(
-    offline: bool = False,
-    bundle: Path | None = None,
-    cache_dir: Path | None = None,
-    mirrors: list[str] | None = None,
-) -> Any:
+def _api(p: argparse.ArgumentParser, text: str = "GitHub API base") -> None:
+    p.add_argument(
+        "--api-url",
+        metavar="URL",
+        help=f"{text} (default: $PATCHBAY_GITHUB_API, else https://api.github.com)",
+    )
+
+
+def _wheel(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--wheel",
+        metavar="FILE",
+        type=Path,
+        action="append",
+        help="a wheel of the installed version: pristine copies of edited files (repeatable)",
+    )
+
+
+def _from_git(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--from-git",
+        metavar="DIR|URL",
+        help="the component's repository, read at the commit `components` pins",
+    )
+
+
+def _format(
+    p: argparse.ArgumentParser,
+    choices: Sequence[str] = ("table", "concise", "json"),
+    default: str | None = None,
+    text: str = "table (people), concise (one line per item, for CI logs) or json; default: "
+    "table on a terminal, elsewhere table when it fits the width, else concise",
+) -> None:
+    p.add_argument(
+        "--format",
+        "-f",
+        dest="output_format",
+        metavar="FORMAT",
+        choices=choices,
+        default=default,
+        help=text,
+    )
+    p.add_argument(
+        "--json",
+        dest="output_format",
+        action="store_const",
+        const="json",
+        help="the same as --format json",
+    )
+
+
+def _quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quiet", "-q", action="store_true", help="no progress lines (errors are still printed)"
+    )
+
+
+def _options(args: argparse.Namespace) -> Any:
+    """The :class:`~patchbay.options.RunOptions` of the network options, built on demand."""
     from .errors import InputError
     from .options import RunOptions
 
     pairs = []
-    for item in mirrors or []:
+    for item in getattr(args, "mirror", None) or []:
         prefix, sep, replacement = item.partition("=")
         if not sep or not prefix or not replacement:
             raise InputError(f"--mirror {item!r}: expected FROM=TO")
         pairs.append((prefix, replacement))
-    options = RunOptions(offline=offline, bundle=bundle, mirrors=pairs)
-    if cache_dir is not None:
-        options.cache_dir = cache_dir
+    options = RunOptions(
+        offline=getattr(args, "offline", False), bundle=getattr(args, "bundle", None), mirrors=pairs
+    )
+    if getattr(args, "cache_dir", None) is not None:
+        options.cache_dir = args.cache_dir
     return options
 
 
-@app.command()
-def apply(
-    patchset: PatchsetArg,
-    python: PythonOpt = None,
-    root: RootOpt = None,
-    state_dir: StateOpt = None,
-    upgrade: Annotated[
-        bool,
-        typer.Option(
-            "--upgrade",
-            help="Revert recorded versions of edited or removed patches, then apply, in one step.",
-        ),
-    ] = False,
-    lock_timeout: LockOpt = 0.0,
-    record: RecordOpt = None,
-    offline: OfflineOpt = False,
-    bundle: BundleOpt = None,
-    cache_dir: CacheOpt = None,
-    mirror: MirrorOpt = None,
-    probe_timeout: ProbeTimeoutOpt = None,
-) -> None:
-    """Apply the pending patches; all or nothing; a re-run is a no-op."""
-    from .commands import apply as cmd
+# -- the commands ----------------------------------------------------------------------------
 
-    _run(
-        cmd.run,
-        patchset,
-        python=python,
-        root=root,
-        state_dir=state_dir,
-        upgrade=upgrade,
-        lock_timeout=lock_timeout,
-        record=record,
-        options=lambda: _options(offline, bundle, cache_dir, mirror),
-        probe_timeout=probe_timeout,
+
+def _apply(args: argparse.Namespace) -> int:
+    from .commands import apply
+
+    return apply.run(
+        args.patchset,
+        python=args.python,
+        root=args.root,
+        state_dir=args.state_dir,
+        upgrade=args.upgrade,
+        lock_timeout=args.lock_timeout,
+        record=args.record,
+        options=lambda: _options(args),
+        probe_timeout=args.probe_timeout,
     )
 
 
-@app.command()
-def status(
-    patchset: PatchsetArg,
-    python: PythonOpt = None,
-    root: RootOpt = None,
-    state_dir: StateOpt = None,
-    as_json: JsonOpt = False,
-    record: RecordOpt = None,
-    probe_timeout: ProbeTimeoutOpt = None,
-) -> None:
-    """Show every patch's state (pending, applied, redundant, outdated, partial, conflict)."""
-    from .commands import status as cmd
+def _status(args: argparse.Namespace) -> int:
+    from .commands import status
 
-    _run(
-        cmd.run,
-        patchset,
-        python=python,
-        root=root,
-        state_dir=state_dir,
-        as_json=as_json,
-        record=record,
-        probe_timeout=probe_timeout,
+    return status.run(
+        args.patchset,
+        python=args.python,
+        root=args.root,
+        state_dir=args.state_dir,
+        output_format=args.output_format,
+        record=args.record,
+        probe_timeout=args.probe_timeout,
     )
 
 
-@app.command()
-def revert(
-    patchset: PatchsetArg,
-    python: PythonOpt = None,
-    root: RootOpt = None,
-    state_dir: StateOpt = None,
-    lock_timeout: LockOpt = 0.0,
-    offline: OfflineOpt = False,
-    bundle: BundleOpt = None,
-    probe_timeout: ProbeTimeoutOpt = None,
-) -> None:
-    """Undo what the ledger says patchbay applied, newest first."""
-    from .commands import revert as cmd
+def _revert(args: argparse.Namespace) -> int:
+    from .commands import revert
 
-    _run(
-        cmd.run,
-        patchset,
-        python=python,
-        root=root,
-        state_dir=state_dir,
-        lock_timeout=lock_timeout,
-        options=lambda: _options(offline, bundle),
-        probe_timeout=probe_timeout,
+    return revert.run(
+        args.patchset,
+        python=args.python,
+        root=args.root,
+        state_dir=args.state_dir,
+        lock_timeout=args.lock_timeout,
+        options=lambda: _options(args),
+        probe_timeout=args.probe_timeout,
     )
 
 
-@app.command()
-def vendor(
-    patchset: PatchsetArg,
-    api_url: Annotated[
-        str | None,
-        typer.Option(
-            "--api-url",
-            metavar="URL",
-            envvar="PATCHBAY_GITHUB_API",
-            help="GitHub API base (default https://api.github.com).",
-        ),
-    ] = None,
-    cache_dir: CacheOpt = None,
-    mirror: MirrorOpt = None,
-    update: Annotated[
-        bool,
-        typer.Option("--update", help="Accept upstream content that differs from the lock."),
-    ] = False,
-) -> None:
-    """Download remote diffs and unhashed artifacts, and pin them in patchbay.lock."""
-    from .commands import vendor as cmd
+def _vendor(args: argparse.Namespace) -> int:
+    from .commands import vendor
 
-    _run(
-        cmd.run,
-        patchset,
-        api_url=api_url,
-        options=lambda: _options(False, None, cache_dir, mirror),
-        update=update,
+    return vendor.run(
+        args.patchset,
+        api_url=args.api_url or os.environ.get("PATCHBAY_GITHUB_API"),
+        options=lambda: _options(args),
+        update=args.update,
     )
 
 
-@app.command("bundle")
-def bundle_command(
-    patchset: PatchsetArg,
-    out: Annotated[Path, typer.Argument(metavar="OUT", help="New folder for the bundle.")],
-    python: PythonOpt = None,
-    cache_dir: CacheOpt = None,
-    mirror: MirrorOpt = None,
-    without_patchbay: Annotated[
-        bool,
-        typer.Option(
-            "--without-patchbay",
-            help="Do not carry patchbay itself (its wheels and install-patchbay.sh).",
-        ),
-    ] = False,
-) -> None:
-    """Gather everything apply needs (wheels, artifacts, vendored diffs, patchbay itself)
-    for an offline run."""
-    from .commands import bundle as cmd
+def _bundle(args: argparse.Namespace) -> int:
+    from .commands import bundle
 
-    _run(
-        cmd.run,
-        patchset,
-        out=out,
-        python=python,
-        options=lambda: _options(False, None, cache_dir, mirror),
-        with_patchbay=not without_patchbay,
+    return bundle.run(
+        args.patchset,
+        out=args.out,
+        python=args.python,
+        options=lambda: _options(args),
+        with_patchbay=not args.without_patchbay,
     )
 
 
-@app.command()
-def verify(
-    patchset: PatchsetArg,
-    python: PythonOpt = None,
-    root: RootOpt = None,
-    state_dir: StateOpt = None,
-    as_json: JsonOpt = False,
-    installed: Annotated[
-        bool,
-        typer.Option(
-            "--installed",
-            help="Check every installed file of the engine's distributions against its RECORD; "
-            "differences must be declared patches.",
-        ),
-    ] = False,
-    dist: Annotated[
-        list[str] | None,
-        typer.Option("--dist", metavar="NAME", help="Distribution to check (default: components)."),
-    ] = None,
-    record: RecordOpt = None,
-    probe_timeout: ProbeTimeoutOpt = None,
-) -> None:
-    """Check every patch is present and every touched Python file compiles."""
-    from .commands import verify as cmd
+def _verify(args: argparse.Namespace) -> int:
+    from .commands import verify
 
-    _run(
-        cmd.run,
-        patchset,
-        python=python,
-        root=root,
-        state_dir=state_dir,
-        as_json=as_json,
-        installed=installed,
-        dists=dist,
-        record=record,
-        probe_timeout=probe_timeout,
+    return verify.run(
+        args.patchset,
+        python=args.python,
+        root=args.root,
+        state_dir=args.state_dir,
+        output_format=args.output_format,
+        installed=args.installed,
+        dists=args.dist,
+        record=args.record,
+        probe_timeout=args.probe_timeout,
     )
 
 
-@app.command()
-def check(
-    patchset: PatchsetArg,
-    python: PythonOpt = None,
-    root: RootOpt = None,
-    as_json: JsonOpt = False,
-    probe_timeout: ProbeTimeoutOpt = None,
-) -> None:
-    """Judge every patch against a candidate image (applies, upstream, partial, conflict)."""
-    from .commands import check as cmd
+def _check(args: argparse.Namespace) -> int:
+    from .commands import check
 
-    _run(cmd.run, patchset, python=python, root=root, as_json=as_json, probe_timeout=probe_timeout)
-
-
-@app.command()
-def validate(patchset: PatchsetArg) -> None:
-    """Check a patchset's schema, consistency and patch files, offline."""
-    from .commands import validate as cmd
-
-    _run(cmd.run, patchset)
-
-
-@app.command()
-def schema() -> None:
-    """Print the JSON Schema of patchset.yaml."""
-    from .commands import schema as cmd
-
-    _run(
-        cmd.run,
+    return check.run(
+        args.patchset,
+        python=args.python,
+        root=args.root,
+        output_format=args.output_format,
+        probe_timeout=args.probe_timeout,
     )
 
 
-class AuditFormat(str, Enum):
-    table = "table"
-    json = "json"
-    github = "github"
-    sarif = "sarif"
+def _validate(args: argparse.Namespace) -> int:
+    from .commands import validate
+
+    return validate.run(args.patchset, output_format=args.output_format)
 
 
-class FailOn(str, Enum):
-    error = "error"
-    warning = "warning"
-    note = "note"
+def _schema(args: argparse.Namespace) -> int:
+    from .commands import schema
+
+    return schema.run()
 
 
-@app.command()
-def audit(
-    root: Annotated[
-        Path, typer.Argument(metavar="[ROOT]", help="Repository to audit (default: .).")
-    ] = Path("."),
-    output_format: Annotated[
-        AuditFormat,
-        typer.Option("--format", "-f", help="table (people), json, github (annotations), sarif."),
-    ] = AuditFormat.table,
-    fail_on: Annotated[
-        FailOn | None,
-        typer.Option(
-            "--fail-on", help="Lowest severity that makes the run exit 1 (default: config, error)."
-        ),
-    ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            "--config", metavar="FILE", help="patchbay.toml or pyproject.toml (default: in ROOT)."
-        ),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option("--output", "-o", metavar="FILE", help="Write the report to FILE."),
-    ] = None,
-    today: Annotated[
-        datetime | None,
-        typer.Option("--today", formats=["%Y-%m-%d"], help="Judge review dates as of this date."),
-    ] = None,
-    upstream: Annotated[
-        bool,
-        typer.Option(
-            "--upstream",
-            help="Ask GitHub about every patch's upstream fix: PB501 when it is in the pin.",
-        ),
-    ] = False,
-    api_url: Annotated[
-        str | None,
-        typer.Option(
-            "--api-url",
-            metavar="URL",
-            envvar="PATCHBAY_GITHUB_API",
-            help="GitHub API base for --upstream (default https://api.github.com).",
-        ),
-    ] = None,
-    changed_since: Annotated[
-        str | None,
-        typer.Option(
-            "--changed-since",
-            metavar="REF",
-            help="Audit the change since the merge base of REF and HEAD (a pull request): "
-            "script findings of its files, and a waiver of its own for the patching it adds.",
-        ),
-    ] = None,
-    pull_request: Annotated[
-        int | None,
-        typer.Option(
-            "--pr",
-            metavar="N",
-            min=1,
-            help="The pull request's number, for change-waiver (default: from GitHub Actions).",
-        ),
-    ] = None,
-) -> None:
-    """Audit patchsets, waivers and scripts (undeclared engine patching); exit 1 on findings."""
-    from .commands import audit as cmd
+def _audit(args: argparse.Namespace) -> int:
+    from .commands import audit
 
-    _run(
-        cmd.run,
-        root,
-        output_format=output_format.value,
-        fail_on=fail_on.value if fail_on else None,
-        config=config,
-        output=output,
-        today=today.date() if today else None,
-        upstream=upstream,
-        api_url=api_url,
-        changed_since=changed_since,
-        pull_request=pull_request,
+    if args.root is not None and args.repo is not None and args.root != args.repo:
+        from .errors import InputError
+
+        raise InputError("give the repository once: --repo DIR (ROOT is its old spelling)")
+    return audit.run(
+        args.repo or args.root or Path("."),
+        output_format=args.output_format or "table",
+        fail_on=args.fail_on,
+        config=args.config,
+        output=args.output,
+        today=args.today,
+        upstream=args.upstream,
+        api_url=args.api_url,
+        changed_since=args.changed_since,
+        pull_request=args.pr,
     )
 
 
-waiver_app = typer.Typer(
-    help="Waiver documents: why a patch may be carried, and until when.", no_args_is_help=True
-)
-app.add_typer(waiver_app, name="waiver")
+def _waiver_new(args: argparse.Namespace) -> int:
+    from .commands import waiver
 
-
-@waiver_app.command("new")
-def waiver_new(
-    patchset: PatchsetArg,
-    patch_ids: Annotated[
-        list[str] | None,
-        typer.Argument(metavar="[PATCH_ID]...", help="Patches to cover (default: all)."),
-    ] = None,
-    waiver_id: Annotated[
-        str | None,
-        typer.Option("--id", help="Waiver id (default: the patch id, or the patchset name)."),
-    ] = None,
-    output: Annotated[
-        Path | None,
-        typer.Option(
-            "--output", "-o", metavar="FILE", help="Where to write (default: waivers/<id>.md)."
-        ),
-    ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
-) -> None:
-    """Write a waiver prefilled from the patchset, with <TODO: ...> blanks to fill."""
-    from .commands import waiver as cmd
-
-    _run(cmd.new, patchset, patch_ids or [], waiver_id=waiver_id, output=output, force=force)
-
-
-WheelOpt = Annotated[
-    list[Path] | None,
-    typer.Option(
-        "--wheel",
-        metavar="FILE",
-        help="A wheel of the installed version: pristine copies of edited files (repeatable).",
-    ),
-]
-FromGitOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--from-git",
-        metavar="DIR|URL",
-        help="The component's repository, read at the commit `components` pins.",
-    ),
-]
-
-
-@app.command()
-def capture(
-    patchset: PatchsetArg,
-    patch_id: Annotated[str, typer.Argument(metavar="ID", help="Id of the new patch.")],
-    files: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="[FILE]...",
-            help="Edited files (default: every file that differs from RECORD, undeclared).",
-        ),
-    ] = None,
-    python: PythonOpt = None,
-    state_dir: StateOpt = None,
-    target: Annotated[
-        str | None,
-        typer.Option("--target", metavar="NAME", help="Target of the patch (default: deepest)."),
-    ] = None,
-    wheel: WheelOpt = None,
-    from_git: FromGitOpt = None,
-    description: Annotated[
-        str | None, typer.Option("--description", metavar="TEXT", help="What the patch does.")
-    ] = None,
-    upstream: Annotated[
-        list[str] | None,
-        typer.Option("--upstream", metavar="REF", help="Upstream PR/issue/commit (repeatable)."),
-    ] = None,
-) -> None:
-    """Write edits made to the installed engine as a new diff patch of the patchset."""
-    from .commands import capture as cmd
-
-    _run(
-        cmd.run,
-        patchset,
-        patch_id,
-        files or [],
-        python=python,
-        state_dir=state_dir,
-        target=target,
-        wheels=wheel or [],
-        from_git=from_git,
-        description=description,
-        upstream=upstream or [],
+    return waiver.new(
+        args.patchset, args.patch_ids, waiver_id=args.id, output=args.output, force=args.force
     )
 
 
-PatchIdArg = Annotated[str, typer.Argument(metavar="ID", help="The patch's id.")]
+def _capture(args: argparse.Namespace) -> int:
+    from .commands import capture
 
-
-@app.command()
-def edit(
-    patchset: PatchsetArg,
-    patch_id: PatchIdArg,
-    python: PythonOpt = None,
-    root: RootOpt = None,
-    state_dir: StateOpt = None,
-) -> None:
-    """Bring the tree to the state just after patch ID (later patches taken off) to edit it."""
-    from .commands import refresh as cmd
-
-    _run(cmd.edit, patchset, patch_id, python=python, root=root, state_dir=state_dir)
-
-
-@app.command()
-def refresh(
-    patchset: PatchsetArg,
-    patch_id: PatchIdArg,
-    files: Annotated[
-        list[str] | None,
-        typer.Argument(metavar="[FILE]...", help="More files to take into the patch."),
-    ] = None,
-    python: PythonOpt = None,
-    root: RootOpt = None,
-    state_dir: StateOpt = None,
-    wheel: WheelOpt = None,
-    from_git: FromGitOpt = None,
-) -> None:
-    """Rewrite patch ID's diff from the tree, keeping its metadata; the ledger follows."""
-    from .commands import refresh as cmd
-
-    _run(
-        cmd.refresh,
-        patchset,
-        patch_id,
-        files or [],
-        python=python,
-        root=root,
-        state_dir=state_dir,
-        wheels=wheel or [],
-        from_git=from_git,
+    return capture.run(
+        args.patchset,
+        args.patch_id,
+        args.files,
+        python=args.python,
+        state_dir=args.state_dir,
+        target=args.target,
+        wheels=args.wheel or [],
+        from_git=args.from_git,
+        description=args.description,
+        upstream=args.upstream or [],
     )
 
 
-@app.command()
-def rebase(
-    patchset: PatchsetArg,
-    python: PythonOpt = None,
-    root: RootOpt = None,
-    state_dir: StateOpt = None,
-    onto_python: Annotated[
-        str | None,
-        typer.Option("--onto-python", metavar="PATH", help="The candidate image's interpreter."),
-    ] = None,
-    onto_root: Annotated[
-        Path | None,
-        typer.Option("--onto-root", metavar="DIR", help="The candidate image as an unpacked tree."),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", metavar="DIR", help="New folder for the rebased patchset."),
-    ] = None,
-    write: Annotated[
-        bool, typer.Option("--write", help="Rewrite the patchset itself instead of --out.")
-    ] = False,
-    conflicts: Annotated[
-        Path | None,
-        typer.Option(
-            "--conflicts",
-            metavar="DIR",
-            help="Side folder for merged files with conflict markers (default: OUT/conflicts, "
-            "or rebase-conflicts/NAME with --write).",
-        ),
-    ] = None,
-    wheel: WheelOpt = None,
-    from_git: FromGitOpt = None,
-    resolved: Annotated[
-        Path | None,
-        typer.Option(
-            "--resolved",
-            metavar="DIR",
-            help="A conflicts folder of an earlier run, merged by hand: take its files.",
-        ),
-    ] = None,
-) -> None:
-    """Carry the patchset onto a new image: drop what is upstream, 3-way merge conflicts."""
-    from .commands import rebase as cmd
+def _edit(args: argparse.Namespace) -> int:
+    from .commands import refresh
 
-    _run(
-        cmd.run,
-        patchset,
-        python=python,
-        root=root,
-        state_dir=state_dir,
-        onto_python=onto_python,
-        onto_root=onto_root,
-        out=out,
-        write=write,
-        conflicts=conflicts,
-        wheels=wheel or [],
-        from_git=from_git,
-        resolved=resolved,
+    return refresh.edit(
+        args.patchset, args.patch_id, python=args.python, root=args.root, state_dir=args.state_dir
     )
 
 
-@app.command()
-def version() -> None:
-    """Print patchbay's version."""
+def _refresh(args: argparse.Namespace) -> int:
+    from .commands import refresh
+
+    return refresh.refresh(
+        args.patchset,
+        args.patch_id,
+        args.files,
+        python=args.python,
+        root=args.root,
+        state_dir=args.state_dir,
+        wheels=args.wheel or [],
+        from_git=args.from_git,
+    )
+
+
+def _rebase(args: argparse.Namespace) -> int:
+    from .commands import rebase
+
+    return rebase.run(
+        args.patchset,
+        python=args.python,
+        root=args.root,
+        state_dir=args.state_dir,
+        onto_python=args.onto_python,
+        onto_root=args.onto_root,
+        out=args.out,
+        write=args.write,
+        conflicts=args.conflicts,
+        wheels=args.wheel or [],
+        from_git=args.from_git,
+        resolved=args.resolved,
+    )
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .commands import report
+
+    return report.run(
+        args.patchsets,
+        repo=args.repo,
+        output_format=args.output_format or "markdown",
+        outputs=args.output,
+        history=args.history,
+        no_history=args.no_history,
+        api_url=args.api_url,
+        cache_dir=args.cache_dir,
+        publish_to=args.publish,
+        candidate_python=args.candidate_python,
+        candidate_root=args.candidate_root,
+        python=args.python,
+        root=args.root,
+        today=args.today,
+        max_wait=args.max_wait,
+        timeout=args.timeout,
+        workers=args.workers,
+        graphql=args.graphql,
+    )
+
+
+def _import(args: argparse.Namespace) -> int:
+    from .commands import importer
+
+    return importer.run(
+        args.script, out=args.out, python=args.python, projects=args.project or [], force=args.force
+    )
+
+
+def _version(args: argparse.Namespace) -> int:
     print(__version__)
-
-
-def _version_flag(value: bool) -> None:
-    if value:
-        print(__version__)
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _main(
-    show_version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_version_flag, is_eager=True, help="Print the version and exit."
-        ),
-    ] = False,
-) -> None:
-    """Declarative, idempotent, all-or-nothing patches on a pinned inference-engine image."""
     return 0
 
 
-class ReportFormat(str, Enum):
-    markdown = "markdown"
-    json = "json"
-    html = "html"
+def _completion(args: argparse.Namespace) -> int:
+    from argcomplete import shellcode
+
+    sys.stdout.write(shellcode(["patchbay"], shell=args.shell))
+    return 0
 
 
-@app.command()
-def report(
-    patchsets: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="[PATCHSET]...", help="Patchsets to cover (default: all under patchsets/)."
-        ),
-    ] = None,
-    repo: Annotated[
-        Path,
-        typer.Option(
-            "--repo", metavar="DIR", help="Repository with patchsets/ and waivers/ (default: .)."
-        ),
-    ] = Path("."),
-    output_format: Annotated[
-        ReportFormat,
-        typer.Option("--format", "-f", help="markdown (issue, chat), json, html (one page)."),
-    ] = ReportFormat.markdown,
-    output: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--output",
-            "-o",
-            metavar="FILE",
-            help="Write the report to FILE (repeatable; .md, .json, .html pick the format).",
-        ),
-    ] = None,
-    history: Annotated[
-        Path | None,
-        typer.Option(
-            "--history",
-            metavar="FILE",
-            help="JSON-lines history of runs (default: REPO/.patchbay/upstream-history.jsonl).",
-        ),
-    ] = None,
-    no_history: Annotated[
-        bool, typer.Option("--no-history", help="Neither read nor append the history.")
-    ] = False,
-    api_url: Annotated[
-        str | None,
-        typer.Option(
-            "--api-url",
-            metavar="URL",
-            envvar="PATCHBAY_GITHUB_API",
-            help="GitHub API base (default https://api.github.com).",
-        ),
-    ] = None,
-    cache_dir: CacheOpt = None,
-    publish: Annotated[
-        str | None,
-        typer.Option(
-            "--publish",
-            metavar="OWNER/REPO",
-            help="Create or update the tracking issue there (needs GITHUB_TOKEN or GH_TOKEN).",
-        ),
-    ] = None,
-    candidate_python: Annotated[
-        str | None,
-        typer.Option(
-            "--candidate-python",
-            metavar="PATH",
-            help="A candidate image's interpreter: list the patches the bump drops.",
-        ),
-    ] = None,
-    candidate_root: Annotated[
-        Path | None,
-        typer.Option(
-            "--candidate-root", metavar="DIR", help="A candidate image as an unpacked tree."
-        ),
-    ] = None,
-    python: Annotated[
-        str | None,
-        typer.Option(
-            "--python",
-            metavar="PATH",
-            help="The pinned image's interpreter: a patch it already ships is `remove`.",
-        ),
-    ] = None,
-    root: RootOpt = None,
-    today: Annotated[
-        datetime | None,
-        typer.Option("--today", formats=["%Y-%m-%d"], help="Count days and judge waivers as of."),
-    ] = None,
-    max_wait: Annotated[
-        float,
-        typer.Option(
-            "--max-wait", metavar="SECONDS", min=0, help="Longest total wait for rate limits."
-        ),
-    ] = 60.0,
-    timeout: Annotated[
-        float,
-        typer.Option("--timeout", metavar="SECONDS", min=0.1, help="Seconds per request."),
-    ] = 20.0,
-    workers: Annotated[
-        int, typer.Option("--workers", metavar="N", min=1, help="Concurrent requests.")
-    ] = 8,
-    graphql: Annotated[
-        bool | None,
-        typer.Option(
-            "--graphql/--no-graphql", help="Batch look-ups with GraphQL (default: with a token)."
-        ),
-    ] = None,
-) -> None:
-    """Upstream state and verdict (remove, bump, keep, attention) of every carried patch."""
-    from .commands import report as cmd
+# -- the parser --------------------------------------------------------------------------------
 
-    _run(
-        cmd.run,
-        patchsets or [],
-        repo=repo,
-        output_format=output_format.value,
-        outputs=output,
-        history=history,
-        no_history=no_history,
-        api_url=api_url,
-        cache_dir=cache_dir,
-        publish_to=publish,
-        candidate_python=candidate_python,
-        candidate_root=candidate_root,
-        python=python,
-        root=root,
-        today=today.date() if today else None,
-        max_wait=max_wait,
-        timeout=timeout,
-        workers=workers,
-        graphql=graphql,
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (every sub-command and option); building it imports nothing
+    beyond argparse."""
+    parser = _Parser(
+        prog="patchbay",
+        description=DESCRIPTION,
+        formatter_class=_Formatter,
+        epilog="`patchbay COMMAND -h` shows a command's options. Exit status: 0 done, 1 refused "
+        "or failed (nothing changed), 2 bad input or usage.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=__version__, help="print the version and exit"
+    )
+    sub = parser.add_subparsers(metavar="COMMAND", title="commands", parser_class=_Parser)
+
+    def command(
+        name: str, text: str, handler: Callable[[argparse.Namespace], int]
+    ) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=text, description=text, formatter_class=_Formatter)
+        p.set_defaults(handler=handler)
+        return p
+
+    p = command("apply", "Apply the pending patches; all or nothing; a re-run is a no-op.", _apply)
+    _patchset(p)
+    _python(p)
+    _root(p)
+    _state(p)
+    p.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="revert recorded versions of edited or removed patches, then apply, in one step",
+    )
+    _lock(p)
+    _record(p)
+    _network(p)
+    _cache(p)
+    _mirror(p)
+    _probe(p)
+    _quiet(p)
+
+    p = command(
+        "status",
+        "Show every patch's state (pending, applied, redundant, outdated, partial, conflict).",
+        _status,
+    )
+    _patchset(p)
+    _python(p)
+    _root(p)
+    _state(p)
+    _format(p)
+    _record(p)
+    _probe(p)
+
+    p = command("revert", "Undo what the ledger says patchbay applied, newest first.", _revert)
+    _patchset(p)
+    _python(p)
+    _root(p)
+    _state(p)
+    _lock(p)
+    _network(p)
+    _probe(p)
+    _quiet(p)
+
+    p = command(
+        "verify", "Check every patch is present and every touched Python file compiles.", _verify
+    )
+    _patchset(p)
+    _python(p)
+    _root(p)
+    _state(p)
+    _format(p)
+    p.add_argument(
+        "--installed",
+        action="store_true",
+        help="check every installed file of the engine's distributions against its RECORD; "
+        "differences must be declared patches",
+    )
+    p.add_argument(
+        "--dist",
+        metavar="NAME",
+        action="append",
+        help="distribution to check (repeatable; default: the components)",
+    )
+    _record(p)
+    _probe(p)
+
+    p = command(
+        "validate", "Check a patchset's schema, consistency and patch files, offline.", _validate
+    )
+    _patchset(p)
+    _format(p)
+
+    p = command(
+        "check",
+        "Judge every patch against a candidate image (applies, upstream, partial, conflict).",
+        _check,
+    )
+    _patchset(p)
+    _python(p)
+    _root(p)
+    _format(p)
+    _probe(p)
+
+    p = command(
+        "vendor",
+        "Download remote diffs and unhashed artifacts, and pin them in patchbay.lock.",
+        _vendor,
+    )
+    _patchset(p)
+    _api(p)
+    _cache(p)
+    _mirror(p)
+    p.add_argument(
+        "--update", action="store_true", help="accept upstream content that differs from the lock"
+    )
+    _quiet(p)
+
+    p = command(
+        "bundle",
+        "Gather everything apply needs (wheels, artifacts, vendored diffs, patchbay itself) "
+        "for an offline run.",
+        _bundle,
+    )
+    _patchset(p)
+    p.add_argument("out", metavar="OUT", type=Path, help="new folder for the bundle")
+    _python(p)
+    _cache(p)
+    _mirror(p)
+    p.add_argument(
+        "--without-patchbay",
+        action="store_true",
+        help="do not carry patchbay itself (its wheels and install-patchbay.sh)",
+    )
+    _quiet(p)
+
+    p = command(
+        "report",
+        "Upstream state and verdict (remove, bump, keep, attention) of every carried patch.",
+        _report,
+    )
+    p.add_argument(
+        "patchsets",
+        metavar="PATCHSET",
+        nargs="*",
+        help="patchsets to cover (default: all under patchsets/)",
+    )
+    p.add_argument(
+        "--repo",
+        metavar="DIR",
+        type=Path,
+        default=Path("."),
+        help="repository with patchsets/ and waivers/ (default: .)",
+    )
+    _format(
+        p,
+        choices=("markdown", "json", "html"),
+        text="markdown (issue, chat), json or html (one page); default: markdown",
+    )
+    p.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        type=Path,
+        action="append",
+        help="write the report to FILE (repeatable; .md, .json, .html pick the format)",
+    )
+    p.add_argument(
+        "--history",
+        metavar="FILE",
+        type=Path,
+        help="JSON-lines history of runs (default: REPO/.patchbay/upstream-history.jsonl)",
+    )
+    p.add_argument("--no-history", action="store_true", help="neither read nor append the history")
+    _api(p)
+    _cache(p)
+    p.add_argument(
+        "--publish",
+        metavar="OWNER/REPO",
+        help="create or update the tracking issue there (needs GITHUB_TOKEN or GH_TOKEN)",
+    )
+    p.add_argument(
+        "--candidate-python",
+        metavar="PATH",
+        help="a candidate image's interpreter: list the patches the bump drops",
+    )
+    p.add_argument(
+        "--candidate-root", metavar="DIR", type=Path, help="a candidate image as an unpacked tree"
+    )
+    _python(p, "the pinned image's interpreter: a patch it already ships is `remove`")
+    _root(p)
+    p.add_argument(
+        "--today",
+        metavar="YYYY-MM-DD",
+        type=_day,
+        help="count days and judge waivers as of this date",
+    )
+    p.add_argument(
+        "--max-wait",
+        metavar="SECONDS",
+        type=_seconds(0),
+        default=60.0,
+        help="longest total wait for rate limits (default: 60)",
+    )
+    p.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_seconds(0.1),
+        default=20.0,
+        help="seconds per request (default: 20)",
+    )
+    p.add_argument(
+        "--workers", metavar="N", type=_count, default=8, help="concurrent requests (default: 8)"
+    )
+    p.add_argument(
+        "--graphql",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="batch look-ups with GraphQL (default: with a token)",
+    )
+    _quiet(p)
+
+    p = command(
+        "audit",
+        "Audit patchsets, waivers and scripts (undeclared engine patching); exit 1 on findings.",
+        _audit,
+    )
+    p.add_argument("root", metavar="ROOT", nargs="?", type=Path, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--repo",
+        metavar="DIR",
+        type=Path,
+        help="repository to audit (default: .; `audit DIR` is the old spelling)",
+    )
+    _format(
+        p,
+        choices=("table", "concise", "json", "github", "sarif"),
+        text="table (people), concise (path:line: CODE message), json, github (annotations) or "
+        "sarif; default: table",
+    )
+    p.add_argument(
+        "--fail-on",
+        metavar="LEVEL",
+        choices=("error", "warning", "note"),
+        help="lowest severity that makes the run exit 1: error, warning or note (default: the "
+        "configuration's, else error)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="patchbay.toml or pyproject.toml (default: the one in the repository)",
+    )
+    p.add_argument("--output", "-o", metavar="FILE", type=Path, help="write the report to FILE")
+    p.add_argument(
+        "--today", metavar="YYYY-MM-DD", type=_day, help="judge review dates as of this date"
+    )
+    p.add_argument(
+        "--upstream",
+        action="store_true",
+        help="ask GitHub about every patch's upstream fix: PB501 when it is in the pin",
+    )
+    _api(p, "GitHub API base for --upstream")
+    p.add_argument(
+        "--changed-since",
+        metavar="REF",
+        help="audit the change since the merge base of REF and HEAD (a pull request): script "
+        "findings of its files, and a waiver of its own for the patching it adds",
+    )
+    p.add_argument(
+        "--pr",
+        metavar="N",
+        type=_count,
+        help="the pull request's number, for change-waiver (default: from GitHub Actions)",
+    )
+    _quiet(p)
+
+    p = command(
+        "waiver", "Waiver documents: why a patch may be carried, and until when.", _missing_sub
+    )
+    waiver_sub = p.add_subparsers(metavar="SUBCOMMAND", title="subcommands", parser_class=_Parser)
+    w = waiver_sub.add_parser(
+        "new",
+        help="Write a waiver prefilled from the patchset, with <TODO: ...> blanks to fill.",
+        description="Write a waiver prefilled from the patchset, with <TODO: ...> blanks to fill.",
+        formatter_class=_Formatter,
+    )
+    w.set_defaults(handler=_waiver_new)
+    _patchset(w)
+    w.add_argument(
+        "patch_ids", metavar="PATCH_ID", nargs="*", help="patches to cover (default: all)"
+    )
+    w.add_argument(
+        "--id", metavar="ID", help="waiver id (default: the patch id, or the patchset name)"
+    )
+    w.add_argument(
+        "--output",
+        "-o",
+        metavar="FILE",
+        type=Path,
+        help="where to write (default: waivers/<id>.md)",
+    )
+    w.add_argument("--force", action="store_true", help="overwrite an existing file")
+
+    p = command(
+        "capture",
+        "Write edits made to the installed engine as a new diff patch of the patchset.",
+        _capture,
+    )
+    _patchset(p)
+    p.add_argument("patch_id", metavar="ID", help="id of the new patch")
+    p.add_argument(
+        "files",
+        metavar="FILE",
+        nargs="*",
+        help="edited files (default: every file that differs from RECORD, undeclared)",
+    )
+    _python(p)
+    _state(p)
+    p.add_argument("--target", metavar="NAME", help="target of the patch (default: the deepest)")
+    _wheel(p)
+    _from_git(p)
+    p.add_argument("--description", metavar="TEXT", help="what the patch does")
+    p.add_argument(
+        "--upstream",
+        metavar="REF",
+        action="append",
+        help="upstream PR, issue or commit (repeatable)",
     )
 
+    p = command(
+        "edit",
+        "Bring the tree to the state just after patch ID (later patches taken off) to edit it.",
+        _edit,
+    )
+    _patchset(p)
+    p.add_argument("patch_id", metavar="ID", help="the patch's id")
+    _python(p)
+    _root(p)
+    _state(p)
 
-@app.command("import")
-def import_command(
-    script: Annotated[
-        Path, typer.Argument(metavar="SCRIPT", help="The shell patch script to convert.")
-    ],
-    out: Annotated[
-        Path,
-        typer.Option("--out", metavar="DIR", help="The new patchset folder, e.g. patchsets/NAME."),
-    ],
-    python: Annotated[
-        str | None,
-        typer.Option(
-            "--python", metavar="PATH", help="Also show `status` of the result in this engine."
-        ),
-    ] = None,
-    project: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--project",
-            metavar="NAME=OWNER/REPO",
-            help="Read `NAME #N` in comments as OWNER/REPO#N (repeatable; vllm, aiter, sglang, "
-            "triton and flashinfer are known).",
-        ),
-    ] = None,
-    force: Annotated[
-        bool,
-        typer.Option("--force", help="Write into a folder that is not empty (replaces patches/)."),
-    ] = False,
-) -> None:
-    """Turn a shell patch script into a draft patchset; exit 1 when part of it was not
-    converted (IMPORT-NOTES.md lists it with the script's lines)."""
-    from .commands import importer as cmd
+    p = command(
+        "refresh",
+        "Rewrite patch ID's diff from the tree, keeping its metadata; the ledger follows.",
+        _refresh,
+    )
+    _patchset(p)
+    p.add_argument("patch_id", metavar="ID", help="the patch's id")
+    p.add_argument("files", metavar="FILE", nargs="*", help="more files to take into the patch")
+    _python(p)
+    _root(p)
+    _state(p)
+    _wheel(p)
+    _from_git(p)
 
-    _run(cmd.run, script, out=out, python=python, projects=project or [], force=force)
+    p = command(
+        "rebase",
+        "Carry the patchset onto a new image: drop what is upstream, 3-way merge conflicts.",
+        _rebase,
+    )
+    _patchset(p)
+    _python(p)
+    _root(p)
+    _state(p)
+    p.add_argument("--onto-python", metavar="PATH", help="the candidate image's interpreter")
+    p.add_argument(
+        "--onto-root", metavar="DIR", type=Path, help="the candidate image as an unpacked tree"
+    )
+    p.add_argument("--out", metavar="DIR", type=Path, help="new folder for the rebased patchset")
+    p.add_argument(
+        "--write", action="store_true", help="rewrite the patchset itself instead of --out"
+    )
+    p.add_argument(
+        "--conflicts",
+        metavar="DIR",
+        type=Path,
+        help="side folder for merged files with conflict markers (default: OUT/conflicts, or "
+        "rebase-conflicts/NAME with --write)",
+    )
+    _wheel(p)
+    _from_git(p)
+    p.add_argument(
+        "--resolved",
+        metavar="DIR",
+        type=Path,
+        help="a conflicts folder of an earlier run, merged by hand: take its files",
+    )
+
+    p = command(
+        "import",
+        "Turn a shell patch script into a draft patchset; exit 1 when part of it was not "
+        "converted (IMPORT-NOTES.md lists it with the script's lines).",
+        _import,
+    )
+    p.add_argument("script", metavar="SCRIPT", type=Path, help="the shell patch script to convert")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        type=Path,
+        required=True,
+        help="the new patchset folder, e.g. patchsets/NAME",
+    )
+    _python(p, "also show `status` of the result in this engine")
+    p.add_argument(
+        "--project",
+        metavar="NAME=OWNER/REPO",
+        action="append",
+        help="read `NAME #N` in comments as OWNER/REPO#N (repeatable; vllm, aiter, sglang, "
+        "triton and flashinfer are known)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a folder that is not empty (replaces patches/)",
+    )
+
+    command("schema", "Print the JSON Schema of patchset.yaml.", _schema)
+    command("version", "Print patchbay's version.", _version)
+    p = command(
+        "completion",
+        'Print the shell completion script (e.g. `eval "$(patchbay completion bash)"`).',
+        _completion,
+    )
+    p.add_argument("shell", metavar="SHELL", choices=SHELLS, help="bash, zsh or fish")
+    return parser
 
 
-def _run(command: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:
-    """Run a command function; expected failures become one line and their exit code."""
+def _missing_sub(args: argparse.Namespace) -> int:
+    raise UsageError("waiver: a subcommand is required: new (`patchbay waiver -h` shows the usage)")
+
+
+# -- running -----------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``patchbay ARGV...`` (default: ``sys.argv[1:]``); returns the exit status.
+
+    ``--help`` and ``--version`` print and return 0; a usage error prints one line and
+    returns 2; an expected failure (:class:`~patchbay.errors.PatchbayError`) prints one line
+    (and detail lines) and returns its exit code; Ctrl-C returns 130.
+    """
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (patchbay completion)
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+    if not args_list:
+        parser.print_help()
+        return 2
     try:
-        code = command(*args, **kwargs)
+        try:
+            args = parser.parse_args(args_list)
+        except SystemExit as exc:  # -h, --version
+            return exc.code if isinstance(exc.code, int) else 0
+        handler = getattr(args, "handler", None)
+        if handler is None:
+            raise UsageError("a command is required (`patchbay -h` lists them)")
+        return _run(handler, args)
+    except UsageError as exc:
+        print(f"patchbay: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run a command; expected failures become one line (redacted) and their exit code."""
+    from .errors import PatchbayError
+
+    if getattr(args, "quiet", False):
+        from . import progress
+
+        progress.silence()
+    try:
+        return handler(args)
     except PatchbayError as exc:
         from .redaction import redact
 
         print(redact(f"patchbay: error: {exc}"), file=sys.stderr)
-        code = exc.exit_code
+        return exc.exit_code
     except KeyboardInterrupt:
         print("patchbay: interrupted; every change of this run was rolled back", file=sys.stderr)
-        code = 130
-    raise typer.Exit(code)
-
-
-def main() -> None:
-    """Console-script entry point."""
-    app(prog_name="patchbay")
+        return 130
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -38,6 +38,7 @@ from .hunks import HunkState
 from .kinds import KINDS, ContentState, Inspection, LoadedPatch, PendingPatch
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
+from .noop import identity as noop_identity
 from .options import RunOptions
 from .paths import PathRejected, resolve_under
 from .targets import Environment
@@ -602,6 +603,8 @@ def apply_patchset(
             pending = plan.with_status(PatchStatus.PENDING)
             _write_pending(patchset, pending, env, ledger, txn, options)
             result.applied = [r.id for r in pending]
+            # what a re-run checks to answer "nothing to do" without the engine (noop.py)
+            ledger.set_identity(patchset.name, noop_identity(plan, loaded))
             txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()

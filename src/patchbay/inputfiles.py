@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .errors import InputError
 
+PATCHSET_FILENAMES = ("patchset.yaml", "patchset.yml")  # tried in this order in a folder
 MAX_PATCH_BYTES = 64 << 20  # a patch file, a vendored diff
 MAX_YAML_BYTES = 8 << 20  # patchset.yaml, patchbay.lock
 

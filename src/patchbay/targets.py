@@ -20,11 +20,12 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from packaging.requirements import Requirement
+from typing import TYPE_CHECKING
 
 from .errors import EnvironmentProbeError, InputError, RefusedError
-from .model import Patchset
+
+if TYPE_CHECKING:  # imported lazily: `apply`'s verified no-op needs neither
+    from .model import Patchset
 
 PROBE_TIMEOUT_S = 120.0  # the whole probe: a huge sys.path takes a while to list
 PROBE_SILENCE_S = 10.0  # the probe's first line: an interpreter silent this long hangs
@@ -131,6 +132,7 @@ print(json.dumps({
     "packages": {name: locate(name) for name in args["packages"]},
     "distributions": dists,
     "dist_info": dist_info,
+    "sys_path": [os.path.abspath(p) for p in sys.path],
 }))
 """
 
@@ -149,6 +151,8 @@ class Environment:
         dist_info: distribution name -> its ``.dist-info`` (or ``.egg-info``) folder.
         markers: the interpreter's PEP 508 environment-marker values.
         state_dir: where the ledger, its blobs, the journal and the lock live.
+        sys_path: the interpreter's ``sys.path`` as the probe saw it (absolute folders).
+        unpacked_root: the ``--root`` folder (None with an interpreter).
     """
 
     python: str | None
@@ -159,6 +163,8 @@ class Environment:
     state_dir: Path = Path()
     dist_info: dict[str, Path] = field(default_factory=dict)
     markers: dict[str, str] = field(default_factory=dict)
+    sys_path: list[Path] = field(default_factory=list)
+    unpacked_root: Path | None = None
 
     def describe(self) -> dict[str, object]:
         """JSON-ready summary for provenance records."""
@@ -365,6 +371,8 @@ def resolve_environment(
         raise InputError("give --python or --root, not both")
     if state_dir is not None:  # up front: before the probe, with the option's name
         check_state_dir(state_dir, writable=writable, option="--state-dir")
+    from packaging.requirements import Requirement
+
     spec = patchset.spec
     names = sorted({t.package for t in spec.targets.values()})
     pins = [Requirement(p.requirement).name for p in spec.patches if p.kind == "pip"]
@@ -394,6 +402,7 @@ def resolve_environment(
             roots=roots,
             distributions=dict.fromkeys(dists),
             state_dir=folder,
+            unpacked_root=root,
         )
     python = _interpreter_path(python) if python else default_python()
     answer = probe(python, names, dists, timeout=probe_timeout)
@@ -424,6 +433,7 @@ def resolve_environment(
         state_dir=folder,
         dist_info={k: Path(v) for k, v in answer.get("dist_info", {}).items()},  # type: ignore[union-attr]
         markers=dict(answer.get("markers", {})),  # type: ignore[call-overload]
+        sys_path=[Path(p) for p in answer.get("sys_path", [])],  # type: ignore[union-attr]
     )
 
 

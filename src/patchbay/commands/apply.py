@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.markup import escape
+from .common import environment, load, say
 
-from ..bundle import check_bundle
-from ..engine import PatchStatus, apply_patchset, make_plan
-from ..options import RunOptions
-from ..provenance import check_record_path, provenance, write_record
-from .common import console, environment, load
+if TYPE_CHECKING:
+    from ..options import RunOptions
 
 
 def run(
@@ -26,12 +24,32 @@ def run(
     options: Callable[[], RunOptions] | None = None,
     probe_timeout: float | None = None,
 ) -> int:
-    """Apply; print what was done; exit 0 (done or nothing to do). Errors raise."""
-    if record is not None:
-        check_record_path(record)
+    """Apply; print what was done; exit 0 (done or nothing to do). Errors raise.
+
+    A re-run on an environment the ledger's identity still describes is answered by the
+    verified no-op (:mod:`patchbay.noop`) without loading the patchset; anything it cannot
+    verify takes the full engine.
+    """
+    from ..options import RunOptions
+
     run_options = options() if options is not None else RunOptions()
     if run_options.bundle is not None:
+        from ..bundle import check_bundle
+
         check_bundle(run_options.bundle)
+    if record is None:
+        from .. import noop
+
+        verified = noop.check(patchset_arg, python=python, root=root, state_dir=state_dir)
+        if verified is not None:
+            _print_nothing_to_do(verified.redundant, verified.present)
+            return 0
+
+    from ..engine import PatchStatus, apply_patchset, make_plan
+    from ..provenance import check_record_path, provenance, write_record
+
+    if record is not None:
+        check_record_path(record)
     patchset = load(patchset_arg)
     env = environment(patchset, python, root, state_dir, writable=True, probe_timeout=probe_timeout)
     result = apply_patchset(
@@ -39,26 +57,22 @@ def run(
     )
     plan = result.plan
     for path in result.recovered:
-        console.print(f"rolled back an interrupted earlier run: restored {path}", markup=False)
+        say(f"rolled back an interrupted earlier run: restored {path}")
     for pid in result.reverted:
-        console.print(f"reverted {pid} (recorded version)", markup=False)
+        say(f"reverted {pid} (recorded version)")
     for pid in result.applied:
-        console.print(f"[green]applied[/] {escape(pid)}")
+        say(("applied", "green"), f" {pid}")
     redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
     already = [r.id for r in plan.with_status(PatchStatus.APPLIED)]
     for report in plan.reports:
         for note in report.notes:
             if report.status is not PatchStatus.REDUNDANT:
-                console.print(f"note: {report.id}: {note}", markup=False)
-    if redundant:
-        console.print(
-            f"[cyan]{len(redundant)} patch(es) redundant[/] (already in the image, not applied "
-            f"by patchbay; remove them from the patchset): {escape(', '.join(redundant))}"
-        )
+                say(f"note: {report.id}: {note}")
     if result.nothing_to_do:
-        console.print(f"nothing to do: {len(already) + len(redundant)} patch(es) already present")
+        _print_nothing_to_do(redundant, len(already) + len(redundant))
     else:
-        console.print(
+        _print_redundant(redundant)
+        say(
             f"patchset {patchset.name}: {len(result.applied)} applied, {len(already)} already "
             f"applied, {len(redundant)} redundant"
         )
@@ -69,3 +83,17 @@ def run(
         final = make_plan(patchset, env) if not result.nothing_to_do else plan
         write_record(record, provenance(final, command="apply", outcome=outcome))
     return 0
+
+
+def _print_redundant(redundant: list[str]) -> None:
+    if redundant:
+        say(
+            (f"{len(redundant)} patch(es) redundant", "cyan"),
+            " (already in the image, not applied by patchbay; remove them from the patchset): "
+            + ", ".join(redundant),
+        )
+
+
+def _print_nothing_to_do(redundant: list[str], present: int) -> None:
+    _print_redundant(redundant)
+    say(f"nothing to do: {present} patch(es) already present")

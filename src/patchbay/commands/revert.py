@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..engine import revert_patchset
 from ..options import RunOptions
-from .common import console, environment, load
+from .common import environment, load, say
 
 
 def run(
@@ -27,9 +27,7 @@ def run(
         patchset, env, lock_timeout=lock_timeout, options=options() if options else None
     )
     if not reverted:
-        console.print(
-            f"nothing to revert: the ledger records no patch of {patchset.name}", markup=False
-        )
+        say(f"nothing to revert: the ledger records no patch of {patchset.name}")
     for pid in reverted:
-        console.print(f"reverted {pid}", markup=False)
+        say(f"reverted {pid}")
     return 0

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ..options import RunOptions
 from ..vendor import DEFAULT_API, vendor_patchset
-from .common import console, load
+from .common import load, say
 
 
 def run(
@@ -22,9 +22,9 @@ def run(
         patchset, api_url=api_url or DEFAULT_API, options=options(), update=update
     )
     for pid in result.sources:
-        console.print(f"locked {pid}", markup=False)
+        say(f"locked {pid}")
     for url in result.artifacts:
-        console.print(f"locked {url}", markup=False)
+        say(f"locked {url}")
     if not result.sources and not result.artifacts:
-        console.print("nothing to vendor: no remote source and no unhashed artifact")
+        say("nothing to vendor: no remote source and no unhashed artifact")
     return 0
