@@ -19,14 +19,21 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
-from datetime import date, datetime
-from pathlib import Path
-from typing import Any, NoReturn
 
 from . import __version__
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:  # imported when used: `--help` and `--version` need none of them
+    from collections.abc import Callable, Sequence
+    from datetime import date
+    from pathlib import Path
+    from typing import Any, NoReturn
+
 DESCRIPTION = "Declarative, idempotent, all-or-nothing patches on a pinned inference-engine image."
+EPILOG = (
+    "`patchbay COMMAND -h` shows a command's options. Exit status: 0 done, 1 refused or failed "
+    "(nothing changed), 2 bad input or usage."
+)
 SHELLS = ("bash", "zsh", "fish")
 
 
@@ -48,7 +55,14 @@ class _Formatter(argparse.HelpFormatter):
     """Help at the terminal's width (argparse reads ``COLUMNS``), options aligned wider."""
 
     def __init__(self, prog: str) -> None:
-        super().__init__(prog, max_help_position=30)
+        # argparse makes a formatter for every argument it adds: the terminal's width is
+        # looked up only when help is formatted
+        super().__init__(prog, max_help_position=30, width=100)
+
+    def format_help(self) -> str:
+        self._width = _terminal_width()
+        self._max_help_position = min(30, max(self._width - 20, 4))
+        return super().format_help()
 
     def _format_action(self, action: argparse.Action) -> str:
         text = super()._format_action(action)
@@ -74,6 +88,12 @@ def _seconds(minimum: float) -> Callable[[str], float]:
     return parse
 
 
+def _path(text: str) -> Path:
+    from pathlib import Path
+
+    return Path(text)
+
+
 def _count(text: str) -> int:
     try:
         value = int(text)
@@ -85,6 +105,8 @@ def _count(text: str) -> int:
 
 
 def _day(text: str) -> date:
+    from datetime import datetime
+
     try:
         return datetime.strptime(text, "%Y-%m-%d").date()
     except ValueError:
@@ -112,7 +134,7 @@ def _root(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--root",
         metavar="DIR",
-        type=Path,
+        type=_path,
         help="unpacked tree standing in for site-packages, instead of --python",
     )
 
@@ -121,7 +143,7 @@ def _state(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--state-dir",
         metavar="DIR",
-        type=Path,
+        type=_path,
         help="ledger folder (default: <sys.prefix>/share/patchbay, or <root>/.patchbay)",
     )
 
@@ -137,7 +159,7 @@ def _probe(p: argparse.ArgumentParser) -> None:
 
 
 def _record(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--record", metavar="FILE", type=Path, help="write a provenance JSON record")
+    p.add_argument("--record", metavar="FILE", type=_path, help="write a provenance JSON record")
 
 
 def _lock(p: argparse.ArgumentParser) -> None:
@@ -159,13 +181,13 @@ def _network(p: argparse.ArgumentParser, *, offline: bool = True, bundle: bool =
         )
     if bundle:
         p.add_argument(
-            "--bundle", metavar="DIR", type=Path, help="a folder made by `patchbay bundle`"
+            "--bundle", metavar="DIR", type=_path, help="a folder made by `patchbay bundle`"
         )
 
 
 def _cache(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--cache-dir", metavar="DIR", type=Path, help="download cache (default: ~/.cache/patchbay)"
+        "--cache-dir", metavar="DIR", type=_path, help="download cache (default: ~/.cache/patchbay)"
     )
 
 
@@ -190,7 +212,7 @@ def _wheel(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--wheel",
         metavar="FILE",
-        type=Path,
+        type=_path,
         action="append",
         help="a wheel of the installed version: pristine copies of edited files (repeatable)",
     )
@@ -270,6 +292,7 @@ def _apply(args: argparse.Namespace) -> int:
         record=args.record,
         options=lambda: _options(args),
         probe_timeout=args.probe_timeout,
+        bundle=args.bundle,
     )
 
 
@@ -372,7 +395,7 @@ def _audit(args: argparse.Namespace) -> int:
 
         raise InputError("give the repository once: --repo DIR (ROOT is its old spelling)")
     return audit.run(
-        args.repo or args.root or Path("."),
+        args.repo or args.root or _path("."),
         output_format=args.output_format or "table",
         fail_on=args.fail_on,
         config=args.config,
@@ -500,25 +523,60 @@ def _completion(args: argparse.Namespace) -> int:
 # -- the parser --------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line (every sub-command and option); building it imports nothing
-    beyond argparse."""
-    parser = _Parser(
-        prog="patchbay",
-        description=DESCRIPTION,
-        formatter_class=_Formatter,
-        epilog="`patchbay COMMAND -h` shows a command's options. Exit status: 0 done, 1 refused "
-        "or failed (nothing changed), 2 bad input or usage.",
-    )
-    parser.add_argument(
-        "--version", action="version", version=__version__, help="print the version and exit"
-    )
-    sub = parser.add_subparsers(metavar="COMMAND", title="commands", parser_class=_Parser)
+class _Skipped:
+    """Stands for the parser of a command this run does not build: what is added is dropped
+    (building every command's parser would cost more than a short command's whole run)."""
 
-    def command(
-        name: str, text: str, handler: Callable[[argparse.Namespace], int]
-    ) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=text, description=text, formatter_class=_Formatter)
+    def add_argument(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def set_defaults(self, **kwargs: Any) -> None:
+        return None
+
+    def add_subparsers(self, **kwargs: Any) -> _Skipped:
+        return self
+
+    def add_parser(self, *args: Any, **kwargs: Any) -> _Skipped:
+        return self
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (every sub-command and option, e.g. for shell completion)."""
+    parser, _ = _build(None)
+    assert parser is not None
+    return parser
+
+
+def _build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[str, str]]]:
+    """With ``only`` None: the whole parser. With a command's name: that command's parser
+    alone (``prog`` ``patchbay NAME``), or None when there is no such command. Also returns
+    every command's ``(name, one-line help)``."""
+    listing: list[tuple[str, str]] = []
+    built: list[argparse.ArgumentParser] = []
+    sub = parser = None
+    if only is None:
+        parser = _Parser(
+            prog="patchbay",
+            description=DESCRIPTION,
+            formatter_class=_Formatter,
+            epilog=EPILOG,
+        )
+        parser.add_argument(
+            "--version", action="version", version=__version__, help="print the version and exit"
+        )
+        sub = parser.add_subparsers(
+            metavar="COMMAND", title="commands", parser_class=_Parser, prog="patchbay"
+        )
+
+    def command(name: str, text: str, handler: Callable[[argparse.Namespace], int]) -> Any:
+        listing.append((name, text))
+        if sub is not None:
+            p = sub.add_parser(name, help=text, description=text, formatter_class=_Formatter)
+        elif name == only:
+            p = _Parser(prog=f"patchbay {name}", description=text, formatter_class=_Formatter)
+            built.append(p)
+        else:
+            return _Skipped()
         p.set_defaults(handler=handler)
         return p
 
@@ -624,7 +682,7 @@ def build_parser() -> argparse.ArgumentParser:
         _bundle,
     )
     _patchset(p)
-    p.add_argument("out", metavar="OUT", type=Path, help="new folder for the bundle")
+    p.add_argument("out", metavar="OUT", type=_path, help="new folder for the bundle")
     _python(p)
     _cache(p)
     _mirror(p)
@@ -649,8 +707,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--repo",
         metavar="DIR",
-        type=Path,
-        default=Path("."),
+        type=_path,
+        default=".",
         help="repository with patchsets/ and waivers/ (default: .)",
     )
     _format(
@@ -662,14 +720,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         "-o",
         metavar="FILE",
-        type=Path,
+        type=_path,
         action="append",
         help="write the report to FILE (repeatable; .md, .json, .html pick the format)",
     )
     p.add_argument(
         "--history",
         metavar="FILE",
-        type=Path,
+        type=_path,
         help="JSON-lines history of runs (default: REPO/.patchbay/upstream-history.jsonl)",
     )
     p.add_argument("--no-history", action="store_true", help="neither read nor append the history")
@@ -686,7 +744,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="a candidate image's interpreter: list the patches the bump drops",
     )
     p.add_argument(
-        "--candidate-root", metavar="DIR", type=Path, help="a candidate image as an unpacked tree"
+        "--candidate-root", metavar="DIR", type=_path, help="a candidate image as an unpacked tree"
     )
     _python(p, "the pinned image's interpreter: a patch it already ships is `remove`")
     _root(p)
@@ -726,11 +784,11 @@ def build_parser() -> argparse.ArgumentParser:
         "Audit patchsets, waivers and scripts (undeclared engine patching); exit 1 on findings.",
         _audit,
     )
-    p.add_argument("root", metavar="ROOT", nargs="?", type=Path, help=argparse.SUPPRESS)
+    p.add_argument("root", metavar="ROOT", nargs="?", type=_path, help=argparse.SUPPRESS)
     p.add_argument(
         "--repo",
         metavar="DIR",
-        type=Path,
+        type=_path,
         help="repository to audit (default: .; `audit DIR` is the old spelling)",
     )
     _format(
@@ -749,10 +807,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--config",
         metavar="FILE",
-        type=Path,
+        type=_path,
         help="patchbay.toml or pyproject.toml (default: the one in the repository)",
     )
-    p.add_argument("--output", "-o", metavar="FILE", type=Path, help="write the report to FILE")
+    p.add_argument("--output", "-o", metavar="FILE", type=_path, help="write the report to FILE")
     p.add_argument(
         "--today", metavar="YYYY-MM-DD", type=_day, help="judge review dates as of this date"
     )
@@ -779,7 +837,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = command(
         "waiver", "Waiver documents: why a patch may be carried, and until when.", _missing_sub
     )
-    waiver_sub = p.add_subparsers(metavar="SUBCOMMAND", title="subcommands", parser_class=_Parser)
+    waiver_sub = p.add_subparsers(
+        metavar="SUBCOMMAND", title="subcommands", parser_class=_Parser, prog="patchbay waiver"
+    )
     w = waiver_sub.add_parser(
         "new",
         help="Write a waiver prefilled from the patchset, with <TODO: ...> blanks to fill.",
@@ -798,7 +858,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--output",
         "-o",
         metavar="FILE",
-        type=Path,
+        type=_path,
         help="where to write (default: waivers/<id>.md)",
     )
     w.add_argument("--force", action="store_true", help="overwrite an existing file")
@@ -865,16 +925,16 @@ def build_parser() -> argparse.ArgumentParser:
     _state(p)
     p.add_argument("--onto-python", metavar="PATH", help="the candidate image's interpreter")
     p.add_argument(
-        "--onto-root", metavar="DIR", type=Path, help="the candidate image as an unpacked tree"
+        "--onto-root", metavar="DIR", type=_path, help="the candidate image as an unpacked tree"
     )
-    p.add_argument("--out", metavar="DIR", type=Path, help="new folder for the rebased patchset")
+    p.add_argument("--out", metavar="DIR", type=_path, help="new folder for the rebased patchset")
     p.add_argument(
         "--write", action="store_true", help="rewrite the patchset itself instead of --out"
     )
     p.add_argument(
         "--conflicts",
         metavar="DIR",
-        type=Path,
+        type=_path,
         help="side folder for merged files with conflict markers (default: OUT/conflicts, or "
         "rebase-conflicts/NAME with --write)",
     )
@@ -883,7 +943,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--resolved",
         metavar="DIR",
-        type=Path,
+        type=_path,
         help="a conflicts folder of an earlier run, merged by hand: take its files",
     )
 
@@ -893,11 +953,11 @@ def build_parser() -> argparse.ArgumentParser:
         "converted (IMPORT-NOTES.md lists it with the script's lines).",
         _import,
     )
-    p.add_argument("script", metavar="SCRIPT", type=Path, help="the shell patch script to convert")
+    p.add_argument("script", metavar="SCRIPT", type=_path, help="the shell patch script to convert")
     p.add_argument(
         "--out",
         metavar="DIR",
-        type=Path,
+        type=_path,
         required=True,
         help="the new patchset folder, e.g. patchsets/NAME",
     )
@@ -923,7 +983,9 @@ def build_parser() -> argparse.ArgumentParser:
         _completion,
     )
     p.add_argument("shell", metavar="SHELL", choices=SHELLS, help="bash, zsh or fish")
-    return parser
+    if only is None:
+        return parser, listing
+    return (built[0] if built else None), listing
 
 
 def _missing_sub(args: argparse.Namespace) -> int:
@@ -941,26 +1003,63 @@ def main(argv: Sequence[str] | None = None) -> int:
     (and detail lines) and returns its exit code; Ctrl-C returns 130.
     """
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
     if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (patchbay completion)
         import argcomplete
 
-        argcomplete.autocomplete(parser)
-    if not args_list:
-        parser.print_help()
-        return 2
+        argcomplete.autocomplete(build_parser())
     try:
+        first = args_list[0] if args_list else None
+        if first is None or first in ("-h", "--help"):
+            print(_top_help(), end="")
+            return 0 if first else 2
+        if first == "--version":
+            print(__version__)
+            return 0
+        parser, listing = _build(first)
+        if parser is None:
+            known = ", ".join(name for name, _ in listing)
+            what = "option" if first.startswith("-") else "command"
+            raise UsageError(f"unknown {what} {first!r} (commands: {known}; `patchbay -h`)")
         try:
-            args = parser.parse_args(args_list)
-        except SystemExit as exc:  # -h, --version
+            args = parser.parse_args(args_list[1:])
+        except SystemExit as exc:  # -h
             return exc.code if isinstance(exc.code, int) else 0
-        handler = getattr(args, "handler", None)
-        if handler is None:
-            raise UsageError("a command is required (`patchbay -h` lists them)")
-        return _run(handler, args)
+        return _run(args.handler, args)
     except UsageError as exc:
         print(f"patchbay: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _top_help() -> str:
+    """``patchbay --help``: the usage, every command with its one-line help, the epilog."""
+    import textwrap
+
+    _, listing = _build("")
+    width = _terminal_width()
+    name_width = max(len(name) for name, _ in listing) + 2
+    lines = ["usage: patchbay [-h] [--version] COMMAND ...", "", DESCRIPTION, "", "commands:"]
+    for name, text in listing:
+        wrapped = textwrap.wrap(text, max(30, width - name_width - 4), break_on_hyphens=False) or [
+            ""
+        ]
+        lines.append(f"  {name:<{name_width}}{wrapped[0]}")
+        lines += [" " * (name_width + 2) + more for more in wrapped[1:]]
+    lines += ["", "options:", "  -h, --help  show this help message and exit"]
+    lines += ["  --version   print the version and exit", ""]
+    lines += textwrap.wrap(EPILOG, width)
+    return "\n".join(lines) + "\n"
+
+
+_WIDTH: list[int] = []
+
+
+def _terminal_width() -> int:
+    """The help's width (argparse's rule: ``$COLUMNS`` or the terminal, less 2), once."""
+    if not _WIDTH:
+        import shutil
+
+        _WIDTH.append(max(shutil.get_terminal_size().columns - 2, 40))
+    return _WIDTH[0]
 
 
 def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

@@ -33,12 +33,13 @@ import hashlib
 import json
 import os
 import stat
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from . import __version__
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
+    from typing import Any
+
     from .engine import Plan
     from .kinds import LoadedPatch
 
@@ -60,17 +61,8 @@ _STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py")
 
 def _sha256_file(path: str) -> str | None:
     """sha256 of a regular file (not through a final link), None when absent or not one."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    state = _file_state(path)
+    return state[1] if state[1] != _NOT_A_FILE else None
 
 
 def _listing(folder: str) -> str | None:
@@ -96,15 +88,33 @@ def _startup_files(folders: list[str]) -> list[str]:
     return out
 
 
+_NOT_A_FILE = "not-a-file"
+_PROC_FD = os.path.isdir("/proc/self/fd")
+
+
 def _file_state(path: str) -> list[Any]:
-    """``[real path, sha256 or None, permission bits or None]`` of a patched file."""
+    """``[real path, sha256, permission bits]`` of a file: opened without following a final
+    link, its real path read from the open descriptor (Linux ``/proc/self/fd``, one call for
+    the whole chain of folders; elsewhere :func:`os.path.realpath`). ``[real path, None,
+    None]`` when absent, a sha256 of ``"not-a-file"`` for anything but a regular file."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        st = os.lstat(path)
-    except OSError:
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
         return [os.path.realpath(path), None, None]
-    if not stat.S_ISREG(st.st_mode):
-        return [os.path.realpath(path), "not-a-file", None]
-    return [os.path.realpath(path), _sha256_file(path), stat.S_IMODE(st.st_mode)]
+    except OSError:  # a final link (ELOOP), a folder we may not read, no permission
+        return [os.path.realpath(path), _NOT_A_FILE, None]
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return [os.path.realpath(path), _NOT_A_FILE, None]
+        real = os.readlink(f"/proc/self/fd/{fd}") if _PROC_FD else os.path.realpath(path)
+        h = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+        return [real, h.hexdigest(), stat.S_IMODE(st.st_mode)]
+    finally:
+        os.close(fd)
 
 
 def venv_prefix(python: str) -> str | None:
@@ -152,8 +162,8 @@ def identity(plan: Plan, loaded: list[LoadedPatch]) -> dict[str, Any] | None:
         r.notes or r.inspection.notes for r in plan.reports if r.status is not PatchStatus.REDUNDANT
     ):
         return None
-    inputs = [patchset.path, patchset.folder / "patchbay.lock"]
-    inputs += [Path(lp.source) for lp in loaded if lp.source]
+    inputs = [str(patchset.path), str(patchset.folder / "patchbay.lock")]
+    inputs += [lp.source for lp in loaded if lp.source]
     paths: set[tuple[str, str]] = set()
     exists: set[tuple[str, str]] = set()
     for report in plan.reports:
@@ -173,7 +183,7 @@ def identity(plan: Plan, loaded: list[LoadedPatch]) -> dict[str, Any] | None:
         root = os.path.realpath(env.roots[target])
         path = os.path.join(env.roots[target], rel)
         state = _file_state(path)
-        if state[0] != os.path.join(root, rel) or state[1] == "not-a-file":
+        if state[0] != os.path.join(root, rel) or state[1] == _NOT_A_FILE:
             return None  # through a linked folder, or a folder: the full engine judges it
         files.append([path, *state])
     outputs = [os.path.join(env.roots[t], rel) for t, rel in sorted(exists)]
@@ -227,25 +237,25 @@ class NoOp:
 
 def _yaml_path(patchset_arg: str) -> str | None:
     """The real path of the YAML the PATCHSET argument names, as the loader finds it."""
-    from .commands.common import patchset_path
+    from .commands.common import patchset_location
     from .inputfiles import PATCHSET_FILENAMES
 
-    path = patchset_path(patchset_arg)
-    if path.is_dir():
+    path = patchset_location(patchset_arg)
+    if os.path.isdir(path):
         for name in PATCHSET_FILENAMES:
-            candidate = path / name
-            if candidate.exists() or candidate.is_symlink():
+            candidate = os.path.join(path, name)
+            if os.path.lexists(candidate):
                 return os.path.realpath(candidate)
         return None
-    return os.path.realpath(path) if path.is_file() else None
+    return os.path.realpath(path) if os.path.isfile(path) else None
 
 
 def check(
     patchset_arg: str,
     *,
     python: str | None = None,
-    root: Path | None = None,
-    state_dir: Path | None = None,
+    root: os.PathLike[str] | str | None = None,
+    state_dir: os.PathLike[str] | str | None = None,
 ) -> NoOp | None:
     """The verified no-op of ``apply PATCHSET`` with these options, or None to run the full
     engine (see the module docstring); never raises for what it cannot read (it falls
@@ -257,7 +267,10 @@ def check(
 
 
 def _check(
-    patchset_arg: str, python: str | None, root: Path | None, state_dir: Path | None
+    patchset_arg: str,
+    python: str | None,
+    root: os.PathLike[str] | str | None,
+    state_dir: os.PathLike[str] | str | None,
 ) -> NoOp | None:
     if python is not None and root is not None:
         return None  # bad usage: the engine says so

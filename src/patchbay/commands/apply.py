@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
+import sys
 
 from .common import environment, load, say
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the no-op path)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
     from ..options import RunOptions
 
 
@@ -23,30 +25,35 @@ def run(
     record: Path | None,
     options: Callable[[], RunOptions] | None = None,
     probe_timeout: float | None = None,
+    bundle: Path | None = None,
 ) -> int:
     """Apply; print what was done; exit 0 (done or nothing to do). Errors raise.
 
     A re-run on an environment the ledger's identity still describes is answered by the
     verified no-op (:mod:`patchbay.noop`) without loading the patchset; anything it cannot
-    verify takes the full engine.
+    verify takes the full engine. ``bundle`` is the bundle the ``options`` name (checked
+    first, as every apply with a bundle does).
     """
-    from ..options import RunOptions
-
-    run_options = options() if options is not None else RunOptions()
-    if run_options.bundle is not None:
+    if bundle is not None:
         from ..bundle import check_bundle
 
-        check_bundle(run_options.bundle)
+        check_bundle(bundle)
     if record is None:
         from .. import noop
 
         verified = noop.check(patchset_arg, python=python, root=root, state_dir=state_dir)
         if verified is not None:
-            _print_nothing_to_do(verified.redundant, verified.present)
+            # plain: the ids are checked names and the rest are counts (nothing to redact)
+            if verified.redundant:
+                _print_redundant(verified.redundant)
+            sys.stdout.write(f"nothing to do: {verified.present} patch(es) already present\n")
             return 0
 
     from ..engine import PatchStatus, apply_patchset, make_plan
+    from ..options import RunOptions
     from ..provenance import check_record_path, provenance, write_record
+
+    run_options = options() if options is not None else RunOptions()
 
     if record is not None:
         check_record_path(record)

@@ -7,15 +7,15 @@ a few lines does not pay for rich's import.
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from ..redaction import RedactedStream, redact
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (apply's no-op path)
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
     from rich.console import Console
 
     from ..model import Patchset
@@ -24,12 +24,14 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1  # of every JSON document a command prints (docs/schemas/)
 READ_FORMATS = ("table", "concise", "json")
 
-Part = str | tuple[str, str]  # text, or (text, rich style) coloured on a terminal
+# a part of a line: text, or (text, rich style) coloured on a terminal
 
 
 @cache
 def _console(stderr: bool) -> Console:
     from rich.console import Console
+
+    from ..redaction import RedactedStream
 
     # soft_wrap: one message is one line, whatever the width (paths stay greppable in CI logs);
     # whatever a command prints passes through the redaction (a URL with a password, a token)
@@ -61,7 +63,7 @@ def is_terminal(err: bool = False) -> bool:
     return bool(getattr(_stream(err), "isatty", lambda: False)())
 
 
-def say(*parts: Part, err: bool = False) -> None:
+def say(*parts: str | tuple[str, str], err: bool = False) -> None:
     """Print one line made of ``parts`` (redacted); styled parts are coloured on a terminal.
 
     Args:
@@ -76,20 +78,27 @@ def say(*parts: Part, err: bool = False) -> None:
             line.append(*(p if isinstance(p, tuple) else (p,)))
         _console(err).print(line)
         return
+    from ..redaction import redact
+
     text = "".join(p if isinstance(p, str) else p[0] for p in parts)
-    stream = _stream(err)
-    stream.write(redact(text) + "\n")
+    _stream(err).write(redact(text) + "\n")
+
+
+def patchset_location(arg: str) -> str:
+    """A PATCHSET argument: a folder holding ``patchset.yaml``, a YAML file, or a bare name
+    under ``./patchsets`` (tried when ``arg`` itself is no patchset)."""
+    is_patchset = os.path.isfile(arg) or os.path.isfile(os.path.join(arg, "patchset.yaml"))
+    named = os.path.join("patchsets", arg)
+    if not is_patchset and "/" not in arg and os.path.isfile(os.path.join(named, "patchset.yaml")):
+        return named
+    return arg
 
 
 def patchset_path(arg: str) -> Path:
-    """A PATCHSET argument: a folder holding ``patchset.yaml``, a YAML file, or a bare name
-    under ``./patchsets`` (tried when ``arg`` itself is no patchset)."""
-    path = Path(arg)
-    is_patchset = path.is_file() or (path / "patchset.yaml").is_file()
-    named = Path("patchsets") / arg
-    if not is_patchset and "/" not in arg and (named / "patchset.yaml").is_file():
-        return named
-    return path
+    """:func:`patchset_location` as a path."""
+    from pathlib import Path
+
+    return Path(patchset_location(arg))
 
 
 def load(arg: str) -> Patchset:
@@ -132,6 +141,10 @@ def document(data: dict[str, Any]) -> dict[str, Any]:
 
 def print_json(data: Any) -> None:
     """JSON to stdout, for machines (a dict gets ``schema_version``, see :func:`document`)."""
+    import json
+
+    from ..redaction import redact
+
     if isinstance(data, dict) and "schema_version" not in data:
         data = document(data)
     sys.stdout.write(redact(json.dumps(data, indent=2)) + "\n")
