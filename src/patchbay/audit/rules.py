@@ -205,6 +205,13 @@ RULES: dict[str, Rule] = {
             _E,
             "a `patchbay-reviewed` annotation without a reason",
         ),
+        Rule(
+            "PB411",
+            "unreadable-script",
+            _E,
+            "a script the analyser cannot read (an unterminated here-document): nothing after "
+            "the error is judged",
+        ),
         # upstream (patchbay audit --upstream)
         Rule(
             "PB501",
@@ -244,6 +251,9 @@ class Finding:
         message: one line, without the location.
         end_line: last line of a multi-line construct (a heredoc), when there is one.
         suppression: set when an annotation or a configured ignore covers the finding.
+        chain: for a script finding, the repository-relative scripts the modification was
+            reached through, outermost first, ending with ``path`` (``("run.sh", "lib.sh")``
+            for a statement of ``lib.sh`` that ``run.sh`` sources); empty otherwise.
     """
 
     code: str
@@ -253,6 +263,7 @@ class Finding:
     message: str
     end_line: int | None = None
     suppression: Suppression | None = field(default=None)
+    chain: tuple[str, ...] = ()
 
     @classmethod
     def of(

@@ -4,15 +4,14 @@ Patch scripts carry diffs in here-documents applied by a helper (``git apply || 
 --fuzz=3`` behind a ``grep`` marker), Python here-documents doing ``str.replace`` on installed
 files, ``pip install`` pins, ``curl`` downloads into the engine's data folder and JIT rebuilds.
 The importer reads such a script without running it (:mod:`.shell` parses it, :mod:`.walker`
-follows it, :mod:`.pyscan` reads its Python, :mod:`.refs` finds upstream references in its
-comments) and writes a patchset (:mod:`.writer`) whose patches do what the script did. What it
-cannot convert is listed, with the script's lines, in ``IMPORT-NOTES.md``; nothing is dropped
-silently.
+follows it, :mod:`patchbay.analysis.pysnippet` reads its Python, :mod:`.refs` finds upstream
+references in its comments) and writes a patchset (:mod:`.writer`) whose patches do what the
+script did. What it cannot convert is listed, with the script's lines, in ``IMPORT-NOTES.md``;
+nothing is dropped silently.
 
 The layout:
 
 - ``shell.py``: a parser for the sh/bash patch scripts use (never runs them);
-- ``pyscan.py``: reads Python snippets (install-root probes, ``replace`` edits) with ``ast``;
 - ``walker.py``: follows the script's state and recognises each kind of block;
 - ``drafts.py``: the draft patches and per-command outcomes the walk produces;
 - ``refs.py``: upstream references (URLs, ``owner/repo#N``, ``project #N``) in comments;

@@ -11,7 +11,7 @@ the reason. Every command gets an :class:`~patchbay.importer.drafts.Outcome`.
 
 Computed values are strings holding a NUL-delimited marker (``\\0$HOME\\0``), so equal
 computations still compare equal while anything that depends on them is known to be computed.
-Paths use :data:`~patchbay.importer.pyscan.SITE` for the engine's site-packages folder.
+Paths use :data:`~patchbay.analysis.pysnippet.SITE` for the engine's site-packages folder.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from ..analysis import pysnippet as pyscan
 from ..diffparse import parse_diff
 from ..errors import InputError
-from . import pyscan
 from .drafts import (
     ArtifactDraft,
     CommandDraft,

@@ -233,8 +233,9 @@ class _Reader:
             return PyModule(f"{base.name}.{node.attr}")
         if isinstance(base, PySpec):
             where = f"{SITE}/{base.package.replace('.', '/')}"
-            if node.attr == "origin":
-                return PyPath(f"{where}/__init__.py")
+            if node.attr == "origin":  # a module's file, or a package's __init__.py
+                dotted = "." in base.package
+                return PyPath(f"{where}.py" if dotted else f"{where}/__init__.py")
             if node.attr == "submodule_search_locations":
                 return PyList((PyPath(where),))
         if isinstance(base, PyPath) and node.attr == "parent":

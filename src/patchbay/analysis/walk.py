@@ -1,0 +1,1224 @@
+"""The symbolic walk over a parsed shell script.
+
+The walk reads a script the way a reviewer does, without running it: it tracks variables and
+their possible values, the working folder, helper functions (expanded at each call with their
+arguments; functions never called are walked once with unknown arguments and marked), literal
+loops (unrolled), ``if``/``case`` branches (alternatives), ``source``/``bash other.sh`` of the
+same repository (followed, with the chain recorded), files the script writes itself
+(here-documents into temporary files, downloads), and what command substitutions print. The
+commands themselves are judged in :mod:`.commands`; what they change is recorded as
+:class:`~.model.Modification` values.
+"""
+
+from __future__ import annotations
+
+import codecs
+import posixpath
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .engines import EngineNames
+from .model import TMP, FunctionInfo, Mechanism, Modification, ScriptAnalysis, Target
+from .syntax import Node, Source, parse_shell, statements
+from .values import SCRIPT_DIR, State, Val, basename, dirname, display, join, unknown
+
+_ANNOTATION = re.compile(r"patchbay-reviewed\b(?P<codes>(?:[\s,]*PB\d{3})*)\s*:?\s*(?P<reason>.*)$")
+_SOURCE_SUFFIXES = (".py", ".pyi", ".so", ".co", ".hsaco", ".cubin", ".cu", ".cuh", ".pth")
+_DATA_SUFFIXES = (".csv", ".json", ".yaml", ".yml", ".txt", ".cfg", ".toml", ".h", ".hpp", ".cpp")
+_MAX_DEPTH = 12
+
+
+@dataclass
+class FileInfo:
+    """A file the script wrote itself (or a checked-in file it names): what it holds.
+
+    Attributes:
+        kind: ``heredoc``, ``download``, ``filtered`` (``tr -d '\\r' < x > y``), ``repo``.
+        text: the content when known (a here-document's text).
+        url: for a download.
+        source: for ``filtered``: the file it was made from.
+        line, end_line: where the script made it.
+        quoted: a here-document whose delimiter was quoted (no expansion).
+        note: how it was made (``tr -d '\\r'``).
+    """
+
+    kind: str
+    text: str | None = None
+    url: str | None = None
+    source: str | None = None
+    line: int = 0
+    end_line: int = 0
+    quoted: bool = True
+    note: str = ""
+
+
+@dataclass
+class Stream:
+    """What a command writes to its standard output (for pipes and ``$(...)``)."""
+
+    value: Val | None = None  # printed text (a path, a URL)
+    file: FileInfo | None = None  # printed content of a known file (cat x, curl URL)
+
+
+@dataclass
+class Frame:
+    """A function call (or the top level)."""
+
+    name: str | None
+    line: int
+    live: bool
+
+
+@dataclass
+class Stdin:
+    """What a command reads on its standard input."""
+
+    kind: str  # heredoc, herestring, file, pipe
+    text: str | None = None
+    value: Val | None = None
+    file: FileInfo | None = None
+    quoted: bool = True
+    line: int = 0
+    end_line: int = 0
+
+
+@dataclass
+class Cmd:
+    """One simple command, expanded.
+
+    Attributes:
+        name: the command's base name (``git``, ``python3``); for an interpreter variable
+            whose value is unknown, ``python`` when its arguments look like Python.
+        words: the arguments after the name.
+        raw: the name as written.
+        env: ``VAR=value`` prefixes.
+        redirects: ``(operator, target)`` of output and input redirections.
+        stdin: what it reads.
+        line, end_line: its lines in the file (a here-document's end included).
+        text: its source text (first line).
+    """
+
+    name: str
+    words: list[Val]
+    raw: str
+    env: dict[str, Val]
+    redirects: list[tuple[str, Val]]
+    stdin: Stdin | None
+    line: int
+    end_line: int
+    text: str
+    node: Node | None = None
+    output_to: Val | None = None
+
+    @property
+    def args(self) -> list[str]:
+        return [w.text for w in self.words]
+
+
+@dataclass
+class _Function:
+    name: str
+    body: Node
+    source: Source
+    chain: tuple[str, ...]
+    line: int
+    end_line: int
+    calls: list[int] = field(default_factory=list)
+
+
+class Walker:
+    """Walks one script (and what it sources) and collects its modifications.
+
+    Args:
+        source: the parsed script.
+        path: the script's path relative to ``root`` (for chains and messages).
+        engines: what counts as an engine.
+        root: the repository, to follow ``source``/``bash other.sh`` and read checked-in files
+            (None: nothing is followed).
+    """
+
+    def __init__(
+        self, source: Source, path: str, engines: EngineNames, root: Path | None = None
+    ) -> None:
+        self.src = source
+        self.path = path
+        self.engines = engines
+        self.root = root
+        self.state = State()
+        self.chain: tuple[str, ...] = (path,)
+        self.frames: list[Frame] = [Frame(None, 0, True)]
+        self.functions: dict[str, _Function] = {}
+        self.mods: list[Modification] = []
+        self.files: dict[str, FileInfo] = {}
+        self.clones: dict[str, tuple[str, int]] = {}  # folder -> (engine, line)
+        self.conditions: list[str] = []
+        self.tmp_count = 0
+        self.depth = 0
+        self.captures: list[list[Stream]] = []
+        self.result = ScriptAnalysis(path, "shell")
+        self.seen: set[tuple[object, ...]] = set()
+        self.stopped = False
+        self.installs: list[tuple[int, str]] = []  # harness packages installed (line, spec)
+        self.repos: dict[str, dict[str, object]] = {}  # folder -> git init / remote add facts
+        self.vcs: list[Modification] = []  # clones and fetches of engines (built later?)
+        self.pending: dict[str, FileInfo] = {}  # downloads to a temporary name in the engine
+        self.last_removal: Modification | None = None
+        self.uninstalled: dict[str, int] = {}  # distribution -> line of its pip uninstall
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self) -> ScriptAnalysis:
+        """Walk the script, then the functions it never calls; return the analysis."""
+        self.note_annotations(self.src)
+        self.block(self.src.root)
+        for fn in list(self.functions.values()):
+            if fn.calls:
+                continue
+            self.walk_uncalled(fn)
+        self.result.modifications = sorted(self.mods, key=lambda m: (m.chain, m.line))
+        self.result.functions = [
+            FunctionInfo(f.name, f.line, f.end_line, tuple(f.calls))
+            for f in self.functions.values()
+        ]
+        self.result.set_e = self.state.set_e
+        return self.result
+
+    def walk_uncalled(self, fn: _Function) -> None:
+        saved = (self.state, self.src, self.chain)
+        self.state = self.state.copy()
+        self.state.args = [
+            unknown(f"${k}", f"argument ${k} of {fn.name}(), which is never called")
+            for k in range(1, 10)
+        ]
+        self.state.cwd, self.state.cwd_written = None, None
+        self.src, self.chain = fn.source, fn.chain
+        self.frames.append(Frame(fn.name, fn.line, False))
+        try:
+            self.block(fn.body)
+        finally:
+            self.frames.pop()
+            self.state, self.src, self.chain = saved
+
+    def note_annotations(self, source: Source) -> None:
+        """``patchbay-reviewed`` comments: on a line, or on a comment line right above one."""
+        lines = source.data.decode("utf-8", "replace").split("\n")
+        for idx, line in enumerate(lines):
+            if "patchbay-reviewed" not in line:
+                continue
+            m = _ANNOTATION.search(line)
+            if not m:
+                continue
+            codes = frozenset(re.findall(r"PB\d{3}", m.group("codes")))
+            reviewed = idx + 1 + source.line_offset
+            if line.lstrip().startswith("#"):
+                reviewed += 1
+            self.result.annotations[reviewed] = (codes, m.group("reason").strip(), idx + 1)
+
+    # ------------------------------------------------------------------ recording
+
+    @property
+    def live(self) -> bool:
+        return all(f.live for f in self.frames)
+
+    @property
+    def function(self) -> str | None:
+        for f in reversed(self.frames):
+            if f.name:
+                return f.name
+        return None
+
+    def emit(
+        self, mechanism: Mechanism, tool: str, cmd: Cmd, target: Target | None = None, **kw: object
+    ) -> Modification | None:
+        """Record a modification made by ``cmd`` (duplicates of one line are kept once)."""
+        key = (self.chain, cmd.line, mechanism, tool, target.path if target else None)
+        key = (*key, kw.get("url"), str(kw.get("content"))[:200])
+        if key in self.seen:
+            return None
+        self.seen.add(key)
+        mod = Modification(
+            mechanism,
+            tool,
+            cmd.line,
+            max(cmd.end_line, cmd.line),
+            target,
+            chain=self.chain,
+            function=self.function,
+            called=self.live,
+            condition=self.conditions[-1] if self.conditions else None,
+            text=cmd.text,
+            **kw,  # type: ignore[arg-type]
+        )
+        if target is not None and target.root == "unknown":
+            mod.resolved = False
+            mod.why = mod.why or f"the path {target.written} is not known before the script runs"
+        if not self.live:
+            mod.why = (mod.why + "; " if mod.why else "") + (
+                f"in {self.function}(), which the script never calls"
+            )
+        self.mods.append(mod)
+        return mod
+
+    # ------------------------------------------------------------------ locations
+
+    def target(self, val: Val, written: str | None = None, cwd: Val | None = None) -> Target:
+        """Where a path word points: site-packages, an engine tree, unknown, or ``none``."""
+        written = written if written is not None else val.display()
+        base = cwd if cwd is not None else self.state.cwd
+        how = val.how
+        full = val
+        if not val.text.startswith(("/", "~")):
+            if base is not None:
+                full = join(base, val)
+                if base.installed or self.engine_tree(base.text):
+                    how = f"working folder {self.state.cwd_written or base.display()}"
+            elif val.unknown:
+                return Target(val.text, written, "unknown", None, val.unknown)
+            else:
+                return Target(val.text, written, "none")
+        if full.installed:
+            rel = Target(full.text, written, "site-packages").site_relative or ""
+            engine = self.engines.package_of(rel)
+            return Target(full.text, written, "site-packages", engine, how or "site-packages")
+        tree = self.engine_tree(full.text)
+        if tree is not None:
+            return Target(full.text, written, "engine-tree", tree[0], how or tree[1])
+        if full.unknown and not full.text.startswith((TMP, SCRIPT_DIR)):
+            return Target(full.text, written, "unknown", None, full.unknown)
+        return Target(full.text, written, "none")
+
+    def engine_tree(self, text: str) -> tuple[str, str] | None:
+        """(engine, how) for a path inside an engine checkout: one this script cloned, or a
+        source or data file below a folder named after an engine package."""
+        for folder, (engine, line) in self.clones.items():
+            if text == folder or text.startswith(folder.rstrip("/") + "/"):
+                return engine, f"the {engine} checkout cloned at line {line}"
+        if not text.startswith(("/", "~")) or text.startswith((TMP, SCRIPT_DIR)):
+            return None
+        parts = text.split("/")
+        if text.endswith(_SOURCE_SUFFIXES):
+            for part in parts[1:-1]:
+                if part in self.engines.imports:
+                    return part, "an engine package folder"
+        return None
+
+    def engine_folder(self, text: str) -> str | None:
+        """The engine a folder is a checkout of (``/opt/vllm``, a clone), or None."""
+        for folder, (engine, _line) in self.clones.items():
+            if text.rstrip("/") == folder.rstrip("/") or text.startswith(folder.rstrip("/") + "/"):
+                return engine
+        name = text.rstrip("/").rsplit("/", 1)[-1]
+        plain = text.startswith(("/", "~", ".")) or "/" not in text
+        if plain and self.engines.is_engine(name) and not text.startswith((TMP, SCRIPT_DIR)):
+            return name
+        return None
+
+    def new_tmp(self) -> Val:
+        self.tmp_count += 1
+        return Val(f"{TMP}{self.tmp_count}")
+
+    # ------------------------------------------------------------------ statements
+
+    def block(self, node: Node) -> None:
+        for child in statements(node):
+            if self.stopped:
+                return
+            self.statement(child)
+
+    def statement(self, node: Node, stdin: Stdin | None = None) -> Stream:
+        t = node.type
+        if t in ("command",):
+            return self.command(node, stdin)
+        if t == "redirected_statement":
+            return self.redirected(node, stdin)
+        if t == "list":
+            return self.and_or(node)
+        if t == "pipeline":
+            return self.pipeline(node)
+        if t in ("variable_assignment", "variable_assignments"):
+            for a in [node] if t == "variable_assignment" else node.named_children:
+                if a.type == "variable_assignment":
+                    self.assign(a, self.src.line(a))
+            return Stream()
+        if t == "declaration_command":
+            return self.declaration(node)
+        if t in ("subshell",):
+            saved = self.state
+            self.state = self.state.copy()
+            try:
+                self.block(node)
+            finally:
+                self.state = saved
+            return Stream()
+        if t in ("compound_statement", "do_group"):
+            self.block(node)
+            return Stream()
+        if t == "if_statement":
+            self.if_statement(node)
+            return Stream()
+        if t == "case_statement":
+            self.case_statement(node)
+            return Stream()
+        if t == "for_statement":
+            self.for_statement(node, stdin)
+            return Stream()
+        if t in ("while_statement", "c_style_for_statement"):
+            self.while_statement(node, stdin)
+            return Stream()
+        if t == "function_definition":
+            self.define(node)
+            return Stream()
+        if t == "negated_command":
+            inner = statements(node)
+            return self.statement(inner[0], stdin) if inner else Stream()
+        return Stream()
+
+    def define(self, node: Node) -> None:
+        name_node = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        if name_node is None or body is None:
+            return
+        name = self.src.text(name_node)
+        if name in self.functions and self.functions[name].calls:
+            return
+        self.functions[name] = _Function(
+            name, body, self.src, self.chain, self.src.line(node), self.src.end_line(node)
+        )
+
+    # -- and-or lists: swallowing, fallbacks, the scope of `cd X && ...`
+
+    def flatten(self, node: Node) -> list[tuple[str | None, Node]]:
+        out: list[tuple[str | None, Node]] = []
+        op: str | None = None
+        for child in node.children:
+            if child.type in ("&&", "||"):
+                op = child.type
+            elif child.type == "list" or self.dup_only_list(child):
+                inner = self.flatten(
+                    child if child.type == "list" else child.child_by_field_name("body")
+                )
+                if inner:
+                    out.append((op, inner[0][1]))
+                    out.extend(inner[1:])
+                op = None
+            elif child.is_named and child.type != "comment":
+                out.append((op, child))
+                op = None
+        return out
+
+    def dup_only_list(self, node: Node) -> bool:
+        """``a || echo failed >&2``: the grammar hangs the ``>&2`` on the whole list."""
+        if node.type != "redirected_statement":
+            return False
+        body = node.child_by_field_name("body")
+        redirects = [c for c in node.children if c.type.endswith("_redirect")]
+        return (
+            body is not None
+            and body.type == "list"
+            and all(re.search(r">&\s*\d+$", self.src.text(r)) for r in redirects)
+        )
+
+    def and_or(self, node: Node, items: list[tuple[str | None, Node]] | None = None) -> Stream:
+        items = items if items is not None else self.flatten(node)
+        saved_cwd = (self.state.cwd, self.state.cwd_written)
+        groups: list[tuple[str | None, list[Modification], Node]] = []
+        stream = Stream()
+        for k, (op, child) in enumerate(items):
+            before = len(self.mods)
+            stream = self.statement(child)
+            groups.append((op, self.mods[before:], child))
+            # `cd X && cmd`: cmd runs in X, the script goes on where it was
+            if k == len(items) - 1 and k > 0 and self.is_cd(items[0][1]):
+                self.state.cwd, self.state.cwd_written = saved_cwd
+        if any(self.is_cd(c) for _op, c in items[:-1]) and not self.is_cd(items[-1][1]):
+            self.state.cwd, self.state.cwd_written = saved_cwd
+        self.alternatives_and_swallowing(groups)
+        return stream
+
+    def is_cd(self, node: Node) -> bool:
+        if node.type != "command":
+            return False
+        name = node.child_by_field_name("name")
+        return name is not None and self.src.text(name) in ("cd", "pushd")
+
+    def alternatives_and_swallowing(
+        self, groups: list[tuple[str | None, list[Modification], Node]]
+    ) -> None:
+        for k, (_op, mods, _node) in enumerate(groups):
+            if not mods:
+                continue
+            j = k + 1
+            while j < len(groups) and groups[j][0] in ("&&",):
+                j += 1
+            while j < len(groups) and groups[j][0] == "||":
+                nxt_mods, nxt = groups[j][1], groups[j][2]
+                if nxt_mods:
+                    # variant B when A fails: one change with alternatives
+                    first = mods[0]
+                    for alt in nxt_mods:
+                        if alt in self.mods:
+                            self.mods.remove(alt)
+                        first.alternatives.append(alt)
+                    groups[j] = (groups[j][0], [], nxt)
+                else:
+                    swallow = self.swallows(nxt, groups[j + 1 :])
+                    if swallow:
+                        for mod in mods:
+                            mod.swallowed = mod.swallowed or swallow
+                    break
+                j += 1
+
+    def swallows(self, node: Node, rest: list[tuple[str | None, list[Modification], Node]]) -> str:
+        """``|| true``, ``|| :``, ``|| echo ...`` (unless the script still stops after it)."""
+        text = self.src.text(node).strip()
+        first = text.split()[0] if text.split() else ""
+        if node.type == "compound_statement":
+            inner = statements(node)
+            if any(self.src.text(i).split()[0] in ("exit", "return", "false") for i in inner):
+                return ""
+            first = self.src.text(inner[0]).split()[0] if inner else ""
+            if first in ("echo", "printf"):
+                return f"{first} ..."
+            return ""
+        if first in ("true", ":", "/bin/true"):
+            return first
+        if first in ("echo", "printf", "log", "warn"):
+            stops = ("exit", "return", "false", "kill")
+            if any(self.src.text(n).split()[0] in stops for _o, _m, n in rest if self.src.text(n)):
+                return ""
+            return f"{first} ..."
+        return ""
+
+    # -- pipelines and redirections
+
+    def pipeline(self, node: Node) -> Stream:
+        stream = Stream()
+        stdin: Stdin | None = None
+        parts = [c for c in node.named_children if c.type != "comment"]
+        for k, part in enumerate(parts):
+            stream = self.statement(part, stdin)
+            if k + 1 < len(parts):
+                stdin = Stdin(
+                    "pipe", value=stream.value, file=stream.file, line=self.src.line(part)
+                )
+        return stream
+
+    def redirected(self, node: Node, stdin: Stdin | None) -> Stream:
+        body = node.child_by_field_name("body")
+        redirects = [c for c in node.children if c.type.endswith("_redirect")]
+        tail: Node | None = None
+        tail_op: str | None = None
+        for r in redirects:
+            if r.type == "heredoc_redirect":
+                text = self.src.heredoc_body(r)
+                start = next((c for c in r.children if c.type == "heredoc_start"), None)
+                quoted = start is not None and any(q in self.src.text(start) for q in "'\"\\")
+                end = next((c for c in r.children if c.type == "heredoc_end"), r)
+                if not quoted:
+                    text = self.expand_heredoc(r, text)
+                stdin = Stdin(
+                    "heredoc",
+                    text,
+                    quoted=quoted,
+                    line=self.src.line(r),
+                    end_line=self.src.line(end),
+                )
+                for c in r.children:
+                    if c.type in ("pipeline", "list") or c.type in ("&&", "||"):
+                        if c.type in ("&&", "||"):
+                            tail_op = c.type
+                        else:
+                            tail = c
+            elif r.type == "herestring_redirect":
+                word = r.named_children[-1] if r.named_children else None
+                val = self.word(word) if word is not None else Val("")
+                stdin = Stdin("herestring", val.text + "\n", value=val, line=self.src.line(r))
+        if body is None:
+            return Stream()
+        if tail is not None and tail.type == "pipeline" and tail_op is None:
+            # `cat <<EOF | git apply`: the here-document feeds the first command
+            stream = self.statement_with(body, node, stdin)
+            for part in [c for c in tail.named_children if c.type != "comment"]:
+                pipe = Stdin("pipe", value=stream.value, file=stream.file, line=self.src.line(part))
+                stream = self.statement(part, pipe)
+            return stream
+        if tail is not None:
+            before = len(self.mods)
+            stream = self.statement_with(body, node, stdin)
+            first = (None, self.mods[before:], body)
+            rest = self.flatten(tail) if tail.type == "list" else [(None, tail)]
+            if rest:
+                rest[0] = (tail_op, rest[0][1])
+            groups = [first]
+            saved_cwd = (self.state.cwd, self.state.cwd_written)
+            for op, child in rest:
+                b = len(self.mods)
+                stream = self.statement(child)
+                groups.append((op, self.mods[b:], child))
+            if self.is_cd(body):
+                self.state.cwd, self.state.cwd_written = saved_cwd
+            self.alternatives_and_swallowing(groups)
+            return stream
+        return self.statement_with(body, node, stdin)
+
+    def statement_with(self, body: Node, node: Node, stdin: Stdin | None) -> Stream:
+        if body.type == "command":
+            return self.command(body, stdin, outer=node)
+        if body.type in ("while_statement", "for_statement"):
+            return self.statement(body, stdin or self.file_stdin(node))
+        if body.type in ("compound_statement", "subshell", "if_statement"):
+            before = len(self.mods)
+            self.statement(body, stdin)
+            out = self.output_redirect(node)
+            if out is not None:
+                self.commands_write(out, node, before)
+            return Stream()
+        return self.statement(body, stdin)
+
+    def file_stdin(self, node: Node) -> Stdin | None:
+        for r in node.children:
+            if r.type == "file_redirect" and self.src.text(r).lstrip().startswith("<"):
+                dest = r.child_by_field_name("destination") or (
+                    r.named_children[-1] if r.named_children else None
+                )
+                if dest is None:
+                    continue
+                if dest.type == "process_substitution":
+                    inner = statements(dest)
+                    stream = self.capture(inner)
+                    return Stdin("pipe", value=stream.value, file=stream.file)
+                val = self.word(dest)
+                return Stdin("file", value=val, file=self.files.get(val.text))
+        return None
+
+    def output_redirect(self, node: Node) -> Val | None:
+        for r in node.children:
+            if r.type == "file_redirect":
+                text = self.src.text(r).lstrip()
+                if re.match(r"^\d*(>>?|&>>?|>\|)", text) and not re.search(r">&\s*\d", text):
+                    dest = r.child_by_field_name("destination") or r.named_children[-1]
+                    return self.word(dest)
+        return None
+
+    def commands_write(self, out: Val, node: Node, before: int) -> None:
+        from .commands import write_file
+
+        cmd = self.make_cmd("{", [], node, None)
+        write_file(self, cmd, out, ">")
+
+    # -- branches and loops
+
+    def if_statement(self, node: Node) -> None:
+        cond = node.child_by_field_name("condition")
+        cond_text = self.src.text(cond).strip() if cond is not None else ""
+        clauses: list[tuple[str, list[Node]]] = []
+        body: list[Node] = []
+        for child in node.children:
+            if child.type in ("elif_clause", "else_clause"):
+                break
+            if child.is_named and child != cond and child.type != "comment":
+                if node.field_name_for_child(node.children.index(child)) == "condition":
+                    continue
+                body.append(child)
+        clauses.append((f"if {cond_text}", body))
+        for child in node.children:
+            if child.type == "elif_clause":
+                c = child.child_by_field_name("condition")
+                parts = [
+                    x
+                    for i, x in enumerate(child.children)
+                    if x.is_named
+                    and x.type != "comment"
+                    and child.field_name_for_child(i) != "condition"
+                ]
+                clauses.append((f"elif {self.src.text(c).strip() if c else ''}", parts))
+            elif child.type == "else_clause":
+                clauses.append((f"else of if {cond_text}", statements(child)))
+        if cond is not None:
+            for c in [cond]:
+                self.statement(c)
+        self.branches(clauses)
+
+    def branches(self, clauses: list[tuple[str, list[Node]]]) -> None:
+        start = self.state
+        ends: list[State] = []
+        produced: list[list[Modification]] = []
+        for label, nodes in clauses:
+            self.state = start.copy()
+            self.conditions.append(label)
+            before = len(self.mods)
+            try:
+                for n in nodes:
+                    self.statement(n)
+            finally:
+                self.conditions.pop()
+            produced.append(self.mods[before:])
+            ends.append(self.state)
+        merged = ends[0] if ends else start
+        for other in ends[1:]:
+            merged.merge(other)
+        if len(clauses) == 1:  # no else: the state before the if is one of the outcomes
+            merged.merge(start)
+        self.state = merged
+        self.stopped = False
+        # the same file changed in two branches: one change, with alternatives
+        with_mods = [m for m in produced if m]
+        if len(with_mods) > 1:
+            first = with_mods[0][0]
+            for other in with_mods[1:]:
+                for mod in other:
+                    same = any(_same_place(mod, m) for m in with_mods[0])
+                    if same and mod in self.mods:
+                        self.mods.remove(mod)
+                        first.alternatives.append(mod)
+
+    def case_statement(self, node: Node) -> None:
+        value = node.child_by_field_name("value")
+        subject = self.src.text(value) if value is not None else ""
+        clauses = []
+        for item in node.children:
+            if item.type != "case_item":
+                continue
+            pats = []
+            body = []
+            for i, c in enumerate(item.children):
+                if item.field_name_for_child(i) == "value" or c.type in ("extglob_pattern",):
+                    pats.append(self.src.text(c))
+                elif c.is_named and c.type not in ("comment",):
+                    body.append(c)
+            clauses.append((f"case {subject} in {'|'.join(pats)})", body))
+        if not any("*" in label.rsplit(" in ", 1)[-1] for label, _ in clauses):
+            clauses.append(("case: no pattern matches", []))
+        self.branches(clauses)
+
+    def for_statement(self, node: Node, stdin: Stdin | None) -> None:
+        var_node = node.child_by_field_name("variable")
+        body = node.child_by_field_name("body")
+        if var_node is None or body is None:
+            return
+        var = self.src.text(var_node)
+        values_nodes = [
+            c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "value"
+        ]
+        items: list[Val] = []
+        if not values_nodes:
+            items = list(self.state.args) or [unknown("$@", "the script's arguments")]
+        for v in values_nodes:
+            items.extend(self.fields(v))
+        if not items:
+            return
+        for item in items[:32]:
+            if "*" in item.text or "?" in item.text:
+                item = self.glob(item)
+            self.state.vars[var] = [item]
+            self.statement(body)
+
+    def glob(self, pattern: Val) -> Val:
+        """A glob: the files of the repository it matches are not listed (the value stays the
+        pattern), but a pattern below an install root is an installed location."""
+        return pattern
+
+    def while_statement(self, node: Node, stdin: Stdin | None) -> None:
+        body = node.child_by_field_name("body")
+        cond = node.child_by_field_name("condition")
+        lines: list[Val] = []
+        read_vars: list[str] = []
+        if cond is not None:
+            for c in [cond, *cond.named_children]:
+                if c.type == "command" and self.command_name(c) == "read":
+                    read_vars = [
+                        self.src.text(w)
+                        for w in c.children_by_field_name("argument")
+                        if not self.src.text(w).startswith("-")
+                    ]
+        if stdin is not None and read_vars:
+            if stdin.kind in ("heredoc", "herestring") and stdin.text is not None:
+                lines = [Val(x) for x in stdin.text.splitlines() if x.strip()]
+            elif stdin.value is not None:
+                lines = [stdin.value]
+        if not lines and read_vars:
+            lines = [unknown(f"${read_vars[0]}", "a value read at run time")]
+        if body is None:
+            return
+        for line in (lines or [Val("")])[:32]:
+            if read_vars:
+                words = line.text.split(None, len(read_vars) - 1)
+                for k, name in enumerate(read_vars):
+                    text = words[k] if k < len(words) else ""
+                    self.state.vars[name] = [Val(text, line.how, line.unknown)]
+            self.statement(body)
+
+    # ------------------------------------------------------------------ commands
+
+    def command_name(self, node: Node) -> str:
+        name = node.child_by_field_name("name")
+        return self.src.text(name) if name is not None else ""
+
+    def make_cmd(
+        self, name: str, words: list[Val], node: Node, stdin: Stdin | None, env=None
+    ) -> Cmd:
+        end = self.src.end_line(node)
+        if stdin is not None and stdin.kind == "heredoc":
+            end = max(end, stdin.end_line)
+        text = self.src.text(node).split("\n", 1)[0].strip()
+        return Cmd(name, words, name, env or {}, [], stdin, self.src.line(node), end, text, node)
+
+    def command(self, node: Node, stdin: Stdin | None, outer: Node | None = None) -> Stream:
+        env: dict[str, Val] = {}
+        name_node = node.child_by_field_name("name")
+        for child in node.children:
+            if child.type == "variable_assignment":
+                n = child.child_by_field_name("name")
+                v = child.child_by_field_name("value")
+                if n is not None:
+                    env[self.src.text(n)] = self.word(v) if v is not None else Val("")
+        if name_node is None:
+            for k, v in env.items():
+                self.set_var(k, [v], self.src.line(node))
+            return Stream()
+        name_val = self.word(name_node.named_children[0] if name_node.named_children else name_node)
+        words: list[Val] = []
+        for arg in node.children_by_field_name("argument"):
+            words.extend(self.fields(arg))
+        where = outer if outer is not None else node
+        redirects: list[tuple[str, Val]] = []
+        for r in [*node.children, *(outer.children if outer is not None else [])]:
+            if r.type == "file_redirect":
+                text = self.src.text(r).lstrip()
+                dest = r.child_by_field_name("destination") or (
+                    r.named_children[-1] if r.named_children else None
+                )
+                if dest is None or re.search(r">&\s*-?\d*$", text) or dest.type == "number":
+                    continue
+                op = re.match(r"^\d*(&>>|&>|>>|>\||>|<)", text)
+                if op is None:
+                    continue
+                if dest.type == "process_substitution":
+                    continue
+                redirects.append((op.group(1), self.word(dest)))
+        if stdin is None:
+            for op, val in redirects:
+                if op == "<":
+                    stdin = Stdin("file", value=val, file=self.files.get(val.text))
+        cmd = self.make_cmd(name_val.text, words, where, stdin, env)
+        cmd.raw = self.src.text(name_node)
+        cmd.redirects = redirects
+        cmd.name = self.interpreter_name(name_val, cmd)
+        from .commands import run_command
+
+        return run_command(self, cmd) or Stream()
+
+    def interpreter_name(self, name: Val, cmd: Cmd) -> str:
+        base = name.text.rsplit("/", 1)[-1]
+        if name.known or not name.text.startswith("$"):
+            return base
+        # "$PY" with no known value: an interpreter variable, judged by how it is used
+        var = re.sub(r"[^A-Za-z_]", "", name.text.split(":")[0])
+        args = cmd.args
+        looks_python = bool(args) and (
+            args[0] in ("-", "-c", "-m", "-u", "-I", "-E", "-s", "-B") or args[0].endswith(".py")
+        )
+        if "PY" in var.upper() and (looks_python or cmd.stdin is not None):
+            return "python3"
+        if "PIP" in var.upper():
+            return "pip"
+        return base
+
+    def call_function(self, fn: _Function, cmd: Cmd) -> Stream:
+        if self.live:
+            fn.calls.append(cmd.line)
+        if self.depth >= _MAX_DEPTH:
+            return Stream()
+        saved = (self.state.args, self.src, self.chain)
+        self.state.args = list(cmd.words)
+        self.src, self.chain = fn.source, fn.chain
+        self.frames.append(Frame(fn.name, cmd.line, True))
+        self.depth += 1
+        self.captures.append([])
+        try:
+            self.statement(fn.body)
+        finally:
+            self.depth -= 1
+            printed = self.captures.pop()
+            self.frames.pop()
+            self.state.args, self.src, self.chain = saved
+        for mod in self.mods:
+            if mod.function == fn.name and mod.details.get("called_at") is None:
+                mod.details["called_at"] = cmd.line
+        if printed:
+            return printed[-1]
+        return Stream()
+
+    def print(self, stream: Stream) -> None:
+        """A command printed something: the capture of the innermost ``$(...)`` or function."""
+        if self.captures:
+            self.captures[-1].append(stream)
+
+    # ------------------------------------------------------------------ variables
+
+    def set_var(self, name: str, values: list[Val], line: int) -> None:
+        out = []
+        for v in values:
+            if (v.installed or self.engine_tree(v.text)) and not v.how.startswith("$"):
+                v = Val(
+                    v.text,
+                    f"${name}, set at line {line}" + (f" ({v.how})" if v.how else ""),
+                    v.unknown,
+                )
+            elif v.installed and v.how.startswith("$"):
+                v = Val(v.text, f"${name}, set at line {line}", v.unknown)
+            out.append(v)
+        self.state.vars[name] = out or [Val("")]
+        if name in ("PYTHONPATH", "LD_PRELOAD", "LD_LIBRARY_PATH") or name in self.state.exported:
+            pass
+
+    def assign(self, node: Node, line: int) -> None:
+        n = node.child_by_field_name("name")
+        v = node.child_by_field_name("value")
+        if n is None:
+            return
+        name = self.src.text(n)
+        if n.type == "subscript":
+            return
+        append = "+=" in self.src.text(node)[: len(name) + 3]
+        if v is not None and v.type == "array":
+            items: list[Val] = []
+            for item in v.named_children:
+                items.extend(self.fields(item))
+            self.state.arrays[name] = (self.state.arrays.get(name, []) if append else []) + items
+            self.state.vars[name] = items[:1] or [Val("")]
+            return
+        value = self.word(v) if v is not None else Val("")
+        if append:
+            old = self.lookup(name)
+            value = (old[0] if old else Val("")) + value
+        self.set_var(name, [value], line)
+        from .commands import environment_change
+
+        environment_change(self, name, value, line, self.src.text(node))
+
+    def declaration(self, node: Node) -> Stream:
+        kind = node.children[0].type if node.children else ""
+        line = self.src.line(node)
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                self.assign(child, line)
+                n = child.child_by_field_name("name")
+                if kind == "export" and n is not None:
+                    self.state.exported.add(self.src.text(n))
+            elif child.type == "variable_name" and kind == "export":
+                self.state.exported.add(self.src.text(child))
+            elif child.type == "variable_name" and kind == "local":
+                self.state.vars[self.src.text(child)] = [Val("")]
+        return Stream()
+
+    def lookup(self, name: str) -> list[Val] | None:
+        if name.isdigit():
+            k = int(name)
+            if k == 0:
+                return [Val(f"{SCRIPT_DIR}/{posixpath.basename(self.chain[-1])}")]
+            if k <= len(self.state.args):
+                return [self.state.args[k - 1]]
+            if self.frames[-1].name is None and self.depth == 0:
+                return [unknown(f"${k}", f"the script's argument ${k}")]
+            return [Val("")]
+        return self.state.vars.get(name)
+
+    # ------------------------------------------------------------------ words
+
+    def fields(self, node: Node) -> list[Val]:
+        """A word as the arguments it becomes (``"${arr[@]}"`` and ``$@`` become several)."""
+        if node.type in ("string", "expansion", "simple_expansion", "concatenation"):
+            many = self.many(node)
+            if many is not None:
+                return many
+        val = self.word(node)
+        unquoted = node.type in ("simple_expansion", "expansion", "command_substitution")
+        if unquoted and val.known and re.search(r"\s", val.text.strip()):
+            return [Val(p, val.how, val.unknown) for p in val.text.split()]
+        return [val]
+
+    def many(self, node: Node) -> list[Val] | None:
+        text = self.src.text(node)
+        m = re.fullmatch(r'"?\$\{?(@|\*|[A-Za-z_]\w*\[[@*]\])\}?"?', text)
+        if not m:
+            return None
+        what = m.group(1)
+        if what in ("@", "*"):
+            return list(self.state.args)
+        name = what.split("[", 1)[0]
+        return list(self.state.arrays.get(name, self.state.vars.get(name, [])))
+
+    def word(self, node: Node | None) -> Val:
+        """The value of one word node (first alternative of each variable)."""
+        if node is None:
+            return Val("")
+        t = node.type
+        text = self.src.text(node)
+        if t in ("word", "number", "extglob_pattern", "regex", "special_variable_name"):
+            return Val(re.sub(r"\\(.)", r"\1", text) if "\\" in text else text)
+        if t == "raw_string":
+            return Val(text[1:-1])
+        if t == "ansi_c_string":
+            try:
+                return Val(codecs.decode(text[2:-1], "unicode_escape"))
+            except (UnicodeDecodeError, ValueError):
+                return Val(text[2:-1])
+        if t in ("string", "translated_string"):
+            return self.parts(node, quoted=True)
+        if t == "concatenation":
+            return self.parts(node, quoted=False)
+        if t == "simple_expansion":
+            name = text[1:]
+            return self.var(name, text)
+        if t == "expansion":
+            return self.expansion(node)
+        if t == "command_substitution":
+            return self.substitution(node)
+        if t == "arithmetic_expansion":
+            return unknown(text, "an arithmetic expansion")
+        if t == "process_substitution":
+            return unknown(text, "a process substitution")
+        if t == "command_name":
+            return self.word(node.named_children[0]) if node.named_children else Val(text)
+        return Val(text)
+
+    def parts(self, node: Node, *, quoted: bool) -> Val:
+        out = Val("")
+        pos = node.start_byte + (1 if quoted and self.src.text(node).startswith('"') else 0)
+        end = node.end_byte - (1 if quoted and self.src.text(node).endswith('"') else 0)
+        if node.type == "translated_string":
+            pos += 1
+        for child in node.children:
+            if child.start_byte < pos or not child.is_named:
+                continue
+            if child.start_byte > pos:
+                out += Val(self._literal(self.src.data[pos : child.start_byte], quoted))
+            if child.type == "string_content":
+                out += Val(self._literal(self.src.data[child.start_byte : child.end_byte], quoted))
+            else:
+                out += self.word(child)
+            pos = child.end_byte
+        if pos < end:
+            out += Val(self._literal(self.src.data[pos:end], quoted))
+        return out
+
+    @staticmethod
+    def _literal(data: bytes, quoted: bool) -> str:
+        text = data.decode("utf-8", "replace")
+        if quoted:
+            return re.sub(r'\\([$`"\\\n])', r"\1", text)
+        return re.sub(r"\\(.)", r"\1", text)
+
+    def var(self, name: str, written: str) -> Val:
+        if name in ("HOME",):
+            values = self.state.vars.get(name)
+            return values[0] if values else Val("~")
+        if name in ("PWD",):
+            return self.state.cwd or Val(".")
+        if name in ("$", "!", "?", "#", "-", "RANDOM"):
+            return unknown(written, f"{written} is known only at run time")
+        values = self.lookup(name)
+        if values:
+            return values[0]
+        return unknown(written, f"${name} is not set by the script")
+
+    def expansion(self, node: Node) -> Val:
+        text = self.src.text(node)
+        named = node.named_children
+        name_node = next(
+            (c for c in named if c.type in ("variable_name", "special_variable_name")), None
+        )
+        if name_node is None:
+            sub = next((c for c in named if c.type == "subscript"), None)
+            if sub is not None:
+                arr = sub.child_by_field_name("name")
+                idx = sub.child_by_field_name("index")
+                items = self.state.arrays.get(self.src.text(arr) if arr else "", [])
+                idx_text = self.src.text(idx) if idx is not None else ""
+                if idx_text.isdigit() and int(idx_text) < len(items):
+                    return items[int(idx_text)]
+                if items:
+                    return Val(" ".join(i.text for i in items), items[0].how)
+            return unknown(text, f"{text} is known only at run time")
+        name = self.src.text(name_node)
+        if text.startswith("${#"):
+            return unknown(text, "a length")
+        op = next((c.type for c in node.children if c.field_name_for_child if False), None)
+        op = None
+        for i, c in enumerate(node.children):
+            if node.field_name_for_child(i) == "operator":
+                op = c.type
+                break
+        values = self.lookup(name)
+        current = values[0] if values and (values[0].text or not values[0].known) else None
+        arg_nodes = [c for c in named if c is not name_node]
+        arg = Val("")
+        for a in arg_nodes:
+            arg += self.word(a)
+        if op in (":-", "-", ":=", "="):
+            if current is not None and current.known:
+                return current
+            if current is not None and not current.known and current.text != f"${name}":
+                return current
+            if op in (":=", "="):
+                self.state.vars[name] = [arg]
+            default = Val(
+                arg.text,
+                arg.how or (f"default of ${{{name}}}" if arg.installed else ""),
+                arg.unknown,
+            )
+            return default
+        if op in (":+", "+"):
+            return arg if current is not None and current.text else Val("")
+        if op in ("%", "%%", "#", "##") and current is not None:
+            pattern = self.src.text(arg_nodes[0]) if arg_nodes else ""
+            return _strip(current, op, pattern)
+        if op in ("/", "//") and current is not None:
+            return unknown(text, "a substitution in a value")
+        if current is not None:
+            return current
+        return self.var(name, text)
+
+    def substitution(self, node: Node) -> Val:
+        inner = statements(node)
+        stream = self.capture(inner)
+        if stream.value is not None:
+            return stream.value
+        text = self.src.text(node)
+        return unknown(text, f"{text} is known only at run time")
+
+    def capture(self, inner: list[Node]) -> Stream:
+        """Run statements whose output is captured (``$(...)``): the last thing printed."""
+        saved = self.state
+        self.state = self.state.copy()
+        self.captures.append([])
+        stream = Stream()
+        try:
+            for n in inner:
+                stream = self.statement(n)
+        finally:
+            printed = self.captures.pop()
+            self.state = saved
+        if stream.value is None and printed:
+            stream = printed[-1]
+        return stream
+
+    def expand_heredoc(self, redirect: Node, text: str) -> str:
+        """An unquoted here-document's text with the variables the walk knows expanded
+        (unknown ones stay as written)."""
+        body = next((c for c in redirect.children if c.type == "heredoc_body"), None)
+        if body is None:
+            return text
+        out = []
+        pos = body.start_byte
+        first_line_start = self.src.data.rfind(b"\n", 0, body.start_byte) + 1
+        out.append(self.src.data[first_line_start:pos].decode("utf-8", "replace"))
+        for child in body.named_children:
+            if child.type in ("simple_expansion", "expansion", "command_substitution"):
+                out.append(self.src.data[pos : child.start_byte].decode("utf-8", "replace"))
+                val = self.word(child)
+                out.append(
+                    val.text if val.known or val.text.startswith("/@") else self.src.text(child)
+                )
+                pos = child.end_byte
+        end = next((c for c in redirect.children if c.type == "heredoc_end"), None)
+        stop = (
+            self.src.data.rfind(b"\n", 0, end.start_byte) + 1 if end is not None else body.end_byte
+        )
+        out.append(self.src.data[pos:stop].decode("utf-8", "replace"))
+        joined = "".join(out)
+        return re.sub(r"\\([$`\\])", r"\1", joined)
+
+    # ------------------------------------------------------------------ other scripts
+
+    def follow(self, rel: Val, cmd: Cmd, *, fresh: bool) -> bool:
+        """Walk a script of the same repository (``source x.sh``, ``bash x.sh``)."""
+        path = self.repo_file(rel)
+        if path is None or self.root is None:
+            return False
+        relpath = path.relative_to(self.root).as_posix()
+        if relpath in self.chain or len(self.chain) > 8:
+            return True
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            source = parse_shell(text, relpath)
+        except (OSError, ValueError):
+            return False
+        except Exception as exc:  # a syntax error in the followed file: a note, not a crash
+            self.result.notes.append((cmd.line, f"{relpath} could not be read: {exc}"))
+            return False
+        self.result.sourced.append((cmd.line, relpath))
+        saved = (self.src, self.chain, self.state)
+        self.src, self.chain = source, (*self.chain, relpath)
+        if fresh:
+            state = State(exported=set(self.state.exported))
+            state.vars = {k: v for k, v in self.state.vars.items() if k in self.state.exported}
+            state.args = list(cmd.words[1:])
+            self.state = state
+        try:
+            self.block(source.root)
+        finally:
+            sourced_state = self.state
+            self.src, self.chain, self.state = saved
+            if not fresh:
+                self.state = sourced_state
+        return True
+
+    def repo_file(self, val: Val) -> Path | None:
+        """A file of the repository that a path word names (relative to the script's folder,
+        the working folder, or the repository), or None."""
+        if self.root is None or not val.known:
+            return None
+        text = val.text
+        script_dir = posixpath.dirname(self.chain[-1])
+        candidates = []
+        if text.startswith(SCRIPT_DIR):
+            candidates.append(posixpath.join(script_dir, text[len(SCRIPT_DIR) :].lstrip("/")))
+        elif not text.startswith("/"):
+            if self.state.cwd is not None and self.state.cwd.text.startswith(SCRIPT_DIR):
+                rel = self.state.cwd.text[len(SCRIPT_DIR) :].lstrip("/")
+                candidates.append(posixpath.join(script_dir, rel, text))
+            candidates += [posixpath.join(script_dir, text), text]
+        for c in candidates:
+            p = (self.root / posixpath.normpath(c)).resolve()
+            try:
+                p.relative_to(self.root.resolve())
+            except ValueError:
+                continue
+            if p.is_file():
+                return p
+        return None
+
+
+def _same_place(a: Modification, b: Modification) -> bool:
+    if a.target is not None and b.target is not None:
+        return a.target.path == b.target.path or a.target.root == b.target.root == "unknown"
+    return a.mechanism == b.mechanism
+
+
+def _strip(v: Val, op: str, pattern: str) -> Val:
+    """``${x%/*}`` and friends for the common patterns (a suffix or prefix up to a ``/``)."""
+    text = v.text
+    if op in ("%", "%%") and pattern in ("/*",):
+        return dirname(v) if op == "%" else Val(text.split("/", 1)[0], v.how, v.unknown)
+    if op in ("#", "##") and pattern in ("*/",):
+        return basename(v) if op == "##" else Val(text.split("/", 1)[-1], v.how, v.unknown)
+    if op in ("%", "%%") and "*" not in pattern and text.endswith(pattern):
+        return Val(text[: len(text) - len(pattern)], v.how, v.unknown)
+    if op in ("#", "##") and "*" not in pattern and text.startswith(pattern):
+        return Val(text[len(pattern) :], v.how, v.unknown)
+    return unknown(f"${{...{op}{pattern}}}", "a pattern removal") if "*" in pattern else v
+
+
+def iter_nodes(node: Node) -> Iterator[Node]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
+__all__ = ["Cmd", "FileInfo", "Stdin", "Stream", "Walker", "display"]
