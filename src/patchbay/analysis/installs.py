@@ -62,11 +62,17 @@ def cmd_python(w: Walker, cmd: Cmd) -> Stream | None:
         if posix_base(args[0]) == "setup.py":
             return setup_py(w, cmd, words[1:])
         repo = w.repo_file(words[0])
-        if repo is not None:
+        if repo is not None and w.root is not None:
             text = repo.read_text(encoding="utf-8", errors="replace")
-            return snippet(
-                w, cmd, text, [x.text for x in words], words[1:], inline=False, file=words[0]
-            )
+            saved = w.chain
+            # the statements are the file's own, reached from this script
+            w.chain = (*w.chain, repo.relative_to(w.root.resolve()).as_posix())
+            try:
+                return snippet(
+                    w, cmd, text, [x.text for x in words], words[1:], inline=False, file=words[0]
+                )
+            finally:
+                w.chain = saved
     return None
 
 
@@ -432,6 +438,9 @@ def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> 
             and w.engines.is_engine(base.split("-")[0])
         ):
             engine = base.split("-")[0]
+        if engine is None:  # `pip uninstall X`, then X from a local tree: a replacement
+            leaf = folder_only.text.rstrip("/").rsplit("/", 1)[-1].lower()
+            engine = next((n for n in w.uninstalled if n in leaf), None)
         if engine is None and folder is not None:
             parts = folder_only.text.rstrip("/").split("/")
             engine = next((p for p in reversed(parts) if w.engines.is_engine(p)), None)
