@@ -188,14 +188,24 @@ def _diff_files_engine(w: Walker, content: str) -> bool:
 
 
 def environment_change(
-    w: Walker, name: str, value: Val, line: int, text: str, command: str | None = None
+    w: Walker,
+    name: str,
+    value: Val,
+    line: int,
+    text: str,
+    command: str | None = None,
+    before: str | None = None,
 ) -> None:
-    """``PYTHONPATH``/``LD_PRELOAD`` set (exported, or for one command): module injection."""
+    """``PYTHONPATH``/``LD_PRELOAD`` set (exported, or for one command): module injection.
+    Only entries the value adds to the variable's previous value (``before``) count."""
     if name not in ("PYTHONPATH", "LD_PRELOAD", "PYTHONSTARTUP"):
         return
-    raw = value.text
-    raw = re.sub(r"\$\{PYTHONPATH[^}]*\}|\$PYTHONPATH\b", "", raw)
-    entries = [e for e in raw.split(":") if e]
+    if before is None:
+        previous = w.state.vars.get(name)
+        before = previous[0].text if previous else ""
+    raw = re.sub(r"\$\{PYTHONPATH[^}]*\}|\$PYTHONPATH\b", "", value.text)
+    old = set(before.split(":"))
+    entries = [e for e in raw.split(":") if e and e not in old]
     if name == "PYTHONPATH":
         entries = [e for e in entries if not _harmless_entry(w, e)]
     if not entries:

@@ -41,8 +41,8 @@ def analyse_dockerfile(
                 if len(parts) >= 2:
                     name = node_text(parts[0])
                     value = _expand(walker, node_text(parts[1]).strip("\"'"))
-                    walker.set_var(name, [value], line)
                     environment_change(walker, name, value, line, node_text(ins).split("\n")[0])
+                    walker.set_var(name, [value], line)
                 elif len(parts) == 1 and kind == "arg_instruction":
                     walker.state.vars.setdefault(node_text(parts[0]), [Val("")])
         elif kind == "workdir_instruction":

@@ -13,6 +13,7 @@ commands themselves are judged in :mod:`.commands`; what they change is recorded
 from __future__ import annotations
 
 import codecs
+import os
 import posixpath
 import re
 from collections.abc import Iterator
@@ -165,6 +166,7 @@ class Walker:
         self.vcs: list[Modification] = []  # clones and fetches of engines (built later?)
         self.pending: dict[str, FileInfo] = {}  # downloads to a temporary name in the engine
         self.last_removal: Modification | None = None
+        self._root_text: str | None = None
         self.uninstalled: dict[str, int] = {}  # distribution -> line of its pip uninstall
 
     # ------------------------------------------------------------------ driver
@@ -891,13 +893,14 @@ class Walker:
             self.state.vars[name] = items[:1] or [Val("")]
             return
         value = self.word(v) if v is not None else Val("")
+        previous = self.lookup(name)
         if append:
-            old = self.lookup(name)
-            value = (old[0] if old else Val("")) + value
+            value = (previous[0] if previous else Val("")) + value
         self.set_var(name, [value], line)
         from .commands import environment_change
 
-        environment_change(self, name, value, line, self.src.text(node))
+        before = previous[0].text if previous else ""
+        environment_change(self, name, value, line, self.src.text(node), before=before)
 
     def declaration(self, node: Node) -> Stream:
         kind = node.children[0].type if node.children else ""
@@ -1182,15 +1185,18 @@ class Walker:
                 rel = self.state.cwd.text[len(SCRIPT_DIR) :].lstrip("/")
                 candidates.append(posixpath.join(script_dir, rel, text))
             candidates += [posixpath.join(script_dir, text), text]
+        root = self.root_text
         for c in candidates:
-            p = (self.root / posixpath.normpath(c)).resolve()
-            try:
-                p.relative_to(self.root.resolve())
-            except ValueError:
-                continue
-            if p.is_file():
-                return p
+            full = posixpath.normpath(posixpath.join(root, c))
+            if full.startswith(root + "/") and os.path.isfile(full):
+                return Path(full)
         return None
+
+    @property
+    def root_text(self) -> str:
+        if self._root_text is None:
+            self._root_text = str(self.root.resolve()) if self.root is not None else ""
+        return self._root_text
 
 
 def _same_place(a: Modification, b: Modification) -> bool:

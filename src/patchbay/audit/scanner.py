@@ -14,8 +14,9 @@ right above it::
 
     cp k/*.co "$SITE/aiter_meta/"  # patchbay-reviewed PB404: kernels the image lacks, see W-12
 
-Files that name none of :data:`TRIGGERS` (nor an engine) cannot change an engine and are not
-parsed; the rest are analysed whole.
+Files that name none of :data:`MARKERS` (nor an engine folder, a helper function, a
+``PYTHONPATH`` addition, an engine ``pip install`` or another script) cannot change an engine
+and are not parsed; the rest are analysed whole.
 """
 
 from __future__ import annotations
@@ -31,11 +32,19 @@ from ..errors import InputError
 from .config import SKIPPED_DIRS, globs_regex, normalise_name
 from .rules import Finding, Suppression
 
-__all__ = ["GREP_PATTERN", "TRIGGERS", "EngineNames", "findings_of", "scan_tree", "script_files"]
+__all__ = [
+    "GREP_PATTERN",
+    "MARKERS",
+    "TRIGGERS",
+    "EngineNames",
+    "findings_of",
+    "scan_tree",
+    "script_files",
+]
 
 ScriptKind = Literal["shell", "dockerfile", "python"]
 
-TRIGGERS = (
+MARKERS = (
     "site-packages",
     "dist-packages",
     "purelib",
@@ -45,33 +54,91 @@ TRIGGERS = (
     "__file__",
     "__path__",
     "find_spec",
-    "PYTHONPATH",
-    "LD_PRELOAD",
     "customize",
     ".pth",
     "git+",
     ".whl",
+    "LD_PRELOAD",
+    "pip show",
+    "pip3 show",
+    "uninstall",
     "clone",
     "fetch",
-    "pip",
     "apply",
     "patch",
-    "source ",
-    ". ",
-    "bash ",
-    "sh ",
 )
-"""A script containing none of these substrings (nor an engine package folder ``name/``) has
-nothing for the rules: it is not parsed."""
+"""Substrings without which a file can neither reach an install root nor change an engine
+(with the engine folders ``name/``, ``PYTHONPATH`` additions, ``pip`` installs of engines, and
+other scripts run or sourced)."""
 
-GREP_PATTERN = "|".join(re.escape(t).replace("\\-", "-") for t in TRIGGERS[:18])
-"""The main triggers as one POSIX extended regex (``grep -rE``, the benchmark's baseline)."""
+TRIGGERS = (*MARKERS[:14], "PYTHONPATH", "pip", "source", "bash", "COPY", "ADD")
+GREP_PATTERN = "|".join(re.escape(t).replace("\\-", "-") for t in TRIGGERS)
+"""The triggers as one POSIX extended regex (``grep -rE``, the benchmark's baseline)."""
+
+_FOLLOWS = re.compile(r"(?:^|[\s;&|(])(?:source|\.|bash|sh|python3?)\s+[^\s-]")
+_PYTHONPATH_SELF = re.compile(r"\$\{PYTHONPATH[^}]*\}|\$PYTHONPATH\b")
+_PIP_SOURCE = re.compile(r"(?:\s-e\s|--editable|@|://|\./|\s/|\$)")
 
 
-def _worth_reading(text: str, engines: EngineNames) -> bool:
-    if any(t in text for t in TRIGGERS):
-        return True
-    return any(f"{name}/" in text for name in engines.imports)
+class _Gate:
+    """Which files are worth analysing: a conservative substring test per file, and per
+    distinct line for the two triggers harness lines repeat (``pip install``, ``PYTHONPATH``).
+    A file that fails it has no statement that can reach an engine."""
+
+    def __init__(self, engines: EngineNames, root: Path) -> None:
+        self.engines = engines
+        self.root = root
+        self.rel = ""
+        self.folders = tuple(f"{name}/" for name in sorted(engines.imports))
+        self.lines: dict[str, bool] = {}
+
+    def __call__(self, text: str, rel: str, kind: str) -> bool:
+        self.rel = rel
+        if kind == "dockerfile" and ("COPY" in text or "ADD" in text):
+            return True
+        if any(m in text for m in MARKERS) or any(f in text for f in self.folders):
+            return True
+        if "()" in text or "function " in text:
+            return True  # helpers: their arguments may carry anything
+        for needle in ("pip", "PYTHONPATH", "source", ". ", "bash ", "sh ", "python"):
+            at = text.find(needle)
+            while at != -1:
+                ls = text.rfind("\n", 0, at) + 1
+                le = text.find("\n", at)
+                le = len(text) if le == -1 else le
+                if self.line(text[ls:le]) and self.follows_a_file(text[ls:le]):
+                    return True
+                at = text.find(needle, le)
+        return False
+
+    def follows_a_file(self, line: str) -> bool:
+        """A line that runs another script counts only when that script is in the tree."""
+        m = _FOLLOWS.search(line)
+        if m is None or "pip" in line or "PYTHONPATH" in line:
+            return True
+        word = line[m.end() - 1 :].split()[0].strip("\"'")
+        if "$" in word:
+            return True
+        folder = os.path.dirname(self.rel)
+        return any(os.path.isfile(os.path.join(self.root, base, word)) for base in (folder, ""))
+
+    def line(self, line: str) -> bool:
+        known = self.lines.get(line)
+        if known is None:
+            known = self.lines[line] = self.judge(line)
+        return known
+
+    def judge(self, line: str) -> bool:
+        code = line.split("#", 1)[0] if line.lstrip().startswith("#") else line
+        if "PYTHONPATH" in code and re.search(r"PYTHONPATH[=\s]+['\"]?[^\s'\":;&|]",
+                                              _PYTHONPATH_SELF.sub("", code)):  # fmt: skip
+            return True
+        if "pip" in code and (
+            _PIP_SOURCE.search(code) or self.engines.pattern.search(code) is not None
+        ):
+            return True
+        m = _FOLLOWS.search(code)
+        return m is not None and not re.search(r"python3?\s+-m\s", code)
 
 
 # -- modifications -> findings ------------------------------------------------------------------
@@ -341,9 +408,10 @@ def scan_tree(
     """
     found: dict[tuple[str, int | None, str], Finding] = {}
     base = os.path.join(os.fspath(root), "")
+    gate = _Gate(engines, root)
     for rel, kind in script_files(root, include, exclude):
         text = read_script(base + rel)
-        if text is None or not _worth_reading(text, engines):
+        if text is None or not gate(text, rel, kind):
             continue
         try:
             analysis = analyse(text, rel, kind, engines, root)

@@ -1,0 +1,138 @@
+"""Recall and precision of the analyser, the audit and ``patchbay import`` over the corpus.
+
+The corpus (``tests/corpus/scripts``) holds scripts written in the style of benchmark teams'
+patch scripts, each with the modifications a reader finds in it (line and mechanism; see
+``tests/corpus_expectations.py``). For each consumer this prints, over every expected
+modification:
+
+- **analyser**: a modification found at the expected line with the expected mechanism;
+- **audit**: a PB4xx finding (PB409-PB411 aside) at the expected line of the expected file (a
+  rebuild counts through the write of its build output);
+- **import** (shell scripts only): a patch whose script lines cover the expected line; precision
+  counts patches that cover no expected line; a script is *wrongly complete* when the import
+  says complete (exit 0) while an expected modification is not converted.
+
+Targets: recall >= 98%, precision >= 98%, no script wrongly complete (PASS or MISS each). Run
+from the repository root: ``.venv/bin/python benchmarks/bench_corpus.py`` (a few seconds, no
+network). Exit 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from corpus_expectations import CORPUS, Case, load_cases  # noqa: E402
+
+from patchbay.analysis import EngineNames, analyse  # noqa: E402
+from patchbay.audit.scanner import findings_of  # noqa: E402
+from patchbay.errors import InputError  # noqa: E402
+
+TARGET = 0.98
+
+
+def _ratio(a: int, b: int) -> float:
+    return a / b if b else 1.0
+
+
+def analyser_and_audit(cases: list[Case]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(true positives, expected, found) for the analyser and for the audit."""
+    engines = EngineNames.build()
+    a_tp = a_exp = a_found = 0
+    u_tp = u_exp = u_found = 0
+    for case in cases:
+        if case.error_line is not None:
+            continue
+        analysis = analyse(case.script.read_text(), case.rel, case.kind, engines, CORPUS)
+        want = {(e.path or case.rel, e.line, e.mechanism) for e in case.expected}
+        got = {
+            (m.chain[-1] if m.chain else case.rel, m.line, m.mechanism.value)
+            for m in analysis.modifications
+        }
+        a_tp += len(want & got)
+        a_exp += len(want)
+        a_found += len(got)
+        want_lines = {(p, line) for p, line, _mech in want}
+        found = {
+            (f.path, f.line)
+            for f in findings_of(analysis)
+            if f.code not in ("PB409", "PB410", "PB411")
+        }
+        u_tp += len(want_lines & found)
+        u_exp += len(want_lines)
+        u_found += len(found)
+    return (a_tp, a_exp, a_found), (u_tp, u_exp, u_found)
+
+
+def importer(cases: list[Case]) -> tuple[int, int, int, int, list[str]]:
+    """(converted expected, expected, patches covering an expected line, patches, wrongly
+    complete scripts) of ``patchbay import`` over the shell scripts."""
+    from patchbay.importer import import_script
+
+    tp = exp = good = patches = 0
+    wrongly: list[str] = []
+    work = Path(tempfile.mkdtemp(prefix="bench-corpus-"))
+    try:
+        for n, case in enumerate(cases):
+            if case.kind != "shell" or case.error_line is not None:
+                continue
+            own = [e for e in case.expected if not e.path]
+            try:
+                result = import_script(case.script, work / f"out{n}", force=True)
+            except InputError:
+                exp += len(own)
+                continue
+            spans = [span for d in result.patches for span in d.spans]
+            lines = {e.line for e in own}
+            converted = {line for line in lines if any(a <= line <= b for a, b in spans)}
+            tp += len(converted)
+            exp += len(lines)
+            patches += len(result.patches)
+            good += sum(
+                1
+                for d in result.patches
+                if any(a <= line <= b for a, b in d.spans for line in lines)
+            )
+            if not result.partial and (converted != lines or any(e.path for e in case.expected)):
+                wrongly.append(case.rel)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return tp, exp, good, patches, wrongly
+
+
+def main() -> int:
+    cases = load_cases()
+    scripts = len(cases)
+    silent = sum(1 for c in cases if not c.expected and c.error_line is None)
+    print(f"corpus: {scripts} scripts ({silent} silent), "
+          f"{sum(len(c.expected) for c in cases)} expected modifications")  # fmt: skip
+    (a_tp, a_exp, a_found), (u_tp, u_exp, u_found) = analyser_and_audit(cases)
+    i_tp, i_exp, i_good, i_patches, wrongly = importer(cases)
+    ok = True
+    rows = [
+        ("analyser", _ratio(a_tp, a_exp), _ratio(a_tp, a_found), f"{a_tp}/{a_exp}", f"{a_tp}/{a_found}"),
+        ("audit", _ratio(u_tp, u_exp), _ratio(u_tp, u_found), f"{u_tp}/{u_exp}", f"{u_tp}/{u_found}"),
+        ("import", _ratio(i_tp, i_exp), _ratio(i_good, i_patches), f"{i_tp}/{i_exp}", f"{i_good}/{i_patches}"),
+    ]  # fmt: skip
+    print(f"{'':10} {'recall':>16} {'':5} {'precision':>16}")
+    for name, recall, precision, r_frac, p_frac in rows:
+        r_mark = "PASS" if recall >= TARGET else "MISS"
+        p_mark = "PASS" if precision >= TARGET else "MISS"
+        ok = ok and r_mark == p_mark == "PASS"
+        print(
+            f"{name:10} {recall:7.1%} {r_frac:>8} {r_mark}  {precision:7.1%} {p_frac:>8} {p_mark}"
+        )
+    mark = "PASS" if not wrongly else "MISS"
+    ok = ok and not wrongly
+    print(f"import: scripts wrongly reported complete: {len(wrongly)} {mark}"
+          + (f" ({', '.join(wrongly)})" if wrongly else ""))  # fmt: skip
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
