@@ -28,7 +28,6 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from corpus_expectations import CORPUS, Case, load_cases  # noqa: E402
-
 from patchbay.analysis import EngineNames, analyse  # noqa: E402
 from patchbay.audit.scanner import findings_of  # noqa: E402
 from patchbay.errors import InputError  # noqa: E402
@@ -115,12 +114,14 @@ def main() -> int:
     i_tp, i_exp, i_good, i_patches, wrongly = importer(cases)
     ok = True
     rows = [
-        ("analyser", _ratio(a_tp, a_exp), _ratio(a_tp, a_found), f"{a_tp}/{a_exp}", f"{a_tp}/{a_found}"),
-        ("audit", _ratio(u_tp, u_exp), _ratio(u_tp, u_found), f"{u_tp}/{u_exp}", f"{u_tp}/{u_found}"),
-        ("import", _ratio(i_tp, i_exp), _ratio(i_good, i_patches), f"{i_tp}/{i_exp}", f"{i_good}/{i_patches}"),
-    ]  # fmt: skip
+        ("analyser", a_tp, a_exp, a_tp, a_found),
+        ("audit", u_tp, u_exp, u_tp, u_found),
+        ("import", i_tp, i_exp, i_good, i_patches),
+    ]
     print(f"{'':10} {'recall':>16} {'':5} {'precision':>16}")
-    for name, recall, precision, r_frac, p_frac in rows:
+    for name, r_num, r_den, p_num, p_den in rows:
+        recall, precision = _ratio(r_num, r_den), _ratio(p_num, p_den)
+        r_frac, p_frac = f"{r_num}/{r_den}", f"{p_num}/{p_den}"
         r_mark = "PASS" if recall >= TARGET else "MISS"
         p_mark = "PASS" if precision >= TARGET else "MISS"
         ok = ok and r_mark == p_mark == "PASS"
