@@ -8,10 +8,14 @@ precision figures over the same corpus, for the audit too, are printed by
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 
 from corpus_expectations import CORPUS, Case, found_of, load_cases
 from patchbay.analysis import EngineNames, ShellSyntaxError, analyse
+from patchbay.importer import import_script
 
 CASES = load_cases()
 
@@ -53,3 +57,24 @@ def test_analyser_meets_the_expectations(case: Case) -> None:
             assert (flag in exp.flags) == (flag in flags), (exp, flags)
         alts = {f for f in exp.flags if f.startswith("alt=")}
         assert alts <= flags, (exp, flags)
+
+
+SHELL = [c for c in CASES if c.kind == "shell" and c.error_line is None]
+
+
+def test_import_lists_every_modification_and_is_never_wrongly_complete(tmp_path: Path) -> None:
+    """``patchbay import`` of every corpus shell script: each expected modification becomes a
+    patch or is listed (with its lines) as not converted; a script with anything left out (a
+    change in a function never called, in a script it runs) is partial; the notes show no
+    internal placeholder and no control byte."""
+    for n, case in enumerate(SHELL):
+        result = import_script(case.script, tmp_path / f"out{n}", force=True)
+        lines = {e.line for e in case.expected if not e.path}
+        spans = [s for d in result.patches if not getattr(d, "harness", False) for s in d.spans]
+        converted = {line for line in lines if any(a <= line <= b for a, b in spans)}
+        listed = {line for line in lines for o in result.unconverted if o.start <= line <= o.end}
+        assert lines <= converted | listed, (case.rel, sorted(lines - converted - listed))
+        if converted != lines or any(e.path for e in case.expected):
+            assert result.partial, case.rel
+        notes = (tmp_path / f"out{n}" / "IMPORT-NOTES.md").read_text()
+        assert "/@" not in notes and not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", notes), case.rel

@@ -802,7 +802,11 @@ def test_downloads_pins_and_checked_in_patches(tmp_path: Path) -> None:
 
 
 def test_shell_reader_keeps_lines_and_here_documents() -> None:
-    from patchbay.importer.shell import For, FunctionDef, If, Simple, parse_script
+    """The grammar the importer reads with (tree-sitter-bash, through the analyser) keeps the
+    statements' lines, ``<<-`` here-documents with every leading tab removed, a loop's items
+    (quoted, ``$'...'``), functions, ``case`` and the comments."""
+    from patchbay.analysis import analyse_shell
+    from patchbay.analysis.syntax import parse_shell
 
     text = dedent(
         """
@@ -823,24 +827,32 @@ def test_shell_reader_keeps_lines_and_here_documents() -> None:
         esac
         """
     )
-    script = parse_script(text, Path("t.sh"))
-    kinds = [(type(n).__name__, n.line, n.last_line()) for n in script.nodes]
+    source = parse_shell(text, "t.sh")
+    nodes = [n for n in source.root.named_children if n.type != "comment"]
+    kinds = [(n.type, source.line(n), source.end_line(n)) for n in nodes]
     assert kinds == [
-        ("Simple", 3, 4),
-        ("FunctionDef", 5, 5),
-        ("If", 6, 10),
-        ("For", 11, 11),
-        ("Case", 12, 15),
+        ("variable_assignment", 3, 4),
+        ("function_definition", 5, 5),
+        ("if_statement", 6, 10),
+        ("for_statement", 11, 11),
+        ("case_statement", 12, 15),
     ]
-    cond = script.nodes[2]
-    assert isinstance(cond, If)
-    [body] = cond.clauses[0][1]
-    assert isinstance(body, Simple) and body.heredoc is not None
-    assert body.heredoc.body == "tabbed $x\n" and not body.heredoc.quoted  # every tab goes
-    loop = script.nodes[3]
-    assert isinstance(loop, For) and [w.literal for w in loop.words or []] == ["a", "b c", "d\te"]
-    assert isinstance(script.nodes[1], FunctionDef)
-    assert script.comments[2].text == " header" and script.comments[11].text == " trailing"
+    [redirect] = [n for n in _walk_nodes(nodes[2]) if n.type == "heredoc_redirect"]
+    assert source.heredoc_body(redirect) == "tabbed $x\n"  # every tab goes
+    assert source.text(next(c for c in redirect.children if c.type == "heredoc_start")) == "EOF"
+    analysis = analyse_shell(text, "t.sh")
+    assert analysis.loops[11] == {"items": 3, "computed": [], "globbed": False}
+    assert [f.name for f in analysis.functions] == ["f"]
+    assert analysis.functions[0].calls == (11,)
+    comments = {source.line(n): source.text(n) for n in _walk_nodes(source.root)
+                if n.type == "comment"}  # fmt: skip
+    assert comments[2] == "# header" and comments[11] == "# trailing"
+
+
+def _walk_nodes(node):  # type: ignore[no-untyped-def]
+    yield node
+    for child in node.children:
+        yield from _walk_nodes(child)
 
 
 def test_import_refuses_bad_out_and_bad_interpreter_before_writing(tmp_path: Path) -> None:

@@ -72,6 +72,7 @@ def analyse_shell(
     result = walker.run()
     result.modifications = _finish(walker, result.modifications)
     result.installs = list(walker.installs)
+    result.packages = list(walker.packages)
     return result
 
 

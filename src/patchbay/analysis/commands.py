@@ -135,6 +135,8 @@ def write_file(w: Walker, cmd: Cmd, dest: Val, op: str, stream: Stream | None = 
         info = FileInfo("heredoc", content, line=cmd.line, end_line=cmd.end_line)
         if cmd.stdin is not None and cmd.stdin.kind == "heredoc":
             info.quoted = cmd.stdin.quoted
+            info.delimiter = cmd.stdin.delimiter
+            info.runtime = cmd.stdin.runtime
         elif cmd.stdin is not None and cmd.stdin.kind in ("file", "pipe"):
             src = cmd.stdin.file
             info = FileInfo(
@@ -480,6 +482,7 @@ def _diff_content(w: Walker, files: list[Val], stdin: Stdin | None) -> tuple[str
     if files:
         f = files[0]
         facts["patch_file"] = f.display()
+        facts["file_name"] = posixpath.basename(f.text)
         info = w.files.get(f.text)
         if info is None:
             repo = w.repo_file(f)
@@ -492,6 +495,8 @@ def _diff_content(w: Walker, files: list[Val], stdin: Stdin | None) -> tuple[str
         if stdin.kind == "heredoc":
             facts["heredoc"] = (stdin.line, stdin.end_line)
             facts["quoted"] = stdin.quoted
+            facts["delimiter"] = stdin.delimiter
+            facts["runtime"] = stdin.runtime
             return stdin.text, facts
         if stdin.file is not None:
             if stdin.value is not None:
@@ -510,6 +515,8 @@ def _info_content(info: FileInfo, facts: dict) -> tuple[str | None, dict]:
     if info.kind == "heredoc":
         facts["heredoc"] = (info.line, info.end_line)
         facts["quoted"] = info.quoted
+        facts["delimiter"] = info.delimiter
+        facts["runtime"] = info.runtime
     if info.url:
         facts["url"] = info.url
     if info.kind == "filtered":

@@ -21,6 +21,7 @@ from .values import Val, join
 from .walk import Cmd, Stream, Walker
 
 _SHA40 = re.compile(r"[0-9a-f]{40}")
+_BUILDS = re.compile(r"build|jit|compile|get_module|load_module", re.IGNORECASE)
 
 
 def _getenv(w: Walker, env: dict[str, Val]):
@@ -120,6 +121,9 @@ def snippet(
         if v.installed or v.how:
             argv_how[k] = v
     facts = read_python(code, argv, _getenv(w, cmd.env))
+    for pkg in facts.packages:
+        if pkg not in w.packages:
+            w.packages.append(pkg)
     per_line = file is not None
     offset = 0
     python_effects(w, cmd, facts.effects, code, argv, per_line=per_line, offset=offset,
@@ -167,6 +171,7 @@ def python_effects(
     except pysnippet.NotUnderstood as exc:
         reason = exc.reason
     argv_vals = argv_vals or []
+    before = len(w.mods)
     for effect in effects:
         line_cmd = cmd
         if per_line:
@@ -213,7 +218,14 @@ def python_effects(
         if mechanism is Mechanism.WRITE and _reads(code, effect):
             mechanism = Mechanism.EDIT
         edits = list(effect.edits)
-        details: dict[str, object] = {"python": code, "argv": argv, "inline": not per_line}
+        details: dict[str, object] = {
+            "python": code,
+            "argv": argv,
+            "inline": not per_line,
+            "strict": strict,
+            "stdin": cmd.stdin,
+            "words": [x.text for x in cmd.words],
+        }
         if strict is not None:
             for fe in strict.edits:
                 if fe.file == effect.path:
@@ -237,14 +249,32 @@ def python_effects(
         if (
             mod is not None
             and w.last_removal is not None
-            and mechanism is Mechanism.WRITE
-            and target.path.endswith((".so", ".co"))
+            and mechanism in (Mechanism.WRITE, Mechanism.EDIT)
+            and target.path.endswith((".so", ".co", ".hsaco"))
         ):
             mod.mechanism = Mechanism.REBUILD
             mod.details["remove"] = w.last_removal.details.get("paths") or [
                 w.last_removal.target.path if w.last_removal.target else ""
             ]
             w.last_removal = None
+    if len(w.mods) == before and w.last_removal is not None and _BUILDS.search(code):
+        # a build step (JIT, compile) run after engine files were removed: a rebuild
+        removal = w.last_removal
+        w.last_removal = None
+        w.emit(
+            Mechanism.REBUILD,
+            "python",
+            cmd,
+            removal.target,
+            content=code,
+            details={
+                "python": code,
+                "argv": argv,
+                "inline": not per_line,
+                "remove": removal.details.get("paths") or [],
+                "words": [x.text for x in cmd.words],
+            },
+        )
 
 
 def _reads(code: str, effect: Effect) -> bool:
@@ -360,13 +390,29 @@ def pip(w: Walker, cmd: Cmd, words: list[Val]) -> Stream | None:
         else:
             joined.append((spec, editable))
     facts = {"options": options, "flags": flags, "env": {k: v.text for k, v in cmd.env.items()}}
+    for key in ("-r", "--requirement"):
+        if key in options:
+            harness(w, cmd, f"{key} {options[key]}", {**facts, "source": "requirements-file"})
+    if not joined and not any(k in options for k in ("-r", "--requirement")):
+        harness(w, cmd, "", {**facts, "source": "none"})
     for spec, editable in joined:
         requirement(w, cmd, spec, editable, facts)
     return None
 
 
+def harness(w: Walker, cmd: Cmd, text: str, details: dict) -> None:
+    """A package that is not an engine's: kept apart (the import may still pin it)."""
+    w.installs.append(
+        Modification(Mechanism.PIP, "pip install", cmd.line, max(cmd.end_line, cmd.line),
+                     content=text, chain=w.chain, text=cmd.text, details=dict(details))
+    )  # fmt: skip
+
+
 def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> None:
     text = spec.text.strip()
+    if not spec.known and not text.startswith("/@"):
+        harness(w, cmd, text, {**facts, "source": "computed", "requirement": text})
+        return
     name, url = "", text
     m = re.match(r"^([\w.\[\],-]+)\s*@\s*(\S+)$", text)
     if m:
@@ -378,7 +424,7 @@ def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> 
         names = [n for n in (name, egg.group(1) if egg else "", repo[1] if repo else "") if n]
         engine = next((n for n in names if w.engines.is_engine(n)), None)
         if engine is None:
-            w.installs.append((cmd.line, text))
+            harness(w, cmd, text, details)
             return
         path = url.split("://", 1)[-1].split("#")[0]
         ref = path.rsplit("@", 1)[1] if "@" in path.split("/", 1)[-1] else None
@@ -400,7 +446,7 @@ def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> 
         candidates = [n for n in (dist, repo[1] if repo else "") if n]
         engine = next((n for n in candidates if w.engines.is_engine(n)), None)
         if engine is None:
-            w.installs.append((cmd.line, text))
+            harness(w, cmd, text, details)
             return
         details.update(
             {"source": "wheel-url" if base.endswith(".whl") else "archive-url", "engine": engine}
@@ -414,7 +460,7 @@ def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> 
             details.update({"source": "wheel", "engine": dist})
             w.emit(Mechanism.PIP, "pip install", cmd, None, content=text, details=details)
         else:
-            w.installs.append((cmd.line, text))
+            harness(w, cmd, text, details)
         return
     is_path = (
         editable
@@ -452,7 +498,7 @@ def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> 
             ):
                 engine = parts[-2]
         if engine is None:
-            w.installs.append((cmd.line, text))
+            harness(w, cmd, text, details)
             return
         replaced = w.uninstalled.get(engine.lower())
         details.update({"source": "local", "engine": engine, "folder": folder_only.display()})
@@ -476,10 +522,10 @@ def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> 
     try:
         req = Requirement(text)
     except InvalidRequirement:
-        w.installs.append((cmd.line, text))
+        harness(w, cmd, text, details)
         return
     if not w.engines.is_engine(req.name):
-        w.installs.append((cmd.line, text))
+        harness(w, cmd, text, details)
         return
     pin = str(req.specifier) or "latest"
     details.update({"source": "index", "engine": req.name, "pin": pin})

@@ -167,8 +167,13 @@ class ScriptAnalysis:
             comments, keyed by the line they review.
         sourced: scripts followed (``source``, ``.``, ``bash path``), with the line of the call.
         notes: things a reader should know (a file that could not be followed, ...).
-        installs: packages installed that are not engine packages (harness tools), with
-            their line: never modifications of the engine.
+        installs: ``pip install`` of packages that are not engine packages (harness tools),
+            or that name no package the walk can read: never modifications of the engine.
+        loops: line of a ``for`` loop of the script -> ``items`` (how many it was unrolled
+            into), ``computed`` (the words whose values are known only at run time),
+            ``globbed`` (a glob over checked-in files, listed now).
+        packages: top-level packages the script's Python names (``find_spec``, imports,
+            ``__file__``), first met first.
     """
 
     path: str
@@ -179,7 +184,9 @@ class ScriptAnalysis:
     annotations: dict[int, tuple[frozenset[str], str, int]] = field(default_factory=dict)
     sourced: list[tuple[int, str]] = field(default_factory=list)
     notes: list[tuple[int, str]] = field(default_factory=list)
-    installs: list[tuple[int, str]] = field(default_factory=list)
+    installs: list[Modification] = field(default_factory=list)
+    loops: dict[int, dict[str, object]] = field(default_factory=dict)
+    packages: list[str] = field(default_factory=list)
 
     @property
     def uncalled(self) -> list[FunctionInfo]:

@@ -88,6 +88,7 @@ class PythonFacts:
     uncalled: list[str] = field(default_factory=list)
     uncalled_lines: set[int] = field(default_factory=set)
     error: str | None = None
+    packages: list[str] = field(default_factory=list)
 
 
 def _text_of(value: Any) -> str | None:
@@ -397,6 +398,7 @@ def read_python(
         reader.depth -= 1
         reader.current_uncalled = False
         reader.facts.uncalled_lines.update(e.line for e in reader.facts.effects[before:])
+    reader.facts.packages = list(reader.packages)
     return reader.facts
 
 

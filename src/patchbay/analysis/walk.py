@@ -13,6 +13,7 @@ commands themselves are judged in :mod:`.commands`; what they change is recorded
 from __future__ import annotations
 
 import codecs
+import glob as globbing
 import os
 import posixpath
 import re
@@ -53,6 +54,8 @@ class FileInfo:
     end_line: int = 0
     quoted: bool = True
     note: str = ""
+    delimiter: str = ""
+    runtime: bool = False
 
 
 @dataclass
@@ -83,6 +86,8 @@ class Stdin:
     quoted: bool = True
     line: int = 0
     end_line: int = 0
+    delimiter: str = ""
+    runtime: bool = False  # an unquoted here-document that expands values known only at run time
 
 
 @dataclass
@@ -161,7 +166,8 @@ class Walker:
         self.result = ScriptAnalysis(path, "shell")
         self.seen: set[tuple[object, ...]] = set()
         self.stopped = False
-        self.installs: list[tuple[int, str]] = []  # harness packages installed (line, spec)
+        self.installs: list[Modification] = []  # harness packages installed
+        self.packages: list[str] = []  # packages named by the script's Python
         self.repos: dict[str, dict[str, object]] = {}  # folder -> git init / remote add facts
         self.vcs: list[Modification] = []  # clones and fetches of engines (built later?)
         self.pending: dict[str, FileInfo] = {}  # downloads to a temporary name in the engine
@@ -253,6 +259,9 @@ class Walker:
             text=cmd.text,
             **kw,  # type: ignore[arg-type]
         )
+        via = [f.line for f in self.frames if f.name and f.live]
+        if via:
+            mod.details.setdefault("via", via)
         if target is not None and target.root == "unknown":
             mod.resolved = False
             mod.why = mod.why or f"the path {target.written} is not known before the script runs"
@@ -518,14 +527,17 @@ class Walker:
                 start = next((c for c in r.children if c.type == "heredoc_start"), None)
                 quoted = start is not None and any(q in self.src.text(start) for q in "'\"\\")
                 end = next((c for c in r.children if c.type == "heredoc_end"), r)
+                runtime = False
                 if not quoted:
-                    text = self.expand_heredoc(r, text)
+                    text, runtime = self.expand_heredoc(r, text)
                 stdin = Stdin(
                     "heredoc",
                     text,
                     quoted=quoted,
                     line=self.src.line(r),
                     end_line=self.src.line(end),
+                    delimiter=self.src.text(start).strip("'\"\\") if start is not None else "",
+                    runtime=runtime,
                 )
                 for c in r.children:
                     if c.type in ("pipeline", "list") or c.type in ("&&", "||"):
@@ -711,16 +723,44 @@ class Walker:
             items.extend(self.fields(v))
         if not items:
             return
-        for item in items[:32]:
+        expanded: list[Val] = []
+        globbed = False
+        for item in items:
             if "*" in item.text or "?" in item.text:
-                item = self.glob(item)
+                found = self.glob(item)
+                globbed = globbed or found != [item]
+                expanded.extend(found)
+            else:
+                expanded.append(item)
+        computed = [
+            self.src.text(v)
+            for v, vals in ((v, self.fields(v)) for v in values_nodes)
+            if any(not x.known or "*" in x.text or "?" in x.text for x in vals)
+            and not (globbed and all(x.text.startswith(SCRIPT_DIR) for x in vals))
+        ]
+        if not values_nodes:
+            computed = ["$@"]
+        if len(self.chain) == 1:
+            self.result.loops.setdefault(
+                self.src.line(node),
+                {"items": len(expanded), "computed": computed, "globbed": globbed},
+            )
+        for item in expanded[:32]:
             self.state.vars[var] = [item]
             self.statement(body)
 
-    def glob(self, pattern: Val) -> Val:
-        """A glob: the files of the repository it matches are not listed (the value stays the
-        pattern), but a pattern below an install root is an installed location."""
-        return pattern
+    def glob(self, pattern: Val) -> list[Val]:
+        """A glob over checked-in files next to the script is expanded now (sorted, as bash
+        does in the C locale); any other stays the pattern (below an install root it is an
+        installed location)."""
+        text = pattern.text
+        if self.root is not None and pattern.known and text.startswith(SCRIPT_DIR + "/"):
+            folder = posixpath.join(self.root_text, posixpath.dirname(self.chain[-1]))
+            rel = text[len(SCRIPT_DIR) + 1 :]
+            found = sorted(globbing.glob(posixpath.join(globbing.escape(folder), rel)))
+            if found:
+                return [Val(SCRIPT_DIR + "/" + posixpath.relpath(f, folder)) for f in found]
+        return [pattern]
 
     def while_statement(self, node: Node, stdin: Stdin | None) -> None:
         body = node.child_by_field_name("body")
@@ -829,7 +869,7 @@ class Walker:
         return base
 
     def call_function(self, fn: _Function, cmd: Cmd) -> Stream:
-        if self.live:
+        if self.live and cmd.line not in fn.calls:
             fn.calls.append(cmd.line)
         if self.depth >= _MAX_DEPTH:
             return Stream()
@@ -846,9 +886,6 @@ class Walker:
             printed = self.captures.pop()
             self.frames.pop()
             self.state.args, self.src, self.chain = saved
-        for mod in self.mods:
-            if mod.function == fn.name and mod.details.get("called_at") is None:
-                mod.details["called_at"] = cmd.line
         if printed:
             return printed[-1]
         return Stream()
@@ -1018,7 +1055,7 @@ class Walker:
     def var(self, name: str, written: str) -> Val:
         if name in ("HOME",):
             values = self.state.vars.get(name)
-            return values[0] if values else Val("~")
+            return values[0] if values else unknown(written, "$HOME is known only at run time")
         if name in ("PWD",):
             return self.state.cwd or Val(".")
         if name in ("$", "!", "?", "#", "-", "RANDOM"):
@@ -1109,12 +1146,13 @@ class Walker:
             stream = printed[-1]
         return stream
 
-    def expand_heredoc(self, redirect: Node, text: str) -> str:
+    def expand_heredoc(self, redirect: Node, text: str) -> tuple[str, bool]:
         """An unquoted here-document's text with the variables the walk knows expanded
-        (unknown ones stay as written)."""
+        (unknown ones stay as written), and whether any value is known only at run time."""
         body = next((c for c in redirect.children if c.type == "heredoc_body"), None)
+        runtime = False
         if body is None:
-            return text
+            return text, False
         out = []
         pos = body.start_byte
         first_line_start = self.src.data.rfind(b"\n", 0, body.start_byte) + 1
@@ -1123,6 +1161,7 @@ class Walker:
             if child.type in ("simple_expansion", "expansion", "command_substitution"):
                 out.append(self.src.data[pos : child.start_byte].decode("utf-8", "replace"))
                 val = self.word(child)
+                runtime = runtime or not val.known or val.text.startswith("/@")
                 out.append(
                     val.text if val.known or val.text.startswith("/@") else self.src.text(child)
                 )
@@ -1133,7 +1172,7 @@ class Walker:
         )
         out.append(self.src.data[pos:stop].decode("utf-8", "replace"))
         joined = "".join(out)
-        return re.sub(r"\\([$`\\])", r"\1", joined)
+        return re.sub(r"\\([$`\\])", r"\1", joined), runtime
 
     # ------------------------------------------------------------------ other scripts
 
