@@ -40,3 +40,25 @@ def test_audit_reports_lines_6_and_9_to_14(tmp_path: Path) -> None:
     found = scan_tree(tmp_path, ["**/*.sh"], [], ENGINES)
     assert [(f.line, f.end_line, f.code) for f in found] == [(6, None, "PB402"), (9, 14, "PB403")]
     assert all(f.chain == ("patch-engine.sh",) for f in found)
+
+
+def test_import_makes_the_replace_and_lists_the_sed(tmp_path: Path) -> None:
+    """Import: a `replace` patch for the Python edit; the `sed -i` listed with its line as not
+    converted (sed edits every line's first match, which a `replace` does not say); partial."""
+    import yaml
+
+    from patchbay.importer import import_script
+
+    script = tmp_path / "patch-engine.sh"
+    shutil.copy(CASE / "patch-engine.sh", script)
+    result = import_script(script, tmp_path / "out")
+    assert result.partial
+    assert [(o.start, o.end, o.text) for o in result.unconverted] == [
+        (6, 6, "edits a file in place with sed")
+    ]
+    doc = yaml.safe_load((tmp_path / "out" / "patchset.yaml").read_text())
+    [patch] = doc["patches"]
+    assert patch["kind"] == "replace"
+    assert patch["edits"] == [
+        {"file": "demo_engine/envs.py", "old": "PADDING = 0", "new": "PADDING = 16"}
+    ]

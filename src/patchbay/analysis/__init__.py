@@ -8,7 +8,9 @@ Both get their answer here, from one parse and one walk:
 - :mod:`.syntax` parses shell with tree-sitter-bash and Dockerfiles with tree-sitter-dockerfile;
 - :mod:`.walk` is the symbolic walk (variables, working folder, functions, loops, branches,
   ``source``), with the values of :mod:`.values`;
-- :mod:`.commands` and :mod:`.installs` judge each command (one handler per family);
+- :mod:`.commands` dispatches each command to its handler in :mod:`.handlers` (one module per
+  family: the shell's own commands, diffs and checkouts, file changes, interpreters and pip);
+  :mod:`.lists` and :mod:`.words` are the walk's and-or lists/redirections and word expansion;
 - :mod:`.python` reads Python code (snippets, ``.py`` patcher files) with :mod:`ast`;
   :mod:`.pysnippet` is its strict form for the import's literal ``replace`` edits;
 - :mod:`.model` holds the result: :class:`Modification` values;
@@ -92,7 +94,7 @@ def analyse_python(
     """The modifications a Python patcher file makes (writes, copies, removals, edits of
     engine files; commands it runs; ``PYTHONPATH`` it sets)."""
     from . import commands  # noqa: F401
-    from .installs import python_effects
+    from .handlers.installs import python_effects
     from .python import read_python
     from .walk import Cmd, Walker
 

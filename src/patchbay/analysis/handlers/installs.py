@@ -13,12 +13,13 @@ import re
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from . import pysnippet
-from .commands import _repo_of, environment_change, handles, mark_built, run_command
-from .model import Mechanism, Modification, Target
-from .python import Effect, read_python
-from .values import Val, join
-from .walk import Cmd, Stream, Walker
+from .. import pysnippet
+from ..commands import environment_change, handles, run_command
+from ..model import Mechanism, Modification, Target
+from ..python import Effect, read_python
+from ..values import Val, join
+from ..walk import Cmd, Stream, Walker
+from .diffs import _repo_of, mark_built
 
 _SHA40 = re.compile(r"[0-9a-f]{40}")
 _BUILDS = re.compile(r"build|jit|compile|get_module|load_module", re.IGNORECASE)
@@ -128,7 +129,7 @@ def snippet(
     offset = 0
     python_effects(w, cmd, facts.effects, code, argv, per_line=per_line, offset=offset,
                    argv_vals=arg_vals, uncalled=facts.uncalled_lines)  # fmt: skip
-    from .python import printed
+    from ..python import printed
 
     value = printed(code, argv, _getenv(w, cmd.env))
     if value is not None:
@@ -283,7 +284,7 @@ def _reads(code: str, effect: Effect) -> bool:
 
 def shell_effect(w: Walker, cmd: Cmd, effect: Effect) -> None:
     """A command run by ``subprocess``/``os.system``: judged as if the script ran it."""
-    from .syntax import parse_shell
+    from ..syntax import parse_shell
 
     saved = (w.state.cwd, w.state.cwd_written)
     if effect.cwd is not None:
