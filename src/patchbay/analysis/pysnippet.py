@@ -19,6 +19,7 @@ import posixpath
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 SITE = "/@site"
@@ -505,6 +506,13 @@ class _Reader:
                 self.names[name] = PyText(value.file)  # written: later edits start afresh
 
 
+@lru_cache(maxsize=512)
+def parse_cached(code: str) -> ast.Module:
+    """:func:`ast.parse`, once per distinct code (scripts repeat their snippets; the readers
+    never change a tree)."""
+    return ast.parse(code)
+
+
 def _text(value: Any) -> str | None:
     if isinstance(value, PyStr):
         return value.text
@@ -515,7 +523,7 @@ def _text(value: Any) -> str | None:
 
 def _parse(code: str) -> ast.Module:
     try:
-        return ast.parse(code)
+        return parse_cached(code)
     except SyntaxError as exc:
         raise NotUnderstood(f"Python that does not parse ({exc.msg})", exc.lineno) from None
 

@@ -16,7 +16,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .pysnippet import PyHandle, PyList, PyModule, PyPath, PyStr, PyText, PyUnknown, _Reader
+from .pysnippet import (
+    PyHandle,
+    PyList,
+    PyModule,
+    PyPath,
+    PyStr,
+    PyText,
+    PyUnknown,
+    _Reader,
+    parse_cached,
+)
 
 _COPY = {
     "shutil.copy",
@@ -380,7 +390,7 @@ def read_python(
         :class:`PythonFacts`; code that does not parse has ``error`` set and no effects.
     """
     try:
-        tree = ast.parse(code)
+        tree = parse_cached(code)
     except (SyntaxError, ValueError) as exc:
         return PythonFacts(error=f"Python that does not parse ({exc})")
     reader = _Facts(list(argv or []), getenv or (lambda _name: None))
@@ -407,7 +417,11 @@ def printed(
 ) -> str | None:
     """What the code prints, when it is a path or text the reader can follow (``/@site/...``
     for an install root), else None."""
-    facts = read_python(code, argv, getenv)
+    return printed_of(read_python(code, argv, getenv))
+
+
+def printed_of(facts: PythonFacts) -> str | None:
+    """:func:`printed` of facts already read."""
     value = facts.printed
     if isinstance(value, PyList) and value.items:
         value = value.items[0]

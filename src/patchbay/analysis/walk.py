@@ -72,6 +72,7 @@ class Walker(ListsMixin, WordsMixin):
         self.pending: dict[str, FileInfo] = {}  # downloads to a temporary name in the engine
         self.last_removal: Modification | None = None
         self._root_text: str | None = None
+        self._isfile: dict[str, bool] = {}
         self.uninstalled: dict[str, int] = {}  # distribution -> line of its pip uninstall
 
     # ------------------------------------------------------------------ driver
@@ -479,7 +480,10 @@ class Walker(ListsMixin, WordsMixin):
         end = self.src.end_line(node)
         if stdin is not None and stdin.kind == "heredoc":
             end = max(end, stdin.end_line)
-        text = self.src.text(node).split("\n", 1)[0].strip()
+        data = self.src.data
+        stop = data.find(b"\n", node.start_byte, node.end_byte)
+        stop = node.end_byte if stop == -1 else stop
+        text = data[node.start_byte : stop].decode("utf-8", "replace").strip()
         return Cmd(name, words, name, env or {}, [], stdin, self.src.line(node), end, text, node)
 
     def command(self, node: Node, stdin: Stdin | None, outer: Node | None = None) -> Stream:
@@ -694,7 +698,12 @@ class Walker(ListsMixin, WordsMixin):
         root = self.root_text
         for c in candidates:
             full = posixpath.normpath(posixpath.join(root, c))
-            if full.startswith(root + "/") and os.path.isfile(full):
+            if not full.startswith(root + "/"):
+                continue
+            found = self._isfile.get(full)
+            if found is None:
+                found = self._isfile[full] = os.path.isfile(full)
+            if found:
                 return Path(full)
         return None
 

@@ -91,6 +91,7 @@ class _Gate:
         self.rel = ""
         self.folders = tuple(f"{name}/" for name in sorted(engines.imports))
         self.lines: dict[str, bool] = {}
+        self.files: dict[tuple[str, str], bool] = {}  # (script folder, word) -> a file?
 
     def __call__(self, text: str, rel: str, kind: str) -> bool:
         self.rel = rel
@@ -120,7 +121,13 @@ class _Gate:
         if "$" in word:
             return True
         folder = os.path.dirname(self.rel)
-        return any(os.path.isfile(os.path.join(self.root, base, word)) for base in (folder, ""))
+        key = (folder, word)
+        known = self.files.get(key)
+        if known is None:
+            known = self.files[key] = any(
+                os.path.isfile(os.path.join(self.root, base, word)) for base in (folder, "")
+            )
+        return known
 
     def line(self, line: str) -> bool:
         known = self.lines.get(line)

@@ -129,9 +129,9 @@ def snippet(
     offset = 0
     python_effects(w, cmd, facts.effects, code, argv, per_line=per_line, offset=offset,
                    argv_vals=arg_vals, uncalled=facts.uncalled_lines)  # fmt: skip
-    from ..python import printed
+    from ..python import printed_of
 
-    value = printed(code, argv, _getenv(w, cmd.env))
+    value = printed_of(facts)
     if value is not None:
         how = "computed by Python"
         for needle in (
