@@ -866,3 +866,40 @@ def test_import_refuses_bad_out_and_bad_interpreter_before_writing(tmp_path: Pat
     assert res.code == 2
     assert "engine interpreter not found" in res.err
     assert not out.exists()
+
+
+FALLBACK = (
+    """\
+#!/bin/bash
+# Patches for the MI300X run:
+#   demo-org/demo-engine #20112  padding of the fp8 envs
+set -e
+SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+apply() { (cd "$SITE" && git apply "$1") || patch -d "$SITE" -p1 -N < "$1"; }
+old_fix() { sed -i 's/MAX_BATCH = 256/MAX_BATCH = 512/' "$SITE/demo_engine/envs.py"; }
+cat > /tmp/envs.diff <<'EOF'
+"""
+    + ENVS_DIFF
+    + """\
+EOF
+apply /tmp/envs.diff
+"""
+)
+
+
+def test_fallback_is_one_patch_header_reference_and_uncalled_helper_listed(tmp_path: Path) -> None:
+    """A helper that tries `git apply` and falls back to `patch` is one patch; the header's
+    `owner/repo #N  what` line gives it its upstream and description; a helper the script never
+    calls that would change the engine is listed, so the import is partial."""
+    script = tmp_path / "fallback.sh"
+    script.write_text(FALLBACK)
+    result = import_script(script, tmp_path / "out", projects=parse_projects([]))
+    doc = yaml.safe_load((tmp_path / "out" / "patchset.yaml").read_text())
+    [patch] = doc["patches"]
+    assert (patch["kind"], patch["upstream"]) == ("diff", ["demo-org/demo-engine#20112"])
+    assert patch["description"] == "padding of the fp8 envs"
+    assert (tmp_path / "out" / patch["file"]).read_text() == ENVS_DIFF
+    assert result.partial
+    [missing] = result.unconverted
+    assert (missing.start, missing.end) == (7, 7)
+    assert "old_fix() is never called, and it would change the engine" in missing.text

@@ -18,7 +18,7 @@ from ..analysis import Mechanism, Modification, ScriptAnalysis
 from ..analysis.syntax import Node, Source
 from ..analysis.values import display
 from . import patches
-from .drafts import Draft, Outcome, OutcomeKind, Row, WalkResult
+from .drafts import DiffDraft, Draft, Outcome, OutcomeKind, ReplaceDraft, Row, WalkResult
 from .refs import find_refs
 
 _MESSAGES = frozenset({"echo", "printf", "true", ":", "sleep", "sync", "date", "logger"})
@@ -135,6 +135,23 @@ class Context:
     via: int | None = None
 
 
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _repo_name(ref: str) -> str:
+    return re.split(r"[#@]", ref.rsplit("/", 1)[-1])[0] if "/" in ref else ref
+
+
+def _words(text: str, ref: str) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", _without_ref(text).lower()))
+
+
+def _without_ref(text: str) -> str:
+    text = re.sub(r"[\w.-]+/[\w.-]+ ?#\d+|https?://\S+|[\w.-]+ #\d+", "", text)
+    return re.sub(r"\s+", " ", text).strip(" -:;,")
+
+
 def _clean_comment(text: str) -> str:
     text = text.strip().lstrip("#").strip().strip("-=#*~ \t").strip()
     return re.sub(r"^(?:step\s*)?\(?\d+[.):]\s+", "", text, flags=re.IGNORECASE)
@@ -217,6 +234,7 @@ class Converter:
         self.row = None
         self.flush_removal()
         self.leftovers()
+        self.header_refs(self.src.line(nodes[0]) if nodes else len(self.lines) + 1)
         return WalkResult(
             drafts=self.drafts,
             outcomes=self.outcomes,
@@ -240,6 +258,45 @@ class Converter:
             if text:
                 texts.append(text)
         return " ".join(texts)
+
+    def header_refs(self, first_line: int) -> None:
+        """``owner/repo #N  what it does`` lines of the header comment: matched to the diffs
+        and edits without a reference of their own, by the repository (the package the files
+        are under) and, among several of one repository, by the words that name the files."""
+        entries: list[tuple[str, str]] = []
+        for line in range(1, first_line):
+            c = self.comments.get(line)
+            if c is None or not c[1]:
+                continue
+            found = find_refs(c[0], self.projects)
+            text = _clean_comment(c[0])
+            entries.extend((text, ref) for ref in found.refs)
+        if not entries:
+            return
+        for draft in self.drafts:
+            if draft.refs:
+                continue
+            if isinstance(draft, DiffDraft):
+                paths = list(draft.paths)
+            elif isinstance(draft, ReplaceDraft):
+                paths = [f for f, *_ in draft.edits]
+            else:
+                continue
+            tops = {_norm(p.split("/")[0]) for p in paths}
+            words = set(re.findall(r"[a-z0-9]+", " ".join(paths).lower()))
+            matched = [(t, r) for t, r in entries if _norm(_repo_name(r)) in tops]
+            if len(matched) > 1:
+                named = [(t, r) for t, r in matched if _words(t, r) & words]
+                matched = named or matched
+            if not matched:
+                continue
+            draft.refs = [r for _, r in matched]
+            if not draft.comments:
+                draft.comments = [_without_ref(t) for t, _ in matched[:1]]
+            draft.notes.append(
+                "its upstream reference comes from the script's header comment, matched by the "
+                "files it changes: check it"
+            )
 
     def preceding(self, after: int, before: int, *, contiguous: bool = False) -> list[str]:
         """Own-line comments between two lines (only the block right above ``before`` with
@@ -366,7 +423,8 @@ class Converter:
             or (k[0] is not None and start <= k[0] <= end)
         )
         for key in keys:
-            mods = [m for m in self.by_key[key] if id(m) not in self.done]
+            # a function never called is listed as such, in the leftovers
+            mods = [m for m in self.by_key[key] if id(m) not in self.done and m.called]
             via, line = key
             if any(b_via == via and a <= line <= b for b_via, a, b in self.blocked):
                 for m in mods:

@@ -171,6 +171,12 @@ def diff(c: Converter, mod: Modification, ctx: Context) -> None:
         top = p.split("/")[0]
         if p.endswith(".py") and root == "" and top not in c.packages:
             c.packages.append(top)
+    for alt in mod.alternatives:
+        if alt.content is not None and alt.content != mod.content:
+            draft.notes.append(
+                f"the script falls back to another change at line {alt.line} ({alt.tool}) when "
+                "this one fails; the patchset has only this one"
+            )
     c.applied[key] = draft
     what = "a diff" + (f" (checked-in {checked.name})" if checked else "")
     c.add(draft, mod, ctx, f"{what}, applied with {tool}", preamble.decode("utf-8", "replace"))
