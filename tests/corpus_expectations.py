@@ -6,7 +6,8 @@ Sidecar lines (``#`` starts a comment; an empty file: the script must stay silen
 
 - ``LINE MECHANISM [FLAG...]``: a modification whose statement starts at ``LINE`` of the script
   (``lib/x.sh:LINE`` for one in a file it sources or runs); flags: ``uncalled`` (in a function
-  never called), ``swallowed`` (its failure is swallowed), ``alt=N`` (N alternatives);
+  never called), ``swallowed`` (its failure is swallowed), ``alt=N`` (N alternatives),
+  ``pinned`` (a checkout at a fixed commit that is built: the audit reports only moving refs);
 - ``error LINE``: the script cannot be read (an unterminated here-document at ``LINE``).
 
 Used by ``tests/test_corpus.py`` and ``benchmarks/bench_corpus.py``.
@@ -79,5 +80,7 @@ def found_of(analysis, rel: str) -> list[tuple[Expected, object]]:
             flags.add("swallowed")
         if mod.alternatives:
             flags.add(f"alt={len(mod.alternatives)}")
+        if mod.pinned and mod.mechanism.value == "vcs":
+            flags.add("pinned")
         out.append((Expected(path, mod.line, mod.mechanism.value, frozenset(flags)), mod))
     return out

@@ -53,7 +53,7 @@ def test_analyser_meets_the_expectations(case: Case) -> None:
                 if (e.path, e.line, e.mechanism) == (exp.path, exp.line, exp.mechanism)
             )
         )
-        for flag in ("uncalled", "swallowed"):
+        for flag in ("uncalled", "swallowed", "pinned"):
             assert (flag in exp.flags) == (flag in flags), (exp, flags)
         alts = {f for f in exp.flags if f.startswith("alt=")}
         assert alts <= flags, (exp, flags)

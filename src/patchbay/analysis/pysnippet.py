@@ -227,7 +227,10 @@ class _Reader:
         if isinstance(base, PyModule):
             if node.attr == "__file__" and base.name.split(".")[0] not in _STDLIB:
                 self.package(base.name)
-                return PyPath(f"{SITE}/{base.name.replace('.', '/')}/__init__.py")
+                where = base.name.replace(".", "/")  # a submodule's file, or a package's
+                return PyPath(
+                    f"{SITE}/{where}.py" if "." in base.name else f"{SITE}/{where}/__init__.py"
+                )
             if node.attr == "__path__" and base.name.split(".")[0] not in _STDLIB:
                 self.package(base.name)
                 return PyList((PyPath(f"{SITE}/{base.name.replace('.', '/')}"),))

@@ -229,6 +229,7 @@ class _Facts(_Reader):
             self.block(s.body)
             self.block(s.orelse)
         elif isinstance(s, ast.For):
+            self.effects_in(s.iter)  # `for line in fileinput.input(p, inplace=True)`
             items = self.value(s.iter)
             values = items.items if isinstance(items, PyList) else (PyUnknown("a loop value"),)
             for item in values[:16]:
