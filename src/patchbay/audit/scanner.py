@@ -51,8 +51,6 @@ MARKERS = (
     "platlib",
     "sitepackages",
     "get_python_lib",
-    "__file__",
-    "__path__",
     "find_spec",
     "customize",
     ".pth",
@@ -71,10 +69,23 @@ MARKERS = (
 (with the engine folders ``name/``, ``PYTHONPATH`` additions, ``pip`` installs of engines, and
 other scripts run or sourced)."""
 
-TRIGGERS = (*MARKERS[:14], "PYTHONPATH", "pip", "source", "bash", "COPY", "ADD")
+TRIGGERS = (
+    *MARKERS[:12],
+    "__file__",
+    "__path__",
+    "PYTHONPATH",
+    "pip",
+    "source",
+    "bash",
+    "COPY",
+    "ADD",
+)
 GREP_PATTERN = "|".join(re.escape(t).replace("\\-", "-") for t in TRIGGERS)
 """The triggers as one POSIX extended regex (``grep -rE``, the benchmark's baseline)."""
 
+_MODULE_FILE = re.compile(r"\w\.__(?:file|path)__")
+"""A module's ``__file__``/``__path__`` (``vllm.__file__``); a script's own ``__file__`` is not
+an install root."""
 _FOLLOWS = re.compile(r"(?:^|[\s;&|(])(?:source|\.|bash|sh|python3?)\s+[^\s-]")
 _PYTHONPATH_SELF = re.compile(r"\$\{PYTHONPATH[^}]*\}|\$PYTHONPATH\b")
 _PIP_SOURCE = re.compile(r"(?:\s-e\s|--editable|@|://|\./|\s/|\$)")
@@ -98,6 +109,8 @@ class _Gate:
         if kind == "dockerfile" and ("COPY" in text or "ADD" in text):
             return True
         if any(m in text for m in MARKERS) or any(f in text for f in self.folders):
+            return True
+        if "__" in text and _MODULE_FILE.search(text):
             return True
         if "()" in text or "function " in text:
             return True  # helpers: their arguments may carry anything
