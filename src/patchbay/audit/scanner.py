@@ -112,8 +112,8 @@ class _Gate:
             return True
         if "__" in text and _MODULE_FILE.search(text):
             return True
-        if "()" in text or "function " in text:
-            return True  # helpers: their arguments may carry anything
+        if kind == "shell" and ("()" in text or "function " in text):
+            return True  # shell helpers: their arguments may carry anything
         for needle in ("pip", "PYTHONPATH", "source", ". ", "bash ", "sh ", "python"):
             at = text.find(needle)
             while at != -1:
