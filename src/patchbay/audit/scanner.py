@@ -83,6 +83,9 @@ TRIGGERS = (
 GREP_PATTERN = "|".join(re.escape(t).replace("\\-", "-") for t in TRIGGERS)
 """The triggers as one POSIX extended regex (``grep -rE``, the benchmark's baseline)."""
 
+_NEEDLES = ("pip", "PYTHONPATH", "source", ". ", "bash ", "sh ", "python")
+"""Substrings of the lines that may install an engine, add to ``PYTHONPATH`` or run another
+script (judged one distinct line at a time)."""
 _MODULE_FILE = re.compile(r"\w\.__(?:file|path)__")
 """A module's ``__file__``/``__path__`` (``vllm.__file__``); a script's own ``__file__`` is not
 an install root."""
@@ -102,6 +105,7 @@ class _Gate:
         self.rel = ""
         self.folders = tuple(f"{name}/" for name in sorted(engines.imports))
         self.lines: dict[str, bool] = {}
+        self.decided: dict[tuple[str, str], bool] = {}  # (script folder, line) -> worth it?
         self.files: dict[tuple[str, str], bool] = {}  # (script folder, word) -> a file?
 
     def __call__(self, text: str, rel: str, kind: str) -> bool:
@@ -114,14 +118,24 @@ class _Gate:
             return True
         if kind == "shell" and ("()" in text or "function " in text):
             return True  # shell helpers: their arguments may carry anything
-        for needle in ("pip", "PYTHONPATH", "source", ". ", "bash ", "sh ", "python"):
+        folder = os.path.dirname(rel)
+        seen: set[int] = set()
+        for needle in _NEEDLES:
             at = text.find(needle)
             while at != -1:
                 ls = text.rfind("\n", 0, at) + 1
                 le = text.find("\n", at)
                 le = len(text) if le == -1 else le
-                if self.line(text[ls:le]) and self.follows_a_file(text[ls:le]):
-                    return True
+                if ls not in seen:
+                    seen.add(ls)
+                    line = text[ls:le]
+                    key = (folder, line)
+                    known = self.decided.get(key)
+                    if known is None:
+                        known = self.line(line) and self.follows_a_file(line)
+                        self.decided[key] = known
+                    if known:
+                        return True
                 at = text.find(needle, le)
         return False
 
