@@ -903,3 +903,48 @@ def test_fallback_is_one_patch_header_reference_and_uncalled_helper_listed(tmp_p
     [missing] = result.unconverted
     assert (missing.start, missing.end) == (7, 7)
     assert "old_fix() is never called, and it would change the engine" in missing.text
+
+
+HELPERS = """\
+#!/bin/bash
+set -e
+python3 - <<'PY'
+import importlib.util, os
+
+
+def engine_file(rel):
+    root = importlib.util.find_spec("demo_engine").submodule_search_locations[0]
+    return os.path.join(root, rel)
+
+
+def replace_in(path, pairs):
+    with open(path) as fh:
+        text = fh.read()
+    for old, new in pairs:
+        text = text.replace(old, new)
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+replace_in(engine_file("scheduler.py"), [("limit = envs.MAX_BATCH\\n", "limit = 64\\n")])
+PY
+"""
+
+
+def test_literal_edits_through_python_helper_functions(tmp_path: Path) -> None:
+    """A path computed by one helper and rewritten by another, with literal `.replace` edits:
+    a `replace` patch (with a note to check it), and the import is complete."""
+    script = tmp_path / "helpers.sh"
+    script.write_text(HELPERS)
+    result = import_script(script, tmp_path / "out", projects=parse_projects([]))
+    assert not result.partial, [o.text for o in result.unconverted]
+    doc = yaml.safe_load((tmp_path / "out" / "patchset.yaml").read_text())
+    [patch] = doc["patches"]
+    assert patch["edits"] == [
+        {
+            "file": "demo_engine/scheduler.py",
+            "old": "limit = envs.MAX_BATCH\n",
+            "new": "limit = 64\n",
+        }
+    ]
+    assert "helper functions" in (tmp_path / "out" / "IMPORT-NOTES.md").read_text()

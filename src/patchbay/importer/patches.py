@@ -224,6 +224,9 @@ def python_edits(c: Converter, mods: list[Modification], ctx: Context) -> None:
     mod = mods[0]
     facts = mod.details
     reason = facts.get("not_understood")
+    if reason and _helpers_only(str(facts.get("python") or ""), mods):
+        helper_edits(c, mods, ctx)
+        return
     if reason:
         c.unconverted(
             mod,
@@ -287,6 +290,58 @@ def python_edits(c: Converter, mods: list[Modification], ctx: Context) -> None:
         draft.notes.append("the snippet also edits text it never writes back: check the edits")
     c.remark(_REPLACE_REMARK)
     c.add(draft, mod, ctx, f"{len(edits)} literal replace edit(s) in Python")
+
+
+def _helpers_only(code: str, mods: list[Modification]) -> bool:
+    """Literal edits made through helper functions, with nothing the strict reader refuses
+    besides the functions: no branch, no ``try``, no loop over computed values, every written
+    file's edits known."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    if not any(isinstance(n, ast.FunctionDef) for n in tree.body):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.Try, ast.While, ast.IfExp, ast.Lambda)):
+            return False
+        if isinstance(node, ast.For) and not isinstance(node.iter, (ast.List, ast.Tuple, ast.Name)):
+            return False
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in ("sub", "subn"):
+            return False
+    return all(m.edits and all(old for old, _ in m.edits) for m in mods)
+
+
+def helper_edits(c: Converter, mods: list[Modification], ctx: Context) -> None:
+    """A ``replace`` draft from edits the snippet makes through its helper functions."""
+    edits: list[tuple[str, str, str, int | None]] = []
+    for mod in mods:
+        rel = site_rel(mod.target.path if mod.target else None)
+        if rel is None:
+            c.unconverted(mod, ctx, "Python edits a file that is not under the engine's "
+                          "site-packages")  # fmt: skip
+            return
+        edits.extend((rel, old, new, None) for old, new in mod.edits if old != new)
+    mod = mods[0]
+    stdin = mod.details.get("stdin")
+    spans = []
+    if stdin is not None and getattr(stdin, "kind", "") == "heredoc":
+        spans.append((stdin.line, stdin.end_line))
+    draft = ReplaceDraft(
+        spans=spans,
+        names=[posixpath.basename(edits[0][0]).rsplit(".", 1)[0] + "-edit"],
+        edits=edits,
+    )
+    draft.notes.append(
+        "the snippet makes these edits through its own helper functions; the importer followed "
+        "them with literal arguments: check the edits"
+    )
+    c.remark(_REPLACE_REMARK)
+    c.add(draft, mod, ctx, f"{len(edits)} literal replace edit(s) in Python helper functions")
+    for other in mods[1:]:
+        c.record(other, ctx, "converted", "a literal replace edit (same snippet)", draft=draft)
 
 
 # ---------------------------------------------------------------------------- pip
