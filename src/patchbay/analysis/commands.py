@@ -139,9 +139,15 @@ def write_file(w: Walker, cmd: Cmd, dest: Val, op: str, stream: Stream | None = 
             info.runtime = cmd.stdin.runtime
         elif cmd.stdin is not None and cmd.stdin.kind in ("file", "pipe"):
             src = cmd.stdin.file
+            text = src.text if src else None
+            if src is None and cmd.stdin.value is not None:
+                repo = w.repo_file(cmd.stdin.value)  # `tr -d '\r' < patches/x.patch > tmp`
+                text = _read(repo) if repo is not None else None
+            if text is not None and "\\r" in cmd.text and cmd.name in ("tr", "sed"):
+                text = text.replace("\r\n", "\n")
             info = FileInfo(
                 "filtered",
-                src.text if src else None,
+                text,
                 url=src.url if src else None,
                 source=cmd.stdin.value.text if cmd.stdin.value else None,
                 line=cmd.line,

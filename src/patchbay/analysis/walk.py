@@ -73,6 +73,7 @@ class Walker(ListsMixin, WordsMixin):
         self.last_removal: Modification | None = None
         self._root_text: str | None = None
         self._isfile: dict[str, bool] = {}
+        self.fn_stdin: list[Stdin | None] = []  # the standard input of each function call
         self.uninstalled: dict[str, int] = {}  # distribution -> line of its pip uninstall
 
     # ------------------------------------------------------------------ driver
@@ -523,6 +524,8 @@ class Walker(ListsMixin, WordsMixin):
             for op, val in redirects:
                 if op == "<":
                     stdin = Stdin("file", value=val, file=self.files.get(val.text))
+        if stdin is None and self.fn_stdin:
+            stdin = self.fn_stdin[-1]
         cmd = self.make_cmd(name_val.text, words, where, stdin, env)
         cmd.raw = self.src.text(name_node)
         cmd.redirects = redirects
@@ -558,9 +561,11 @@ class Walker(ListsMixin, WordsMixin):
         self.frames.append(Frame(fn.name, cmd.line, True))
         self.depth += 1
         self.captures.append([])
+        self.fn_stdin.append(cmd.stdin)  # `helper <<EOF`: its commands read the here-document
         try:
             self.statement(fn.body)
         finally:
+            self.fn_stdin.pop()
             self.depth -= 1
             printed = self.captures.pop()
             self.frames.pop()

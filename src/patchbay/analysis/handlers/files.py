@@ -304,6 +304,11 @@ def cmd_wget(w: Walker, cmd: Cmd) -> Stream | None:
     )
     url = (_urls(positional) or positional[:1] or [None])[0]
     dest = options.get("-O") or options.get("--output-document")
+    for k, word in enumerate(cmd.words):  # a cluster: `-qO-`, `-qO FILE`
+        m = re.fullmatch(r"-[a-zA-Z]+O(.*)", word.text)
+        if m and dest is None:
+            rest = m.group(1)
+            dest = Val(rest) if rest else (cmd.words[k + 1] if k + 1 < len(cmd.words) else None)
     if dest is not None and dest.text == "-":
         return download(w, cmd, "wget -O", url, None)
     if dest is None and url is not None:
