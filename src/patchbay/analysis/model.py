@@ -85,8 +85,9 @@ class Modification:
         url: the URL of a download, a VCS fetch or a remote diff.
         ref: the VCS ref or commit (``fast-decode``, a 40-hex commit), when there is one.
         pinned: a VCS fetch at a fixed commit (or an index install with ``==``).
-        swallowed: the command swallowing its failure (``|| true``, ``|| echo ...``), or
-            ``no set -e`` when nothing in the script stops on a failure; None: failures stop.
+        swallowed: the command swallowing its failure (``|| true``, ``|| echo ...``); None
+            otherwise. Whether the script stops on a failure at all (``set -e`` in force when
+            the statement ran) is ``details["set_e"]``.
         chain: repository-relative scripts the modification was reached through, outermost
             first (``source`` / ``bash other.sh``); empty for the analysed file itself.
         function: the shell function it sits in, when it does.

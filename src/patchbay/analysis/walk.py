@@ -163,6 +163,8 @@ class Walker(ListsMixin, WordsMixin):
         via = [f.line for f in self.frames if f.name and f.live]
         if via:
             mod.details.setdefault("via", via)
+        # without `set -e` a failure does not stop the script: every failure is swallowed
+        mod.details.setdefault("set_e", self.state.set_e)
         if target is not None and target.root == "unknown":
             mod.resolved = False
             mod.why = mod.why or f"the path {target.written} is not known before the script runs"
