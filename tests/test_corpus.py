@@ -78,3 +78,15 @@ def test_import_lists_every_modification_and_is_never_wrongly_complete(tmp_path:
             assert result.partial, case.rel
         notes = (tmp_path / f"out{n}" / "IMPORT-NOTES.md").read_text()
         assert "/@" not in notes and not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", notes), case.rel
+
+
+def test_audit_findings_of_followed_scripts_carry_their_chain() -> None:
+    """A statement of a sourced (or `bash`-run) script is one finding at its own file and line,
+    with the script that reached it as its chain (the waiver coverage reads it)."""
+    from patchbay.audit.scanner import scan_tree
+
+    found = scan_tree(CORPUS, ["**/*.sh"], [], EngineNames.build())
+    by_place = {(f.path, f.line): f for f in found if f.code != "PB409"}
+    assert by_place[("lib/rocm-helpers.sh", 5)].chain == ("o01-source-lib.sh",)
+    assert by_place[("lib/apply-kernels.sh", 4)].chain == ("o02-bash-other.sh",)
+    assert by_place[("a01-comment-heredoc.sh", 5)].chain == ()

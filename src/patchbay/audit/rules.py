@@ -251,9 +251,10 @@ class Finding:
         message: one line, without the location.
         end_line: last line of a multi-line construct (a heredoc), when there is one.
         suppression: set when an annotation or a configured ignore covers the finding.
-        chain: for a script finding, the repository-relative scripts the modification was
-            reached through, outermost first, ending with ``path`` (``("run.sh", "lib.sh")``
-            for a statement of ``lib.sh`` that ``run.sh`` sources); empty otherwise.
+        chain: for a script finding, the repository-relative paths of the scripts through
+            which it was reached (``bash path`` / ``source``), outermost first, without
+            ``path`` itself (``("run.sh",)`` for a statement of ``lib.sh`` that ``run.sh``
+            sources); empty when the finding is in the script that was scanned.
     """
 
     code: str

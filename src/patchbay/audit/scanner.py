@@ -293,7 +293,8 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
             seen.add((path, code, mod.line))
             end = mod.end_line if mod.end_line != mod.line and code != "PB409" else None
             finding = Finding.of(code, path, mod.line, message, end)
-            finding.chain = tuple(mod.chain)
+            # the scripts it was reached through, outermost first, without its own file
+            finding.chain = tuple(mod.chain[:-1]) if mod.chain else ()
             if path == analysis.path:
                 note = analysis.annotations.get(mod.line)
                 if note is not None and (not note[0] or code in note[0]) and _real_reason(note[1]):
