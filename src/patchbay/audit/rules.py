@@ -77,6 +77,13 @@ RULES: dict[str, Rule] = {
             "a waiver lists a bare patch id that several patchsets have (it covers none of them; "
             "write `patchset/id`)",
         ),
+        Rule(
+            "PB107",
+            "patching-without-change-waiver",
+            _E,
+            "patching that a change adds (`--changed-since`: new patches, new script lines "
+            "that patch the engine) and no waiver added or changed in the same change covers",
+        ),
         # waiver documents
         Rule(
             "PB201",
@@ -239,6 +246,24 @@ class Suppression:
     justification: str
 
 
+@dataclass(frozen=True)
+class WaivedBy:
+    """The waiver that covers a script finding (adoption before migration: a waiver that names
+    the patch script, or a benchmark script that runs it, covers the script's findings).
+
+    Attributes:
+        id: the waiver id.
+        path: the waiver file, relative to the audited root.
+        status: the waiver's ``requested`` / ``approved`` status, or None when it has none.
+        script: the linked script that covers the finding (its file, or a script of its chain).
+    """
+
+    id: str
+    path: str
+    status: str | None
+    script: str
+
+
 @dataclass
 class Finding:
     """One problem found by the audit.
@@ -255,6 +280,8 @@ class Finding:
             which it was reached (``bash path`` / ``source``), outermost first, without
             ``path`` itself (``("run.sh",)`` for a statement of ``lib.sh`` that ``run.sh``
             sources); empty when the finding is in the script that was scanned.
+        waived_by: set when a waiver that links the script (or one of its chain) covers the
+            finding; the audit then lowers its severity to ``note`` and does not count it.
     """
 
     code: str
@@ -265,6 +292,7 @@ class Finding:
     end_line: int | None = None
     suppression: Suppression | None = field(default=None)
     chain: tuple[str, ...] = ()
+    waived_by: WaivedBy | None = None
 
     @classmethod
     def of(
