@@ -90,3 +90,29 @@ def test_audit_findings_of_followed_scripts_carry_their_chain() -> None:
     assert by_place[("lib/rocm-helpers.sh", 5)].chain == ("o01-source-lib.sh",)
     assert by_place[("lib/apply-kernels.sh", 4)].chain == ("o02-bash-other.sh",)
     assert by_place[("a01-comment-heredoc.sh", 5)].chain == ()
+
+
+def test_annotations_are_comments_never_strings(tmp_path: Path) -> None:
+    """`patchbay-reviewed` counts in a comment (shell or Python), never inside a string: a
+    Python module that names the annotation in a regex or a docstring has no PB410."""
+    from patchbay.audit.scanner import scan_tree
+
+    (tmp_path / "tool.py").write_text(
+        "import re, sysconfig\n"
+        'ANNOTATION = re.compile(r"patchbay-reviewed\\b(.*)")\n'
+        'site = sysconfig.get_paths()["purelib"]\n'
+        "# patchbay-reviewed PB403: measured with and without it, see waiver W-7\n"
+        'open(site + "/vllm/envs.py", "w").write("X = 1\\n")\n'
+    )
+    (tmp_path / "run.sh").write_text(
+        'echo "usage: add # patchbay-reviewed PBxxx: why"\n'
+        'SITE=$(python3 -c "import site; print(site.getsitepackages()[0])")\n'
+        'cp x.py "$SITE/vllm/x.py"  # patchbay-reviewed\n'
+    )
+    found = {
+        (f.path, f.line, f.code): f
+        for f in scan_tree(tmp_path, ["*.py", "*.sh"], [], EngineNames.build())
+    }
+    assert set(found) == {("tool.py", 5, "PB403"), ("run.sh", 3, "PB404"), ("run.sh", 3, "PB410")}
+    assert found[("tool.py", 5, "PB403")].suppression is not None
+    assert found[("run.sh", 3, "PB404")].suppression is None

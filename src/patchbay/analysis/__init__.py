@@ -100,7 +100,8 @@ def analyse_python(
 
     walker = Walker(parse_shell("", path), path, engines or EngineNames.build(), root)
     walker.result.kind = "python"
-    walker.note_annotations(parse_shell(text, path) if "patchbay-reviewed" in text else walker.src)
+    if "patchbay-reviewed" in text:
+        _python_annotations(walker, text)
     facts = read_python(text, [path])
     cmd = Cmd("python", [], "python", {}, [], None, 1, 1, "")
     python_effects(walker, cmd, facts.effects, text, [path], per_line=True, offset=0,
@@ -109,6 +110,23 @@ def analyse_python(
     result.modifications = _finish(walker, sorted(walker.mods, key=lambda m: m.line))
     result.installs = list(walker.installs)
     return result
+
+
+def _python_annotations(walker: object, text: str) -> None:
+    """``patchbay-reviewed`` in the comments of Python code (``tokenize``), never in strings."""
+    import io
+    import tokenize
+
+    lines = text.split("\n")
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return
+    for tok in tokens:
+        if tok.type == tokenize.COMMENT and "patchbay-reviewed" in tok.string:
+            row, col = tok.start
+            own = not lines[row - 1][:col].strip()
+            walker.annotate(tok.string, row, own_line=own)  # type: ignore[attr-defined]
 
 
 def analyse(

@@ -111,19 +111,30 @@ class Walker(ListsMixin, WordsMixin):
             self.state, self.src, self.chain = saved
 
     def note_annotations(self, source: Source) -> None:
-        """``patchbay-reviewed`` comments: on a line, or on a comment line right above one."""
+        """``patchbay-reviewed`` comments (comment nodes of the grammar, never text in a
+        string): on a line, or on a comment line right above one."""
+        if b"patchbay-reviewed" not in source.data:
+            return
         lines = source.data.decode("utf-8", "replace").split("\n")
-        for idx, line in enumerate(lines):
-            if "patchbay-reviewed" not in line:
+        stack = [source.root]
+        while stack:
+            node = stack.pop()
+            if node.type != "comment":
+                stack.extend(node.children)
                 continue
-            m = _ANNOTATION.search(line)
-            if not m:
-                continue
-            codes = frozenset(re.findall(r"PB\d{3}", m.group("codes")))
-            reviewed = idx + 1 + source.line_offset
-            if line.lstrip().startswith("#"):
-                reviewed += 1
-            self.result.annotations[reviewed] = (codes, m.group("reason").strip(), idx + 1)
+            text = source.text(node)
+            row = node.start_point[0]
+            before = lines[row][: node.start_point[1]] if row < len(lines) else ""
+            self.annotate(text, row + 1 + source.line_offset, own_line=not before.strip())
+
+    def annotate(self, comment: str, line: int, *, own_line: bool) -> None:
+        """Record one comment's annotation; an own-line comment reviews the next line."""
+        m = _ANNOTATION.search(comment)
+        if not m:
+            return
+        codes = frozenset(re.findall(r"PB\d{3}", m.group("codes")))
+        reviewed = line + 1 if own_line else line
+        self.result.annotations[reviewed] = (codes, m.group("reason").strip(), line)
 
     # ------------------------------------------------------------------ recording
 
