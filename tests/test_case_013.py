@@ -28,10 +28,10 @@ def test_comment_opens_no_heredoc_and_both_changes_are_found() -> None:
     ]
     sed, python = mods
     assert sed.target is not None and sed.target.site_relative == "demo_engine/scheduler.py"
-    assert "purelib" in sed.target.how
+    assert sed.target.how == "$SITE, set at line 5" and "purelib" in sed.target.origin
     assert sed.edits == [("max_batch = 256", "max_batch = 512")]
     assert python.target is not None and python.target.site_relative == "demo_engine/envs.py"
-    assert "find_spec" in python.target.how
+    assert "find_spec" in python.target.origin
     assert python.edits == [("PADDING = 0", "PADDING = 16")]
 
 

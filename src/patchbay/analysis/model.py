@@ -45,6 +45,7 @@ class Target:
             checkout outside site-packages), or ``unknown`` (the walk could not tell).
         engine: the engine package or distribution the path belongs to, when known.
         how: how the path was resolved, for a reader (``$SITE, set at line 3``).
+        origin: how the install root under it was computed (``computed with purelib``).
     """
 
     path: str
@@ -52,6 +53,7 @@ class Target:
     root: str
     engine: str | None = None
     how: str = ""
+    origin: str = ""
 
     @property
     def site_relative(self) -> str | None:
@@ -167,6 +169,7 @@ class ScriptAnalysis:
         annotations: line -> (codes, reason, line of the annotation) of ``patchbay-reviewed``
             comments, keyed by the line they review.
         sourced: scripts followed (``source``, ``.``, ``bash path``), with the line of the call.
+        followed_annotations: the ``annotations`` of each script followed, by its path.
         notes: things a reader should know (a file that could not be followed, ...).
         installs: ``pip install`` of packages that are not engine packages (harness tools),
             or that name no package the walk can read: never modifications of the engine.
@@ -184,6 +187,9 @@ class ScriptAnalysis:
     set_e: bool = False
     annotations: dict[int, tuple[frozenset[str], str, int]] = field(default_factory=dict)
     sourced: list[tuple[int, str]] = field(default_factory=list)
+    followed_annotations: dict[str, dict[int, tuple[frozenset[str], str, int]]] = field(
+        default_factory=dict
+    )
     notes: list[tuple[int, str]] = field(default_factory=list)
     installs: list[Modification] = field(default_factory=list)
     loops: dict[int, dict[str, object]] = field(default_factory=dict)

@@ -24,14 +24,22 @@ class Val:
             for computed folders; an unknown part stays as written (``$1``).
         how: where a computed (install-root) part comes from, for a reader.
         unknown: why part of ``text`` is not known ("" when it is all known).
+        origin: how an install root was computed (``computed with find_spec``), kept when
+            ``how`` names the variable it went through.
     """
 
     text: str
     how: str = ""
     unknown: str = ""
+    origin: str = ""
 
     def __add__(self, other: Val) -> Val:
-        return Val(self.text + other.text, self.how or other.how, self.unknown or other.unknown)
+        return Val(
+            self.text + other.text,
+            self.how or other.how,
+            self.unknown or other.unknown,
+            self.origin or other.origin,
+        )
 
     @property
     def known(self) -> bool:
@@ -74,7 +82,7 @@ def join(base: Val, rel: Val) -> Val:
     if rel.text.startswith(("/", "~")):
         return rel
     text = posixpath.normpath(posixpath.join(base.text, rel.text)) if rel.text else base.text
-    return Val(text, base.how or rel.how, base.unknown or rel.unknown)
+    return Val(text, base.how or rel.how, base.unknown or rel.unknown, base.origin or rel.origin)
 
 
 def dirname(v: Val) -> Val:
@@ -82,11 +90,11 @@ def dirname(v: Val) -> Val:
     parent = posixpath.dirname(text) if "/" in text else "."
     if text == SITE or (text.startswith(TMP) and "/" not in text[1:]):
         parent = posixpath.dirname(text)
-    return Val(parent or "/", v.how, v.unknown)
+    return Val(parent or "/", v.how, v.unknown, v.origin)
 
 
 def basename(v: Val) -> Val:
-    return Val(posixpath.basename(v.text.rstrip("/")), v.how, v.unknown)
+    return Val(posixpath.basename(v.text.rstrip("/")), v.how, v.unknown, v.origin)
 
 
 @dataclass

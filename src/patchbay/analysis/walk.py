@@ -110,7 +110,9 @@ class Walker(ListsMixin, WordsMixin):
             self.frames.pop()
             self.state, self.src, self.chain = saved
 
-    def note_annotations(self, source: Source) -> None:
+    def note_annotations(
+        self, source: Source, into: dict[int, tuple[frozenset[str], str, int]] | None = None
+    ) -> None:
         """``patchbay-reviewed`` comments (comment nodes of the grammar, never text in a
         string): on a line, or on a comment line right above one."""
         if b"patchbay-reviewed" not in source.data:
@@ -125,16 +127,26 @@ class Walker(ListsMixin, WordsMixin):
             text = source.text(node)
             row = node.start_point[0]
             before = lines[row][: node.start_point[1]] if row < len(lines) else ""
-            self.annotate(text, row + 1 + source.line_offset, own_line=not before.strip())
+            self.annotate(
+                text, row + 1 + source.line_offset, own_line=not before.strip(), into=into
+            )
 
-    def annotate(self, comment: str, line: int, *, own_line: bool) -> None:
+    def annotate(
+        self,
+        comment: str,
+        line: int,
+        *,
+        own_line: bool,
+        into: dict[int, tuple[frozenset[str], str, int]] | None = None,
+    ) -> None:
         """Record one comment's annotation; an own-line comment reviews the next line."""
         m = _ANNOTATION.search(comment)
         if not m:
             return
         codes = frozenset(re.findall(r"PB\d{3}", m.group("codes")))
         reviewed = line + 1 if own_line else line
-        self.result.annotations[reviewed] = (codes, m.group("reason").strip(), line)
+        target = self.result.annotations if into is None else into
+        target[reviewed] = (codes, m.group("reason").strip(), line)
 
     # ------------------------------------------------------------------ recording
 
@@ -203,13 +215,16 @@ class Walker(ListsMixin, WordsMixin):
                 return Target(val.text, written, "unknown", None, val.unknown)
             else:
                 return Target(val.text, written, "none")
+        origin = full.origin or val.origin
         if full.installed:
             rel = Target(full.text, written, "site-packages").site_relative or ""
             engine = self.engines.package_of(rel)
-            return Target(full.text, written, "site-packages", engine, how or "site-packages")
+            return Target(
+                full.text, written, "site-packages", engine, how or "site-packages", origin
+            )
         tree = self.engine_tree(full.text)
         if tree is not None:
-            return Target(full.text, written, "engine-tree", tree[0], how or tree[1])
+            return Target(full.text, written, "engine-tree", tree[0], how or tree[1], origin)
         if full.unknown and not full.text.startswith((TMP, SCRIPT_DIR)):
             return Target(full.text, written, "unknown", None, full.unknown)
         return Target(full.text, written, "none")
@@ -597,14 +612,9 @@ class Walker(ListsMixin, WordsMixin):
     def set_var(self, name: str, values: list[Val], line: int) -> None:
         out = []
         for v in values:
-            if (v.installed or self.engine_tree(v.text)) and not v.how.startswith("$"):
-                v = Val(
-                    v.text,
-                    f"${name}, set at line {line}" + (f" ({v.how})" if v.how else ""),
-                    v.unknown,
-                )
-            elif v.installed and v.how.startswith("$"):
-                v = Val(v.text, f"${name}, set at line {line}", v.unknown)
+            if v.installed or self.engine_tree(v.text):
+                origin = v.origin or ("" if v.how.startswith("$") else v.how)
+                v = Val(v.text, f"${name}, set at line {line}", v.unknown, origin)
             out.append(v)
         self.state.vars[name] = out or [Val("")]
         if name in ("PYTHONPATH", "LD_PRELOAD", "LD_LIBRARY_PATH") or name in self.state.exported:
@@ -682,6 +692,8 @@ class Walker(ListsMixin, WordsMixin):
             self.result.notes.append((cmd.line, f"{relpath} could not be read: {exc}"))
             return False
         self.result.sourced.append((cmd.line, relpath))
+        if relpath not in self.result.followed_annotations:
+            self.note_annotations(source, self.result.followed_annotations.setdefault(relpath, {}))
         saved = (self.src, self.chain, self.state)
         self.src, self.chain = source, (*self.chain, relpath)
         if fresh:

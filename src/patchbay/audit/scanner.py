@@ -295,10 +295,14 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
             finding = Finding.of(code, path, mod.line, message, end)
             # the scripts it was reached through, outermost first, without its own file
             finding.chain = tuple(mod.chain[:-1]) if mod.chain else ()
-            if path == analysis.path:
-                note = analysis.annotations.get(mod.line)
-                if note is not None and (not note[0] or code in note[0]) and _real_reason(note[1]):
-                    finding.suppression = Suppression("inSource", note[1])
+            notes = (
+                analysis.annotations
+                if path == analysis.path
+                else analysis.followed_annotations.get(path, {})
+            )
+            note = notes.get(mod.line)
+            if note is not None and (not note[0] or code in note[0]) and _real_reason(note[1]):
+                finding.suppression = Suppression("inSource", note[1])
             out.append(finding)
     for _line, (_codes, why, at) in sorted(analysis.annotations.items()):
         if not _real_reason(why):

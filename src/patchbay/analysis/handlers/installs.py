@@ -197,9 +197,8 @@ def python_effects(
         )
         for k, v in enumerate(argv_vals, start=1):
             if f"sys.argv[{k}]" in how:
-                val = Val(
-                    effect.path, f"sys.argv[{k}] = {v.display()}" + (f" ({v.how})" if v.how else "")
-                )
+                how_k = f"sys.argv[{k}] = {v.display()}" + (f" ({v.how})" if v.how else "")
+                val = Val(effect.path, how_k, "", v.origin)
         bare = not effect.path or (effect.path == effect.expr and not effect.path.startswith("/"))
         if bare and "site" not in effect.expr and "__file__" not in how:
             continue
@@ -209,7 +208,9 @@ def python_effects(
         if target.root == "unknown":
             continue
         if target.how == "site-packages" or not target.how:
-            target = Target(target.path, target.written, target.root, target.engine, how)
+            target = Target(
+                target.path, target.written, target.root, target.engine, how, target.origin
+            )
         mechanism = {
             "write": Mechanism.WRITE,
             "edit": Mechanism.EDIT,
