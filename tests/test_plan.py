@@ -16,6 +16,7 @@ from conftest import diff_patch, write_patchset
 from patchbay import engine
 from patchbay.engine import apply_patchset, make_plan
 from patchbay.kinds import KINDS
+from patchbay.ledger import Ledger, LedgerEntry
 from patchbay.model import load_patchset
 from patchbay.targets import resolve_environment
 from patchbay.tree import Tree
@@ -152,3 +153,25 @@ def test_a_run_with_nothing_to_do_needs_no_lock(setup: tuple[Path, Path]) -> Non
     patchset, env = _env(ps, root)
     with FileLock(str(env.state_dir / "lock")):
         assert apply_patchset(patchset, env, lock_timeout=0).nothing_to_do
+
+
+def test_ledger_put_replaces_the_entry_of_the_same_patch_and_keeps_the_order(
+    tmp_path: Path,
+) -> None:
+    def entry(patch_id: str, sha: str) -> LedgerEntry:
+        return LedgerEntry(patch_id, "diff", sha, "2026-01-01T00:00:00+00:00", "0.1.0")
+
+    ledger = Ledger(tmp_path)
+    for patch_id in ("a", "b", "c"):
+        ledger.put("ps", entry(patch_id, "1"))
+    ledger.put("ps", entry("b", "2"))
+    assert [(e.patch_id, e.patch_sha256) for e in ledger.entries("ps")] == [
+        ("a", "1"),
+        ("c", "1"),
+        ("b", "2"),
+    ]
+    ledger.remove("ps", "a")
+    ledger.put("ps", entry("a", "3"))
+    ledger.put("ps", entry("a", "4"))
+    assert [e.patch_id for e in ledger.entries("ps")] == ["c", "b", "a"]
+    assert ledger.find("ps", "a").patch_sha256 == "4"

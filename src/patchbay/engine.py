@@ -390,10 +390,9 @@ def _check_reaches_applied(
     """A pending patch must leave the tree in a state recognised as applied; otherwise a re-run
     would apply it again (e.g. an edit whose result contains its own old text). Such a patch is
     turned into a conflict here, before anything is written."""
-    trial = tree.fork()
-    for change in inspection.changes:
-        trial.stage(change.target, change.path, change.after)
-    again = _inspect(patch, loaded, trial)
+    trial = [(c.target, c.path, c.after) for c in inspection.changes]
+    with tree.trying(trial):
+        again = _inspect(patch, loaded, tree)
     if again.state is ContentState.APPLIED:
         return
     mode_only = {c.path for c in inspection.changes if c.before == c.after}  # not in the trial

@@ -71,26 +71,41 @@ class DiskView:
     tree is still as it was judged (a run that waited for the lock must judge the tree as it is).
 
     Attributes:
-        roots: target name -> root directory.
+        paths: ``(target, path)`` -> the absolute path it resolved to.
         contents: ``(target, path)`` -> bytes read (None: absent).
         modes: ``(target, path)`` -> ``st_mode`` read (None: absent).
     """
 
-    roots: dict[str, Path]
+    paths: dict[Key, Path]
     contents: dict[Key, bytes | None]
     modes: dict[Key, int | None]
 
     def unchanged(self) -> bool:
         """Whether every file seen still has the same bytes and mode (and is still absent, for
-        those that were). A path that became unsafe (a link) counts as changed."""
-        fresh = Tree(self.roots)
-        try:
-            for (target, rel), data in self.contents.items():
-                if fresh.read(target, rel) != data:
-                    return False
-            return all(fresh.mode(t, rel) == mode for (t, rel), mode in self.modes.items())
-        except RefusedError:
-            return False
+        those that were), and none became a symbolic link. Bytes are compared, never times.
+        (Paths are not resolved again: whatever is written is resolved again before.)"""
+        for key, data in self.contents.items():
+            path = self.paths[key]
+            if os.path.islink(path):
+                return False
+            try:
+                now: bytes | None = path.read_bytes()
+            except (FileNotFoundError, NotADirectoryError):
+                now = None
+            except OSError:
+                return False
+            if now != data:
+                return False
+        for key, mode in self.modes.items():
+            try:
+                now_mode: int | None = os.stat(self.paths[key]).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                now_mode = None
+            except OSError:
+                return False
+            if now_mode != mode:
+                return False
+        return True
 
 
 class Tree:
@@ -240,7 +255,24 @@ class Tree:
     @property
     def seen(self) -> DiskView:
         """Everything this tree and its forks read from disk so far."""
-        return DiskView(self.roots, self._disk, self._modes)
+        return DiskView(self._resolved, self._disk, self._modes)
+
+    @contextlib.contextmanager
+    def trying(self, changes: list[tuple[str, str, bytes | None]]) -> Iterator[Tree]:
+        """Stage ``(target, path, content)`` changes for the block only (to judge a result
+        without committing to it, and without copying the tree as :meth:`fork` does); what was
+        staged before is put back after it."""
+        saved = [(key, self._staged.get(key, _ABSENT)) for key in ((t, r) for t, r, _ in changes)]
+        for target, rel, data in changes:
+            self._staged[(target, rel)] = data
+        try:
+            yield self
+        finally:
+            for key, old in reversed(saved):
+                if old is _ABSENT:
+                    self._staged.pop(key, None)
+                else:
+                    self._staged[key] = old  # type: ignore[assignment]
 
     def fork(self) -> Tree:
         """A copy whose staged changes are its own (to try a result without committing to it);
