@@ -29,17 +29,17 @@ Key = tuple[str, str]  # (target, root-relative path)
 
 
 class _LineIndexes:
-    """Line indexes of recently read contents, shared by a tree and all its forks.
+    """Line indexes of recently used contents, shared by a tree and all its forks.
 
     A content is identified by its ``bytes`` object (kept alive by the entry, so an id is never
     reused while cached): staged results and disk reads are handed around as the same object,
-    so the classifications of one run build each index once. Older entries are dropped once
-    the contents cached exceed :attr:`BUDGET` bytes (an index costs several times its
-    content), and before a new one is built, so that two indexes of a large file are never
-    alive at once because of the cache.
+    so the classifications of one run build each index once. Least recently used entries are
+    dropped while the contents cached exceed :attr:`BUDGET` bytes (an index costs a few times
+    its content), but the two most recent are always kept: several patches of one large file
+    are each judged on the file as it is on disk and hand on the index of their result.
     """
 
-    BUDGET = 32 * 1024 * 1024
+    BUDGET = 8 * 1024 * 1024
 
     def __init__(self) -> None:
         self._entries: OrderedDict[int, tuple[bytes, LineIndex]] = OrderedDict()
@@ -55,12 +55,16 @@ class _LineIndexes:
         return index
 
     def put(self, data: bytes, index: LineIndex) -> None:
+        old = self._entries.pop(id(data), None)
+        if old is not None:
+            self._size -= len(old[0])
         self._make_room(data)
         self._entries[id(data)] = (data, index)
         self._size += len(data)
 
     def _make_room(self, data: bytes) -> bytes:
-        while self._entries and self._size + len(data) > self.BUDGET:
+        # before building a new index, so that no index is kept alive only by the cache
+        while len(self._entries) > 1 and self._size + len(data) > self.BUDGET:
             self._size -= len(self._entries.popitem(last=False)[1][0])
         return data
 
