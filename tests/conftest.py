@@ -107,6 +107,19 @@ def engine(tmp_path: Path, engine_template: Path) -> Engine:
     return copy_engine(engine_template, tmp_path / "engine")
 
 
+@pytest.fixture(scope="session")
+def pip_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) -> Path:
+    """An engine environment with its own pip (and setuptools), and the demo engine."""
+    prefix = tmp_path_factory.mktemp("pip-template") / "engine"
+    return make_engine(prefix, demo_wheel, with_pip=True).prefix
+
+
+@pytest.fixture
+def pengine(tmp_path: Path, pip_template: Path) -> Engine:
+    """A fresh engine environment with its own pip, for package pins."""
+    return copy_engine(pip_template, tmp_path / "engine")
+
+
 @dataclass
 class Result:
     code: int

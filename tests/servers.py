@@ -7,16 +7,14 @@ Every request is logged, so tests can count what a command asked for.
 
 from __future__ import annotations
 
-import base64
-import csv
 import hashlib
-import io
 import threading
 import time
-import zipfile
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from patchbay.selfcarry import write_wheel
 
 
 @dataclass
@@ -113,15 +111,6 @@ def make_wheel(folder: Path, name: str, version: str, requires: list[str] | None
         f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: patchbay-tests\nRoot-Is-Purelib: true\n"
         b"Tag: py3-none-any\n",
     }
-    record = io.StringIO()
-    writer = csv.writer(record, lineterminator="\n")
-    for path, data in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        writer.writerow([path, f"sha256={digest}", len(data)])
-    writer.writerow([f"{info}/RECORD", "", ""])
-    files[f"{info}/RECORD"] = record.getvalue().encode()
     wheel = folder / f"{dist}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as zf:
-        for path, data in files.items():
-            zf.writestr(path, data)
+    write_wheel(wheel, files, info)
     return wheel

@@ -17,9 +17,7 @@ import pytest
 
 from conftest import (
     Engine,
-    copy_engine,
     diff_patch,
-    make_engine,
     run_cli,
     snapshot,
     write_patchset,
@@ -35,18 +33,6 @@ def _isolated_pip(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")  # no machine-wide index or find-links
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg-cache"))
     monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
-
-
-@pytest.fixture(scope="session")
-def pip_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) -> Path:
-    """An engine environment with its own pip (and setuptools), and the demo engine."""
-    prefix = tmp_path_factory.mktemp("pip-template") / "engine"
-    return make_engine(prefix, demo_wheel, with_pip=True).prefix
-
-
-@pytest.fixture
-def pengine(tmp_path: Path, pip_template: Path) -> Engine:
-    return copy_engine(pip_template, tmp_path / "engine")
 
 
 @pytest.fixture
@@ -499,7 +485,7 @@ def test_bundle_then_apply_offline_with_the_servers_stopped(
             },
         )
         out = tmp_path / "bundle"
-        res = run_cli("bundle", ps, out, "--python", pengine.python)
+        res = run_cli("bundle", ps, out, "--python", pengine.python, "--without-patchbay")
         assert res.code == 0, res.err
     assert (out / "artifacts" / KERNEL_SHA).read_bytes() == KERNEL
     wheels = {w.name.split("-py3")[0] for w in (out / "wheels").iterdir()}

@@ -137,10 +137,10 @@ def test_report_in_three_formats_with_history(
         "open": "attention",  # upstream open, but the waiver's review date passed
         "after-pin": "bump",
         "title-revert": "attention",
-        "local": "attention",
+        "local": "keep",  # Upstream-Status Inappropriate with a reason: carried by design
         "uncommitted": "keep",
     }
-    assert doc["counts"] == {"remove": 1, "bump": 1, "keep": 1, "attention": 3}
+    assert doc["counts"] == {"remove": 1, "bump": 1, "keep": 2, "attention": 2}
     # days carried from the first commit holding the patch; days since the upstream merge
     assert rows["squash"]["days_carried"] == 62
     assert rows["squash"]["days_since_merged"] == 58
@@ -152,13 +152,13 @@ def test_report_in_three_formats_with_history(
     yaml_lines = (project / "patchsets/engine/patchset.yaml").read_text().splitlines()
     assert yaml_lines[rows["squash"]["line"] - 1].startswith("    upstream: [https://github.com/")
     assert doc["previous"] is None and doc["changes"] == []
-    assert "6 patches: 1 remove, 1 bump, 1 keep, 3 attention" in first.stderr
+    assert "6 patches: 1 remove, 1 bump, 2 keep, 2 attention" in first.stderr
 
     second = cli(*args)  # markdown, nothing changed upstream
     assert second.returncode == 0, second.stderr
     md = second.stdout
     assert "As of 2026-09-01: 6 carried patches in 1 patchset:" in md
-    assert "**1 remove** · 1 bump · 1 keep · 3 attention." in md
+    assert "**1 remove** · 1 bump · 2 keep · 2 attention." in md
     assert "No change since the last run (2026-09-01)." in md
     assert (
         "| engine | `squash` | [acme/engine#11](https://github.com/acme/engine/pull/11) | "
@@ -169,7 +169,7 @@ def test_report_in_three_formats_with_history(
     )
     assert f"; needed: `{ids['L']}`" in md
     assert "review date 2026-08-15 of waiver w1 has passed" in md
-    assert "no upstream reference (Upstream-Status Inappropriate: local config only)" in md
+    assert "carried by design (Upstream-Status Inappropriate: local config only)" in md
     # a rerun over unchanged data: nothing but 304s
     sent = re.search(r"(\d+) requests to the forge, (\d+) answered 304", second.stderr)
     assert sent is not None and int(sent.group(1)) == int(sent.group(2)) > 0
@@ -199,8 +199,24 @@ def test_report_in_three_formats_with_history(
     history = (tmp_path / "history.jsonl").read_text().splitlines()
     assert len(history) == 3
     last = json.loads(history[-1])
-    assert last["counts"] == {"remove": 1, "bump": 2, "keep": 0, "attention": 3}
+    assert last["counts"] == {"remove": 1, "bump": 2, "keep": 1, "attention": 2}
     assert last["patches"]["engine/uncommitted"]["verdict"] == "bump"
+
+
+def test_a_patch_carried_by_design_is_kept_until_its_waiver_review_passes(
+    standin: GitHubStandIn, engine_history: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    _, ids = engine_history
+    project = make_project(tmp_path / "project", ids["P"])
+    (project / "waivers" / "w2.md").write_text(
+        "---\nid: w2\npatches: [local]\nreview_by: 2026-08-20\n---\n\n# Waiver w2\n"
+    )
+    res = cli("report", "--repo", project, *common(standin, tmp_path), "--format", "json")
+    assert res.returncode == 0, res.stderr
+    local = next(r for r in json.loads(res.stdout)["rows"] if r["id"] == "local")
+    assert local["verdict"] == "attention"
+    assert local["reason"].startswith("the review date 2026-08-20 of waiver w2 has passed; ")
+    assert "carried by design" in local["reason"]
 
 
 def test_publish_upserts_one_tracking_issue(

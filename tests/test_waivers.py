@@ -12,7 +12,7 @@ import pytest
 
 from conftest import REPO, dedent, run_cli, write_patchset
 from patchbay.errors import InputError
-from patchbay.waivers import parse_waiver, placeholder_in
+from patchbay.waivers import parse_waiver, placeholder_in, read_waivers, waiver_files
 
 LEGACY = Path(__file__).resolve().parent / "data" / "waivers-legacy"
 ENGINES = ["vllm", "sglang", "aiter", "triton", "torch", "flashinfer"]
@@ -284,3 +284,287 @@ def test_waiver_new_keeps_bare_ids_when_unique(tmp_path: Path) -> None:
     assert parse_waiver(tmp_path / "waivers" / "wa.md").patches == ["pad"]
     text = (tmp_path / "waivers" / "wa.md").read_text()
     assert "patches: [pad]\n" in text and text.count("| `pad` |") == 1
+
+
+# -- upstream links outside an upstream section ---------------------------------------------
+
+
+def _legacy(tmp_path: Path, body: str, name: str = "2508.md") -> Path:
+    path = tmp_path / name
+    path.write_text(dedent(body))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("section", "line", "reference"),
+    [
+        ("What", 4, "https://github.com/vllm-project/vllm/pull/48110"),
+        ("Why", 7, "vllm-project/vllm#48110"),
+        ("Scope", 4, "[the fix](https://github.com/vllm-project/vllm/pull/48110)"),
+        ("What", 4, "vllm #48110"),
+    ],
+)
+def test_upstream_links_under_another_section_count_for_upstream(
+    tmp_path: Path, section: str, line: int, reference: str
+) -> None:
+    """No Upstream section, heading, label or column: the references written under What, Why
+    or Scope are the upstream field (found at the first one's line), not a missing field."""
+    what = f"Patches the MLA decode path ({reference})." if section != "Why" else "MLA decode."
+    why = f"Graph capture faults; fixed by {reference}." if section == "Why" else "It faults."
+    path = _legacy(
+        tmp_path,
+        f"""
+        # Waiver 2508
+
+        ## {section if section != "Why" else "What"}
+        {what}
+
+        ## Why
+        {why}
+
+        ## Removal plan
+        Drop it with the next nightly.
+        """,
+    )
+    w = parse_waiver(path, names={"vllm": "vllm-project/vllm"})
+    upstream = w.fields["upstream"]
+    assert (upstream.status, upstream.line) == ("found", line)
+    field = "why" if section == "Why" else "what"
+    assert upstream.where == f"reference under '{field}' (no upstream section)"
+    assert [r.canonical for r in w.references] == ["vllm-project/vllm#48110"]
+    assert {n: r.status for n, r in w.fields.items()} == dict.fromkeys(
+        ("what", "why", "upstream", "removal"), "found"
+    )
+
+
+def test_without_references_anywhere_upstream_stays_missing(tmp_path: Path) -> None:
+    path = _legacy(
+        tmp_path,
+        """
+        # Waiver
+        ## What
+        The cap.
+        ## Why
+        It crashes.
+        """,
+    )
+    assert parse_waiver(path).fields["upstream"].status == "missing"
+
+
+def test_an_upstream_section_wins_over_links_elsewhere(tmp_path: Path) -> None:
+    path = _legacy(
+        tmp_path,
+        """
+        # Waiver
+        ## What
+        The cap (o/r#1).
+        ## Upstream
+        upstream tracking pending
+        """,
+    )
+    upstream = parse_waiver(path).fields["upstream"]
+    assert (upstream.status, upstream.line) == ("placeholder", 4)
+    assert [p.text for p in upstream.placeholders] == ["upstream tracking pending"]
+
+
+# -- sentences that say no link exists yet --------------------------------------------------
+
+
+NO_LINK_YET = [
+    "Upstream issue being filed.",
+    "being filed",
+    "The upstream issue is being filed",
+    "Link currently unavailable",
+    "currently unavailable",
+    "upstream issue pending",
+    "pending while this draft is reviewed",
+    "Pending while this draft is under internal review",
+    "Upstream PR to be filed",
+    "PR to be opened after validation on MI355X",
+    "An issue will be filed once the reproducer is minimal",
+    "not yet filed",
+    "No upstream issue yet",
+    "no PR yet",
+    "link to follow",
+    "PR link will be added later",
+    "upstream PR in progress",
+    "awaiting upstream PR",
+]
+
+
+@pytest.mark.parametrize("text", NO_LINK_YET)
+def test_sentences_saying_no_link_exists_yet_are_placeholders(text: str) -> None:
+    assert placeholder_in(text) == text.rstrip(".")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The kernel is not available yet on gfx950",
+        "No upstream PR; the change is benchmark-only",
+        "Inappropriate: will not be submitted upstream",
+        "Will be removed once the image ships 0.4.2",
+        "Drop when the fix is available upstream",
+        "We will drop this when 0.5 ships",
+        "Yet another allocator bug",
+        "PR being reviewed: https://github.com/o/r/pull/4",
+        "issue filed as o/r#12",
+        # this repository's own kimik3 waiver: a reason, not a blank
+        "no standalone upstream PR is known; the change belongs with the DSpark draft's "
+        "multi-token decode support and has not been submitted on its own",
+    ],
+)
+def test_statements_next_to_those_words_are_not_placeholders(text: str) -> None:
+    assert placeholder_in(text) is None
+
+
+@pytest.mark.parametrize("text", NO_LINK_YET[:6])
+def test_no_link_yet_in_the_upstream_section_is_pb202_material(tmp_path: Path, text: str) -> None:
+    path = _legacy(tmp_path, f"# W\n## What\nThe cap.\n## Upstream\n{text}\n")
+    upstream = parse_waiver(path).fields["upstream"]
+    assert upstream.status == "placeholder"
+    assert [(p.line, p.text) for p in upstream.placeholders] == [(5, text.rstrip("."))]
+
+
+def test_no_link_yet_under_another_section_is_the_upstream_blank(tmp_path: Path) -> None:
+    """Without an upstream section, "the upstream issue is being filed" under Why is the
+    upstream field's blank (reported once, there), not a blank of Why."""
+    path = _legacy(
+        tmp_path,
+        """
+        # Waiver
+        ## What
+        The cap.
+        ## Why
+        It crashes on the first full batch. The upstream issue is being filed.
+        ## Removal plan
+        With the next image.
+        """,
+    )
+    w = parse_waiver(path)
+    assert w.fields["why"].status == "found"
+    upstream = w.fields["upstream"]
+    assert (upstream.status, upstream.line) == ("placeholder", 5)
+    assert upstream.where == "sentence under 'why' (no upstream section)"
+    assert [p.text for p in upstream.placeholders] == ["The upstream issue is being filed"]
+
+
+# -- references in prose --------------------------------------------------------------------
+
+
+def test_a_number_after_a_sentence_is_not_a_reference(tmp_path: Path) -> None:
+    """`word. #NNNN`: the sentence ended; `#NNNN` is no project's reference (it would be an
+    unresolvable `reverted. #1234`, PB207)."""
+    path = _legacy(
+        tmp_path,
+        """
+        # W
+        ## Upstream
+        The first attempt was reverted. #1234 in the tracker has the details.
+        Reverted again! #99 too; the fix is vllm #48110 and flashinfer PR #1877.
+        """,
+    )
+    refs = parse_waiver(path, names={"vllm": "vllm-project/vllm"}).references
+    assert [r.canonical for r in refs] == ["vllm-project/vllm#48110", "flashinfer #1877"]
+
+
+# -- translated copies ----------------------------------------------------------------------
+
+
+def test_translated_copies_are_listed_not_read_as_waivers(tmp_path: Path) -> None:
+    names = [
+        "1234.md",
+        "1234_zh.md",  # translation of 1234.md
+        "2508.md",
+        "2508.ja.md",  # translation of 2508.md
+        "w-1.md",
+        "w-1-pt-BR.md",  # translation of w-1.md
+        "README.md",
+        "README_zh.md",  # documentation, translated
+        "README.zh-CN.md",
+        "fix.md",
+        "fix-v2.md",  # not a language: a waiver
+        "solo_zh.md",  # no solo.md: a waiver of its own
+        "_template.md",
+    ]
+    for name in names:
+        (tmp_path / name).write_text("# W\n")
+    files = waiver_files(tmp_path)
+    assert [p.name for p in files.waivers] == [
+        "1234.md",
+        "2508.md",
+        "fix-v2.md",
+        "fix.md",
+        "solo_zh.md",
+        "w-1.md",
+    ]
+    assert [(t.path.name, t.original.name, t.language) for t in files.translations] == [
+        ("1234_zh.md", "1234.md", "zh"),
+        ("2508.ja.md", "2508.md", "ja"),
+        ("README.zh-CN.md", "README.md", "zh-CN"),
+        ("README_zh.md", "README.md", "zh"),
+        ("w-1-pt-BR.md", "w-1.md", "pt-BR"),
+    ]
+    assert [w.id for w in read_waivers(tmp_path)] == [p.stem for p in files.waivers]
+
+
+# -- paths a waiver names -------------------------------------------------------------------
+
+
+def test_paths_a_legacy_waiver_names(tmp_path: Path) -> None:
+    path = _legacy(
+        tmp_path,
+        """
+        # Waiver 2508
+        - **Patch script:** `benchmarks/single_node/apply_k3_container_patches.sh`
+        - **Patch entrypoint:** `benchmarks/k3.sh` calls `apply_k3_container_patches.sh`
+        - Installer: [install.py](../patches/install.py),
+          [on GitHub](https://github.com/org/bench/blob/main/benchmarks/run.sh#L12)
+        - The heredoc in benchmarks/demo4_h200.sh:88-104 (see vllm-project/vllm#1).
+
+        ```sh
+        bash benchmarks/.../apply.sh
+        ```
+        """,
+        name="docs-2508.md",
+    )
+    named = [(p.text, p.line, p.relative_to_file) for p in parse_waiver(path).paths]
+    assert named == [
+        ("benchmarks/single_node/apply_k3_container_patches.sh", 2, False),
+        ("benchmarks/k3.sh", 3, False),
+        ("apply_k3_container_patches.sh", 3, False),
+        ("../patches/install.py", 4, True),
+        ("benchmarks/run.sh", 5, False),
+        ("benchmarks/demo4_h200.sh", 6, False),
+        ("benchmarks/.../apply.sh", 9, False),
+    ]
+
+
+def test_plain_and_markdown_it_paths_agree_on_named_paths(tmp_path: Path) -> None:
+    """A plain body (no emphasis, links or HTML) takes the fast path; it names the same paths
+    (code spans, text) as markdown-it does."""
+    path = _legacy(
+        tmp_path,
+        """
+        # Waiver 2508
+
+        - Patch script: `benchmarks/single_node/apply_k3.sh`
+        - Entrypoint: `bash benchmarks/k3.sh --tp 8` runs apply_k3.sh
+
+        ## What is patched
+        | script | change |
+        |---|---|
+        | `benchmarks/single_node/apply_k3.sh` | vllm/envs.py cap |
+        """,
+    )
+    from patchbay.waivers.plain import plain_tokens
+
+    assert plain_tokens(path.read_text()) is not None  # the fast path is the one compared
+    fast, full = parse_waiver(path), parse_waiver(path, plain=False)
+    assert fast == full
+    assert [p.text for p in fast.paths] == [
+        "benchmarks/single_node/apply_k3.sh",
+        "benchmarks/k3.sh",
+        "apply_k3.sh",
+        "vllm/envs.py",
+    ]

@@ -7,6 +7,9 @@ On a networked host, ``bundle PATCHSET OUT --python ENGINE`` writes::
                         pin replaces, so a rollback or revert works offline too
     OUT/artifacts/<sha256>   every artifact file, verified
     OUT/patchset/       a copy of the patchset folder (vendored diffs and the lock included)
+    OUT/patchbay/wheels/, OUT/install-patchbay.sh
+                        patchbay itself, for the container's Python, and its offline
+                        installer (see :mod:`patchbay.selfcarry`)
     OUT/manifest.json   sha256 of every file above
 
 Inside the container, ``apply OUT/patchset --bundle OUT --offline`` uses only that: pins
@@ -40,9 +43,17 @@ MANIFEST = "manifest.json"
 
 
 def make_bundle(
-    patchset: Patchset, env: Environment, out: Path, options: RunOptions | None = None
+    patchset: Patchset,
+    env: Environment,
+    out: Path,
+    options: RunOptions | None = None,
+    *,
+    with_patchbay: bool = True,
 ) -> dict[str, str]:
     """Write the bundle of ``patchset`` for ``env``'s platform into ``out``.
+
+    With ``with_patchbay`` (the default) the bundle also carries patchbay and its installer,
+    so that a container without network can run it.
 
     Returns:
         The manifest: relative path -> sha256.
@@ -58,7 +69,7 @@ def make_bundle(
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        manifest = _fill(patchset, env, work, options)
+        manifest = _fill(patchset, env, work, options, with_patchbay)
         if out.exists():
             out.rmdir()
         os.replace(work, out)
@@ -67,7 +78,9 @@ def make_bundle(
     return manifest
 
 
-def _fill(patchset: Patchset, env: Environment, out: Path, options: RunOptions) -> dict[str, str]:
+def _fill(
+    patchset: Patchset, env: Environment, out: Path, options: RunOptions, with_patchbay: bool
+) -> dict[str, str]:
     if env.python is None:
         raise RefusedError("bundle needs the engine interpreter (--python) for its platform")
     from .engine import load_patches
@@ -103,6 +116,10 @@ def _fill(patchset: Patchset, env: Environment, out: Path, options: RunOptions) 
                 cached, _ = fetch_pinned(f.url, sha, options, size=f.size)
                 shutil.copyfile(cached, out / "artifacts" / sha)
     shutil.copytree(patchset.folder, out / "patchset")
+    if with_patchbay:
+        from .selfcarry import carry
+
+        carry(out, env.python)
     manifest = {
         str(path.relative_to(out)): sha256_bytes(path.read_bytes())
         for path in sorted(out.rglob("*"))

@@ -1,7 +1,7 @@
 """The ``patchbay`` command line: argument wiring only; the work is in the library.
 
-Expected failures (:class:`~patchbay.errors.PatchbayError`) print one line (plus detail lines)
-and exit 1 or 2; anything else is a bug and keeps its traceback.
+Expected failures (:class:`~patchbay.errors.PatchbayError`) print one line (plus detail lines),
+with secrets redacted, and exit 1 or 2; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -53,6 +53,17 @@ StateOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+ProbeTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--probe-timeout",
+        metavar="SECONDS",
+        envvar="PATCHBAY_PROBE_TIMEOUT",
+        min=0.1,
+        help="Longest wait for the engine interpreter's probe (default: 120, and 10 for one "
+        "that prints nothing).",
+    ),
+]
 RecordOpt = Annotated[
     Path | None,
     typer.Option("--record", metavar="FILE", help="Write a provenance JSON record to FILE."),
@@ -124,6 +135,7 @@ def apply(
     bundle: BundleOpt = None,
     cache_dir: CacheOpt = None,
     mirror: MirrorOpt = None,
+    probe_timeout: ProbeTimeoutOpt = None,
 ) -> None:
     """Apply the pending patches; all or nothing; a re-run is a no-op."""
     from .commands import apply as cmd
@@ -138,6 +150,7 @@ def apply(
         lock_timeout=lock_timeout,
         record=record,
         options=lambda: _options(offline, bundle, cache_dir, mirror),
+        probe_timeout=probe_timeout,
     )
 
 
@@ -149,6 +162,7 @@ def status(
     state_dir: StateOpt = None,
     as_json: JsonOpt = False,
     record: RecordOpt = None,
+    probe_timeout: ProbeTimeoutOpt = None,
 ) -> None:
     """Show every patch's state (pending, applied, redundant, outdated, partial, conflict)."""
     from .commands import status as cmd
@@ -161,6 +175,7 @@ def status(
         state_dir=state_dir,
         as_json=as_json,
         record=record,
+        probe_timeout=probe_timeout,
     )
 
 
@@ -173,6 +188,7 @@ def revert(
     lock_timeout: LockOpt = 0.0,
     offline: OfflineOpt = False,
     bundle: BundleOpt = None,
+    probe_timeout: ProbeTimeoutOpt = None,
 ) -> None:
     """Undo what the ledger says patchbay applied, newest first."""
     from .commands import revert as cmd
@@ -185,6 +201,7 @@ def revert(
         state_dir=state_dir,
         lock_timeout=lock_timeout,
         options=lambda: _options(offline, bundle),
+        probe_timeout=probe_timeout,
     )
 
 
@@ -226,8 +243,16 @@ def bundle_command(
     python: PythonOpt = None,
     cache_dir: CacheOpt = None,
     mirror: MirrorOpt = None,
+    without_patchbay: Annotated[
+        bool,
+        typer.Option(
+            "--without-patchbay",
+            help="Do not carry patchbay itself (its wheels and install-patchbay.sh).",
+        ),
+    ] = False,
 ) -> None:
-    """Gather everything apply needs (wheels, artifacts, vendored diffs) for an offline run."""
+    """Gather everything apply needs (wheels, artifacts, vendored diffs, patchbay itself)
+    for an offline run."""
     from .commands import bundle as cmd
 
     _run(
@@ -236,6 +261,7 @@ def bundle_command(
         out=out,
         python=python,
         options=lambda: _options(False, None, cache_dir, mirror),
+        with_patchbay=not without_patchbay,
     )
 
 
@@ -259,6 +285,7 @@ def verify(
         typer.Option("--dist", metavar="NAME", help="Distribution to check (default: components)."),
     ] = None,
     record: RecordOpt = None,
+    probe_timeout: ProbeTimeoutOpt = None,
 ) -> None:
     """Check every patch is present and every touched Python file compiles."""
     from .commands import verify as cmd
@@ -273,6 +300,7 @@ def verify(
         installed=installed,
         dists=dist,
         record=record,
+        probe_timeout=probe_timeout,
     )
 
 
@@ -282,11 +310,12 @@ def check(
     python: PythonOpt = None,
     root: RootOpt = None,
     as_json: JsonOpt = False,
+    probe_timeout: ProbeTimeoutOpt = None,
 ) -> None:
     """Judge every patch against a candidate image (applies, upstream, partial, conflict)."""
     from .commands import check as cmd
 
-    _run(cmd.run, patchset, python=python, root=root, as_json=as_json)
+    _run(cmd.run, patchset, python=python, root=root, as_json=as_json, probe_timeout=probe_timeout)
 
 
 @app.command()
@@ -365,6 +394,24 @@ def audit(
             help="GitHub API base for --upstream (default https://api.github.com).",
         ),
     ] = None,
+    changed_since: Annotated[
+        str | None,
+        typer.Option(
+            "--changed-since",
+            metavar="REF",
+            help="Audit the change since the merge base of REF and HEAD (a pull request): "
+            "script findings of its files, and a waiver of its own for the patching it adds.",
+        ),
+    ] = None,
+    pull_request: Annotated[
+        int | None,
+        typer.Option(
+            "--pr",
+            metavar="N",
+            min=1,
+            help="The pull request's number, for change-waiver (default: from GitHub Actions).",
+        ),
+    ] = None,
 ) -> None:
     """Audit patchsets, waivers and scripts (undeclared engine patching); exit 1 on findings."""
     from .commands import audit as cmd
@@ -379,6 +426,8 @@ def audit(
         today=today.date() if today else None,
         upstream=upstream,
         api_url=api_url,
+        changed_since=changed_since,
+        pull_request=pull_request,
     )
 
 
@@ -411,6 +460,177 @@ def waiver_new(
     from .commands import waiver as cmd
 
     _run(cmd.new, patchset, patch_ids or [], waiver_id=waiver_id, output=output, force=force)
+
+
+WheelOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--wheel",
+        metavar="FILE",
+        help="A wheel of the installed version: pristine copies of edited files (repeatable).",
+    ),
+]
+FromGitOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--from-git",
+        metavar="DIR|URL",
+        help="The component's repository, read at the commit `components` pins.",
+    ),
+]
+
+
+@app.command()
+def capture(
+    patchset: PatchsetArg,
+    patch_id: Annotated[str, typer.Argument(metavar="ID", help="Id of the new patch.")],
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[FILE]...",
+            help="Edited files (default: every file that differs from RECORD, undeclared).",
+        ),
+    ] = None,
+    python: PythonOpt = None,
+    state_dir: StateOpt = None,
+    target: Annotated[
+        str | None,
+        typer.Option("--target", metavar="NAME", help="Target of the patch (default: deepest)."),
+    ] = None,
+    wheel: WheelOpt = None,
+    from_git: FromGitOpt = None,
+    description: Annotated[
+        str | None, typer.Option("--description", metavar="TEXT", help="What the patch does.")
+    ] = None,
+    upstream: Annotated[
+        list[str] | None,
+        typer.Option("--upstream", metavar="REF", help="Upstream PR/issue/commit (repeatable)."),
+    ] = None,
+) -> None:
+    """Write edits made to the installed engine as a new diff patch of the patchset."""
+    from .commands import capture as cmd
+
+    _run(
+        cmd.run,
+        patchset,
+        patch_id,
+        files or [],
+        python=python,
+        state_dir=state_dir,
+        target=target,
+        wheels=wheel or [],
+        from_git=from_git,
+        description=description,
+        upstream=upstream or [],
+    )
+
+
+PatchIdArg = Annotated[str, typer.Argument(metavar="ID", help="The patch's id.")]
+
+
+@app.command()
+def edit(
+    patchset: PatchsetArg,
+    patch_id: PatchIdArg,
+    python: PythonOpt = None,
+    root: RootOpt = None,
+    state_dir: StateOpt = None,
+) -> None:
+    """Bring the tree to the state just after patch ID (later patches taken off) to edit it."""
+    from .commands import refresh as cmd
+
+    _run(cmd.edit, patchset, patch_id, python=python, root=root, state_dir=state_dir)
+
+
+@app.command()
+def refresh(
+    patchset: PatchsetArg,
+    patch_id: PatchIdArg,
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[FILE]...", help="More files to take into the patch."),
+    ] = None,
+    python: PythonOpt = None,
+    root: RootOpt = None,
+    state_dir: StateOpt = None,
+    wheel: WheelOpt = None,
+    from_git: FromGitOpt = None,
+) -> None:
+    """Rewrite patch ID's diff from the tree, keeping its metadata; the ledger follows."""
+    from .commands import refresh as cmd
+
+    _run(
+        cmd.refresh,
+        patchset,
+        patch_id,
+        files or [],
+        python=python,
+        root=root,
+        state_dir=state_dir,
+        wheels=wheel or [],
+        from_git=from_git,
+    )
+
+
+@app.command()
+def rebase(
+    patchset: PatchsetArg,
+    python: PythonOpt = None,
+    root: RootOpt = None,
+    state_dir: StateOpt = None,
+    onto_python: Annotated[
+        str | None,
+        typer.Option("--onto-python", metavar="PATH", help="The candidate image's interpreter."),
+    ] = None,
+    onto_root: Annotated[
+        Path | None,
+        typer.Option("--onto-root", metavar="DIR", help="The candidate image as an unpacked tree."),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="New folder for the rebased patchset."),
+    ] = None,
+    write: Annotated[
+        bool, typer.Option("--write", help="Rewrite the patchset itself instead of --out.")
+    ] = False,
+    conflicts: Annotated[
+        Path | None,
+        typer.Option(
+            "--conflicts",
+            metavar="DIR",
+            help="Side folder for merged files with conflict markers (default: OUT/conflicts, "
+            "or rebase-conflicts/NAME with --write).",
+        ),
+    ] = None,
+    wheel: WheelOpt = None,
+    from_git: FromGitOpt = None,
+    resolved: Annotated[
+        Path | None,
+        typer.Option(
+            "--resolved",
+            metavar="DIR",
+            help="A conflicts folder of an earlier run, merged by hand: take its files.",
+        ),
+    ] = None,
+) -> None:
+    """Carry the patchset onto a new image: drop what is upstream, 3-way merge conflicts."""
+    from .commands import rebase as cmd
+
+    _run(
+        cmd.run,
+        patchset,
+        python=python,
+        root=root,
+        state_dir=state_dir,
+        onto_python=onto_python,
+        onto_root=onto_root,
+        out=out,
+        write=write,
+        conflicts=conflicts,
+        wheels=wheel or [],
+        from_git=from_git,
+        resolved=resolved,
+    )
 
 
 @app.command()
@@ -614,7 +834,9 @@ def _run(command: Callable[..., int], *args: Any, **kwargs: Any) -> NoReturn:
     try:
         code = command(*args, **kwargs)
     except PatchbayError as exc:
-        print(f"patchbay: error: {exc}", file=sys.stderr)
+        from .redaction import redact
+
+        print(redact(f"patchbay: error: {exc}"), file=sys.stderr)
         code = exc.exit_code
     except KeyboardInterrupt:
         print("patchbay: interrupted; every change of this run was rolled back", file=sys.stderr)

@@ -918,6 +918,42 @@ def revert_patchset(
     return reverted
 
 
+def revert_patches(
+    patchset: Patchset,
+    env: Environment,
+    patch_ids: list[str],
+    *,
+    lock_timeout: float = 0.0,
+    options: RunOptions | None = None,
+) -> list[str]:
+    """Undo the ledger entries of ``patch_ids`` and every entry recorded after the oldest of
+    them (they may build on it), newest first, as one transaction: quilt's ``pop`` down to a
+    patch. Ids the ledger does not record are ignored.
+
+    Returns:
+        The reverted patch ids, in the order they were undone (empty: none recorded).
+
+    Raises:
+        RefusedError: a file changed since patchbay wrote it, a recorded original is missing,
+            or the lock is held; nothing changed.
+        ApplyFailed: a write failed; every file touched was restored.
+    """
+    with state_lock(env.state_dir, lock_timeout):
+        recover(env.state_dir / "journal")
+        ledger = Ledger(env.state_dir)
+        wanted = set(patch_ids)
+        chosen = [e for e in ledger.entries(patchset.name) if e.patch_id in wanted]
+        if not chosen:
+            return []
+        entries = _entries_from(ledger, patchset.name, chosen)
+        with Transaction(env.state_dir / "journal") as txn:
+            reverted = _revert_entries(patchset.name, entries, env, ledger, txn, options)
+            ledger.save(txn)
+            txn.commit()
+        ledger.prune_blobs()
+    return reverted
+
+
 # -- verify ---------------------------------------------------------------------------------
 
 _COMPILE = r"""

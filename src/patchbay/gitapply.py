@@ -12,9 +12,12 @@ root, see tree.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -77,3 +80,53 @@ def _run_git(git: Any, args: list[str], work: Path) -> None:
         if first is None:
             first = f"git apply failed with {_exit_description(exc.status)}"
         raise ApplyFailed(f"git apply: {first}") from None
+
+
+@contextlib.contextmanager
+def scratch_folder(prefix: str = "patchbay-git-") -> Iterator[Path]:
+    """A temporary folder for git to work in (removed afterwards); git commands run in it, or
+    in a repository made inside it, never see the surrounding folders' repositories or
+    configuration when run with :func:`git_environment`."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        yield Path(scratch)
+
+
+def run_git(
+    args: list[str],
+    cwd: Path,
+    *,
+    ok: tuple[int, ...] = (0,),
+    what: str | None = None,
+    stdin: bytes = b"",
+) -> tuple[int, bytes]:
+    """Run ``git ARGS`` in ``cwd`` with :func:`git_environment`; return (exit status, stdout).
+
+    Args:
+        args: git's arguments (an argument list, never a shell string).
+        cwd: a scratch folder (or a repository made in one, or one the user named).
+        ok: exit statuses that are answers rather than failures (``git merge-file`` exits
+            with the number of conflicts).
+        what: how to name the command in an error (default ``git <first argument>``).
+        stdin: bytes fed to git's standard input.
+
+    Raises:
+        ApplyFailed: git is missing, or exited with a status not in ``ok``; the message carries
+            git's first error line.
+    """
+    name = what or f"git {args[0]}"
+    try:
+        proc = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            env={**os.environ, **git_environment(cwd)},
+            input=stdin,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise ApplyFailed(f"{name}: git is not installed") from None
+    if proc.returncode not in ok:
+        text = proc.stderr.decode("utf-8", "replace").strip()
+        first = next((ln for ln in text.splitlines() if ln.strip()), None)
+        raise ApplyFailed(f"{name}: {first or _exit_description(proc.returncode)}")
+    return proc.returncode, proc.stdout

@@ -191,6 +191,20 @@ class Ledger:
         self._parsed.pop(patchset, None)
         self._index.pop(patchset, None)
 
+    def replace_entry(self, patchset: str, entry: LedgerEntry) -> None:
+        """Put ``entry`` in place of the entry of the same patch id, keeping its position (the
+        order of entries is the order patches were applied, which revert and the history of
+        each file follow); appended when there is none. In memory, like :meth:`put`."""
+        bucket = self._data["patchsets"].setdefault(patchset, {"entries": []})
+        self._parsed.pop(patchset, None)
+        self._index.pop(patchset, None)
+        self._ids.pop(patchset, None)
+        for i, old in enumerate(bucket["entries"]):
+            if old["patch_id"] == entry.patch_id:
+                bucket["entries"][i] = asdict(entry)
+                return
+        bucket["entries"].append(asdict(entry))
+
     def remove(self, patchset: str, patch_id: str) -> None:
         """Drop the entry of ``patch_id`` in memory."""
         bucket = self._data["patchsets"].get(patchset)

@@ -11,11 +11,13 @@ files whose hash matches; it never fetches a moving URL.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .inputfiles import MAX_YAML_BYTES, read_input_text
+from .model import relative_posix_path
 from .transaction import write_atomic
 
 LOCK_NAME = "patchbay.lock"
@@ -44,6 +46,17 @@ class LockedArtifact:
     size: int
 
 
+def _check_types(entry: LockedSource | LockedArtifact) -> None:
+    """Each field of a lock entry holds the type its annotation names (JSON could hold any)."""
+    kinds = {"str": (str,), "str | None": (str, type(None)), "int": (int,), "list[str]": (list,)}
+    for f in fields(entry):
+        value = getattr(entry, f.name)
+        if not isinstance(value, kinds[str(f.type)]) or isinstance(value, bool):
+            raise ValueError(f"{f.name}: {value!r} is not a {f.type}")
+        if isinstance(value, list) and not all(isinstance(v, str) for v in value):
+            raise ValueError(f"{f.name}: {value!r} is not a list of strings")
+
+
 @dataclass
 class Lock:
     """The lock file of one patchset folder."""
@@ -59,17 +72,25 @@ class Lock:
             InputError: the file is not a lock this version can read.
         """
         path = folder / LOCK_NAME
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():
             return cls()
+        text = read_input_text(path, what="lock file", limit=MAX_YAML_BYTES)
         try:
-            data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+            data: dict[str, Any] = json.loads(text)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
             if data.get("format") != LOCK_FORMAT:
                 raise ValueError(f"format {data.get('format')!r} is not {LOCK_FORMAT}")
-            return cls(
+            lock = cls(
                 sources={k: LockedSource(**v) for k, v in data.get("sources", {}).items()},
                 artifacts={k: LockedArtifact(**v) for k, v in data.get("artifacts", {}).items()},
             )
-        except (OSError, ValueError, TypeError) as exc:
+            for entry in [*lock.sources.values(), *lock.artifacts.values()]:
+                _check_types(entry)
+            for source in lock.sources.values():
+                relative_posix_path(source.file)
+            return lock
+        except (ValueError, TypeError, AttributeError) as exc:
             raise InputError(f"unreadable lock file: {exc}", file=path) from None
 
     def save(self, folder: Path) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -317,13 +317,34 @@ class CommandPatch(PatchBase):
     argv: list[str] = Field(min_length=1)
     shell: bool = Field(default=False, description="Run argv[0] as a /bin/sh script")
     cwd: str = "."
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="Variables to set; a name with no value passes it through from patchbay's "
+        "environment (credentials are removed from a command's environment otherwise)",
+    )
     remove: list[str] = Field(
         default_factory=list, description="Paths removed first (stale builds)"
     )
     output: str | None = Field(default=None, description="A file the command produces")
     after: list[str] = Field(default_factory=list, description="Ids of patches it rebuilds for")
     timeout: float = Field(default=3600, gt=0, description="Seconds")
+
+    @field_validator("argv")
+    @classmethod
+    def _check_argv(cls, value: list[str]) -> list[str]:
+        if any("\0" in arg for arg in value):
+            raise ValueError("an argument holds a NUL character")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _check_env(cls, value: dict[str, str | None]) -> dict[str, str | None]:
+        for name, text in value.items():
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                raise ValueError(f"{name!r} is not an environment variable name")
+            if text is not None and "\0" in text:
+                raise ValueError(f"the value of {name} holds a NUL character")
+        return value
 
     @field_validator("remove")
     @classmethod
@@ -367,6 +388,14 @@ class PatchsetSpec(_Strict):
         description="Distributions a pip pin must not change (default: the components)",
     )
     patches: list[PatchSpec] = Field(default_factory=list)
+
+    @field_validator("schema_version", mode="before")
+    @classmethod
+    def _schema_is_the_integer(cls, value: Any) -> Any:
+        # Literal[1] matches by equality, and True == 1 == 1.0 in Python
+        if type(value) is not int:
+            raise ValueError(f"must be the integer {SCHEMA_VERSION}, not {value!r}")
+        return value
 
     @property
     def protected(self) -> list[str]:
@@ -414,10 +443,11 @@ def find_patchset_file(path: Path) -> Path:
     """
     if path.is_dir():
         for name in PATCHSET_FILENAMES:
-            if (path / name).is_file():
-                return path / name
+            candidate = path / name
+            if candidate.exists() or candidate.is_symlink():  # reading says what is wrong
+                return candidate
         raise InputError(f"no {PATCHSET_FILENAMES[0]} in this folder", file=path)
-    if path.is_file():
+    if path.exists() or path.is_symlink():
         return path
     raise InputError("no such patchset file or folder", file=path)
 
@@ -489,7 +519,8 @@ def _schema_error(exc: ValidationError, doc: YamlDocument) -> InputError:
     for err in exc.errors():
         loc = _data_path(err["loc"], doc.data)
         where = ".".join(str(p) for p in loc) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
+        # one line per problem: some messages (packaging's) draw a caret under the input
+        msg = (err["msg"].removeprefix("Value error, ").splitlines() or [""])[0]
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         elif err["type"] == "missing":
@@ -519,9 +550,114 @@ _KINDS = ("diff", "replace", "pip", "artifact", "command")
 
 
 def json_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of ``patchset.yaml``, for editors and CI."""
+    """The JSON Schema (draft 2020-12) of ``patchset.yaml``, for editors and CI.
+
+    pydantic writes each model's fields; :func:`_cross_field_rules` adds what the models'
+    validators check across fields, where JSON Schema can say it. Only keywords draft 7 has too
+    (``if``/``then``, ``const``, ``allOf``/``anyOf``/``oneOf``, ``$ref`` to a JSON pointer) are
+    used, because the YAML language server validates with draft 7 semantics.
+    """
     schema = PatchsetSpec.model_json_schema(by_alias=True)
+    _cross_field_rules(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://patchbay.invalid/schema/patchset-v1.json"
     schema["title"] = "patchbay patchset (schema 1)"
     return schema
+
+
+# JSON Schema patterns are ECMA-262 regexes matched anywhere in the string (not anchored)
+_RELATIVE_PATH = r"^(?!/)(?![\s\S]*\\)(?!(?:[\s\S]*/)?\.\.(?:/|$))[\s\S]"
+""":func:`relative_posix_path` as a pattern: not empty, not absolute, no backslash, no ``..``
+component."""
+
+
+def _present(key: str, value: dict[str, Any]) -> dict[str, Any]:
+    """The subschema "``key`` is given and its value matches ``value``" (``key: null`` is no
+    value: the models read it as absent)."""
+    return {"required": [key], "properties": {key: value}}
+
+
+def _strings(prop: dict[str, Any]) -> dict[str, Any]:
+    """The string schema of a property (the string branch of an optional one)."""
+    for branch in prop.get("anyOf", []):
+        if branch.get("type") == "string":
+            return branch
+    return prop["items"] if prop.get("type") == "array" else prop
+
+
+def _cross_field_rules(schema: dict[str, Any]) -> None:
+    """Add the models' validator rules that JSON Schema can express to ``schema`` (in place).
+
+    - a patch is one of the kinds, chosen by ``kind`` (``if``/``then``, so an editor reports
+      the errors of that kind only, not of all five);
+    - every patch: ``upstream`` references (their form as a pattern), or ``upstream_status``
+      (:meth:`PatchBase._upstream_declared`);
+    - diff: exactly one of ``file`` or ``source``; a source: exactly one of ``pr`` or
+      ``commit``;
+    - command: ``after`` or ``output``; with ``shell: true``, one ``argv`` string;
+    - artifact file: a plain ``http://`` URL needs ``insecure_http: true``;
+    - every path below a root: relative, ``/``-separated, no ``..`` (:func:`relative_posix_path`).
+
+    Left to the loader (``patchbay validate``): a patch's ``target`` naming an entry of
+    ``targets``, unique ids, ``after`` naming earlier patches, PEP 440/508 syntax, ``old`` !=
+    ``new``.
+    """
+    defs = schema["$defs"]
+    # kind -> model name, from the union itself (a new kind needs no edit here)
+    kinds = {
+        get_args(model.model_fields["kind"].annotation)[0]: model.__name__
+        for model in get_args(get_args(PatchSpec)[0])
+    }
+    schema["properties"]["patches"]["items"] = {
+        "type": "object",
+        "required": ["kind"],
+        "properties": {"kind": {"enum": list(kinds)}},
+        "allOf": [
+            {
+                "if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
+                "then": {"$ref": f"#/$defs/{name}"},
+            }
+            for kind, name in kinds.items()
+        ],
+    }
+    for name in kinds.values():
+        patch = defs[name]
+        _strings(patch["properties"]["upstream"])["pattern"] = _UPSTREAM_REF.pattern
+        patch["allOf"] = [
+            {
+                "anyOf": [
+                    _present("upstream", {"minItems": 1}),
+                    _present("upstream_status", {"type": "object"}),
+                ]
+            }
+        ]
+    defs[DiffPatch.__name__]["allOf"].append(
+        {"oneOf": [_present("file", {"type": "string"}), _present("source", {"type": "object"})]}
+    )
+    defs[RemoteSource.__name__]["allOf"] = [
+        {"oneOf": [_present("pr", {"type": "integer"}), _present("commit", {"type": "string"})]}
+    ]
+    defs[CommandPatch.__name__]["allOf"] += [
+        {"anyOf": [_present("after", {"minItems": 1}), _present("output", {"type": "string"})]},
+        {
+            "if": _present("shell", {"const": True}),
+            "then": {"properties": {"argv": {"maxItems": 1}}},
+        },
+    ]
+    defs[ArtifactFile.__name__]["allOf"] = [
+        {
+            "if": _present("url", {"pattern": "^http://"}),
+            "then": _present("insecure_http", {"const": True}),
+        }
+    ]
+    paths = {
+        Target: ("path",),
+        FileGuard: ("path",),
+        DiffPatch: ("file",),
+        ReplaceEdit: ("file",),
+        ArtifactFile: ("dest",),
+        CommandPatch: ("cwd", "output", "remove"),
+    }
+    for model, keys in paths.items():
+        for key in keys:
+            _strings(defs[model.__name__]["properties"][key])["pattern"] = _RELATIVE_PATH

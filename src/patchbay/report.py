@@ -32,6 +32,7 @@ from typing import Any
 from . import __version__
 from .errors import InputError, PatchbayError
 from .model import PATCHSET_FILENAMES, Patchset, load_patchset
+from .redaction import redact
 from .upstream.github import GitHubClient, GitHubError, RequestStats
 from .upstream.status import VERDICTS, Assessment, Verdict, WaiverReview, assess
 
@@ -171,12 +172,14 @@ class CandidateResult:
             ``upstream``).
         verdicts: patch id -> ``check`` verdict.
         problem: why the check could not run, if it did not.
+        refresh: ids of the patches ``patchbay rebase`` would refresh by a 3-way merge.
     """
 
     patchset: str
     droppable: list[str] = field(default_factory=list)
     verdicts: dict[str, str] = field(default_factory=dict)
     problem: str | None = None
+    refresh: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -215,6 +218,11 @@ class Report:
     def droppable(self) -> list[str]:
         """``patchset/id`` of every patch the candidate image makes unnecessary."""
         return [f"{c.patchset}/{pid}" for c in self.candidate or [] for pid in c.droppable]
+
+    @property
+    def to_refresh(self) -> list[str]:
+        """``patchset/id`` of every patch ``patchbay rebase`` would refresh on the candidate."""
+        return [f"{c.patchset}/{pid}" for c in self.candidate or [] for pid in c.refresh]
 
     def entry(self) -> dict[str, Any]:
         """This run as one history line."""
@@ -296,10 +304,12 @@ class Report:
             if self.candidate is None
             else {
                 "droppable": self.droppable,
+                "refresh": self.to_refresh,
                 "patchsets": [
                     {
                         "patchset": c.patchset,
                         "droppable": c.droppable,
+                        "refresh": c.refresh,
                         "verdicts": c.verdicts,
                         "problem": c.problem,
                     }
@@ -410,6 +420,7 @@ def check_candidate(
     packages are missing) gets a ``problem`` instead of failing the report."""
     from .check import Verdict as CheckVerdict
     from .check import check_patchset
+    from .rebase import patches_to_refresh
     from .targets import resolve_environment
 
     out = []
@@ -425,6 +436,7 @@ def check_candidate(
                 ps.name,
                 droppable=[i.report.id for i in result.items if i.verdict is CheckVerdict.UPSTREAM],
                 verdicts={i.report.id: i.verdict.value for i in result.items},
+                refresh=patches_to_refresh(result),
             )
         )
     return out
@@ -460,12 +472,13 @@ def read_history(path: Path) -> list[dict[str, Any]]:
 
 
 def append_history(path: Path, entry: Mapping[str, Any]) -> None:
-    """Append one entry as one line (the file and its folder are created when missing).
+    """Append one entry as one line (the file and its folder are created when missing), with
+    secrets redacted.
 
     Raises:
         InputError: the file cannot be written.
     """
-    line = json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n"
+    line = redact(json.dumps(entry, sort_keys=True, separators=(",", ":"))) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
@@ -538,6 +551,9 @@ def _candidate_markdown(report: Report) -> list[str]:
         )
     else:
         out.append("No patch can be dropped with this bump.")
+    if report.to_refresh:
+        names = ", ".join(f"`{k}`" for k in report.to_refresh)
+        out.append(f"`patchbay rebase` would refresh (3-way merge) {names}.")
     for c in report.candidate:
         if c.problem:
             out.append(f"- `{c.patchset}`: not checked: {_cell(c.problem)}")
@@ -779,6 +795,12 @@ def render_html(report: Report) -> str:
             )
         else:
             parts.append("<p>No patch can be dropped with this bump.</p>")
+        if report.to_refresh:
+            parts.append(
+                "<p><code>patchbay rebase</code> would refresh (3-way merge) "
+                + ", ".join(f"<code>{esc(k)}</code>" for k in report.to_refresh)
+                + ".</p>"
+            )
         for c in report.candidate:
             if c.problem:
                 parts.append(f"<p>{esc(c.patchset)}: not checked: {esc(c.problem)}</p>")
@@ -833,15 +855,18 @@ def _md_code_to_html(text: str) -> str:
 def render(report: Report, output_format: str) -> str:
     """The report in ``markdown``, ``json`` or ``html``.
 
+    Forge answers and URLs may carry a credential (a token echoed back, ``--api-url`` with a
+    password): the text passes through :func:`patchbay.redaction.redact`.
+
     Raises:
         InputError: an unknown format.
     """
     if output_format == "markdown":
-        return render_markdown(report)
+        return redact(render_markdown(report))
     if output_format == "json":
-        return json.dumps(report.to_json(), indent=2) + "\n"
+        return redact(json.dumps(report.to_json(), indent=2) + "\n")
     if output_format == "html":
-        return render_html(report)
+        return redact(render_html(report))
     raise InputError(f"unknown report format {output_format!r} (markdown, json, html)")
 
 
@@ -896,7 +921,7 @@ def publish(
         GitHubError: the forge refused (e.g. the token may not write issues).
     """
     check_publish_target(repository, client)
-    body = render_markdown(report, issue=True, limit=limit)
+    body = redact(render_markdown(report, issue=True, limit=limit))
     existing = _known_issue(client, repository, number) if number is not None else None
     if existing is None:
         existing = _find_issue(client, repository, max_pages)

@@ -9,10 +9,15 @@ distribution versions from their metadata.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import selectors
 import shutil
+import signal
+import stat
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,10 +26,15 @@ from packaging.requirements import Requirement
 from .errors import EnvironmentProbeError, InputError, RefusedError
 from .model import Patchset
 
-PROBE_TIMEOUT_S = 120
+PROBE_TIMEOUT_S = 120.0  # the whole probe: a huge sys.path takes a while to list
+PROBE_SILENCE_S = 10.0  # the probe's first line: an interpreter silent this long hangs
+PROBE_TIMEOUT_ENV = "PATCHBAY_PROBE_TIMEOUT"
 
 _PROBE = r"""
-import json, os, sys
+import sys
+sys.stdout.write("patchbay-probe: started\n")
+sys.stdout.flush()
+import json, os
 cwd = os.getcwd()
 sys.path[:] = [p for p in sys.path if p and os.path.abspath(p) != cwd]
 import importlib.util
@@ -181,37 +191,99 @@ def _interpreter_path(python: str) -> str:
     return shutil.which(python) or python
 
 
-def probe(python: str, packages: list[str], distributions: list[str]) -> dict[str, object]:
-    """Run the probe script in ``python`` and return its JSON answer.
+def probe_timeout(value: float | None = None) -> float:
+    """The probe's time limit in seconds: ``value``, else ``$PATCHBAY_PROBE_TIMEOUT``, else
+    :data:`PROBE_TIMEOUT_S`.
 
     Raises:
-        EnvironmentProbeError: the interpreter is missing, fails, times out, or prints no JSON.
+        InputError: the variable is not a positive number.
     """
+    if value is not None:
+        if value <= 0:
+            raise InputError(f"--probe-timeout must be positive, not {value:g}")
+        return value
+    text = os.environ.get(PROBE_TIMEOUT_ENV)
+    if not text:
+        return PROBE_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0 or seconds == float("inf"):
+        raise InputError(f"{PROBE_TIMEOUT_ENV}={text!r}: expected a positive number of seconds")
+    return seconds
+
+
+def probe(
+    python: str, packages: list[str], distributions: list[str], *, timeout: float | None = None
+) -> dict[str, object]:
+    """Run the probe script in ``python`` and return its JSON answer.
+
+    The probe prints a first line as soon as the interpreter runs it. By default an
+    interpreter that prints nothing for :data:`PROBE_SILENCE_S` seconds hangs (a blocking
+    ``sitecustomize``, a wrapper waiting for input) and is stopped then, with its whole process
+    group, and the whole probe may take :data:`PROBE_TIMEOUT_S`; a limit the user sets
+    (``timeout``, ``$PATCHBAY_PROBE_TIMEOUT``) bounds both.
+
+    Args:
+        timeout: seconds for the whole probe (default :func:`probe_timeout`).
+
+    Raises:
+        EnvironmentProbeError: the interpreter is missing, fails, hangs, times out, or prints
+            no JSON.
+    """
+    limit = probe_timeout(timeout)
+    # a limit the user set is theirs for both stages (a slow start is theirs to allow)
+    chosen = timeout is not None or bool(os.environ.get(PROBE_TIMEOUT_ENV))
+    silence = limit if chosen else min(PROBE_SILENCE_S, limit)
     payload = json.dumps({"packages": packages, "distributions": distributions})
     try:
-        proc = subprocess.run(
+        proc = subprocess.Popen(
             [python, "-c", _PROBE, payload],
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT_S,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             cwd=os.path.abspath(os.sep),
-            check=False,
+            start_new_session=True,  # a hung wrapper's children are stopped with it
         )
     except FileNotFoundError:
         raise EnvironmentProbeError("engine interpreter not found", file=python) from None
     except PermissionError:
         raise EnvironmentProbeError("engine interpreter is not executable", file=python) from None
-    except subprocess.TimeoutExpired:
+    except OSError as exc:
         raise EnvironmentProbeError(
-            f"engine interpreter did not answer within {PROBE_TIMEOUT_S} s", file=python
+            f"engine interpreter cannot be run: {exc.strerror or exc}", file=python
         ) from None
+    hint = f"(--probe-timeout or {PROBE_TIMEOUT_ENV} waits longer)"
+    with proc:
+        try:
+            started = time.monotonic()
+            head = _first_output(proc, silence)
+            if head is None:
+                raise EnvironmentProbeError(
+                    f"engine interpreter printed nothing within {silence:g} s: it hangs {hint}",
+                    file=python,
+                )
+            left = max(0.0, limit - (time.monotonic() - started))
+            try:
+                out, err = proc.communicate(timeout=left)
+            except subprocess.TimeoutExpired:
+                raise EnvironmentProbeError(
+                    f"engine interpreter did not finish the probe within {limit:g} s {hint}",
+                    file=python,
+                ) from None
+        except BaseException:  # a hang, a timeout, Ctrl-C: nothing of the probe stays
+            _stop(proc)
+            raise
+    stdout = (head[0] + out).decode("utf-8", "replace")
+    stderr = (head[1] + err).decode("utf-8", "replace")
     if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        last = (stderr.strip().splitlines() or ["(no output)"])[-1]
         raise EnvironmentProbeError(
             f"engine interpreter failed (exit {proc.returncode}): {last}", file=python
         )
     try:
-        answer = json.loads(proc.stdout.strip().splitlines()[-1])
+        answer = json.loads(stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
         answer = None
     expected = ("executable", "prefix", "version", "packages", "distributions")
@@ -223,6 +295,38 @@ def probe(python: str, packages: list[str], distributions: list[str]) -> dict[st
     return answer
 
 
+def _first_output(proc: subprocess.Popen[bytes], seconds: float) -> tuple[bytes, bytes] | None:
+    """What the process printed (stdout, stderr) until its first output, or its exit, within
+    ``seconds``; None when it printed nothing and is still running."""
+    assert proc.stdout is not None and proc.stderr is not None
+    got = {proc.stdout.fileno(): b"", proc.stderr.fileno(): b""}
+    deadline = time.monotonic() + seconds
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout.fileno(), selectors.EVENT_READ)
+        sel.register(proc.stderr.fileno(), selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            events = sel.select(left)
+            for key, _ in events:
+                chunk = os.read(key.fd, 65536)
+                got[key.fd] += chunk
+                if not chunk:
+                    sel.unregister(key.fd)
+            if any(got.values()) or not sel.get_map():
+                return got[proc.stdout.fileno()], got[proc.stderr.fileno()]
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the probe and everything it started (its own process group), and reap it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
 def resolve_environment(
     patchset: Patchset,
     *,
@@ -230,6 +334,8 @@ def resolve_environment(
     root: Path | None = None,
     state_dir: Path | None = None,
     extra_distributions: list[str] | None = None,
+    writable: bool = False,
+    probe_timeout: float | None = None,
 ) -> Environment:
     """Resolve every target of ``patchset`` to a directory.
 
@@ -242,12 +348,23 @@ def resolve_environment(
             or ``<root>/.patchbay`` with ``root``).
         extra_distributions: more distributions to look up, besides the base guard's and the
             components'.
+        writable: the command writes the state folder (``apply``, ``revert``): a folder given
+            as ``state_dir`` must be writable (see :func:`check_state_dir`); the default one is
+            only checked to be a folder (an image whose patches are all applied may be
+            read-only, and ``apply`` then writes nothing).
+        probe_timeout: seconds the probe may take (default :func:`probe_timeout`).
 
     Raises:
+        InputError: both ``python`` and ``root``; ``root`` is no folder; the state folder is a
+            file, under a file, or (``writable``) cannot be written.
         RefusedError: a target package is not installed in the engine environment (the image
             is not the one the patchset was written for).
         EnvironmentProbeError: the interpreter could not be probed.
     """
+    if python is not None and root is not None:
+        raise InputError("give --python or --root, not both")
+    if state_dir is not None:  # up front: before the probe, with the option's name
+        check_state_dir(state_dir, writable=writable, option="--state-dir")
     spec = patchset.spec
     names = sorted({t.package for t in spec.targets.values()})
     pins = [Requirement(p.requirement).name for p in spec.patches if p.kind == "pip"]
@@ -260,20 +377,26 @@ def resolve_environment(
         }
     )
     if root is not None:
-        root = root.resolve()
+        try:
+            root = root.resolve()
+        except (OSError, RuntimeError) as exc:  # a symlink loop
+            raise InputError(f"--root cannot be resolved: {exc}", file=root) from None
         if not root.is_dir():
             raise InputError("--root is not a directory", file=root)
         roots = {name: (root / t.path) if t.path else root for name, t in spec.targets.items()}
+        folder = _absolute(state_dir or root / ".patchbay")
+        if state_dir is None:
+            check_state_dir(folder, writable=False)
         return Environment(
             python=None,
             prefix=None,
             python_version=None,
             roots=roots,
             distributions=dict.fromkeys(dists),
-            state_dir=(state_dir or root / ".patchbay").resolve(),
+            state_dir=folder,
         )
     python = _interpreter_path(python) if python else default_python()
-    answer = probe(python, names, dists)
+    answer = probe(python, names, dists, timeout=probe_timeout)
     located: dict[str, dict[str, str] | None] = answer["packages"]  # type: ignore[assignment]
     roots = {}
     for tname, target in spec.targets.items():
@@ -289,13 +412,67 @@ def resolve_environment(
         base = Path(found["root"])
         roots[tname] = base / target.path if target.path else base
     prefix = Path(str(answer["prefix"]))
+    folder = _absolute(state_dir or prefix / "share" / "patchbay")
+    if state_dir is None:
+        check_state_dir(folder, writable=False)
     return Environment(
         python=python,
         prefix=prefix,
         python_version=str(answer["version"]),
         roots=roots,
         distributions=answer["distributions"],  # type: ignore[arg-type]
-        state_dir=(state_dir or prefix / "share" / "patchbay").resolve(),
+        state_dir=folder,
         dist_info={k: Path(v) for k, v in answer.get("dist_info", {}).items()},  # type: ignore[union-attr]
         markers=dict(answer.get("markers", {})),  # type: ignore[call-overload]
     )
+
+
+def _absolute(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise InputError(f"the state folder cannot be resolved: {exc}", file=path) from None
+
+
+def check_state_dir(path: Path, *, writable: bool, option: str | None = None) -> None:
+    """Check the state folder (ledger, journal, lock, logs) before anything runs.
+
+    Args:
+        path: the folder; it need not exist yet (``apply`` creates it).
+        writable: the command writes there: the folder, or the nearest existing folder above
+            it, must be writable (``os.access``, which also sees a read-only mount and an
+            immutable folder, for root too).
+        option: the option that named it (``--state-dir``), for the message.
+
+    Raises:
+        InputError: it is a file (or anything but a folder), it lies under a file, or it
+            cannot be written; one line naming it (exit 2).
+    """
+    name = f"the state folder ({option})" if option else "the state folder"
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):  # to be created (or under a file: below)
+        st = None
+    except (OSError, ValueError) as exc:  # a symlink loop, a NUL
+        raise InputError(f"{name} cannot be used: {exc.args[-1]}", file=path) from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{name} is a file, not a folder", file=path)
+    existing = path
+    while st is None:
+        existing = existing.parent
+        try:
+            st = os.stat(existing)
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+            if existing == existing.parent:
+                break
+        else:
+            if not stat.S_ISDIR(st.st_mode):
+                raise InputError(f"{name} lies under {existing}, which is a file", file=path)
+    if writable and not os.access(existing, os.W_OK | os.X_OK):
+        why = "no write permission"
+        with contextlib.suppress(OSError):
+            if os.statvfs(existing).f_flag & os.ST_RDONLY:
+                why = "a read-only file system"
+        where = "it" if existing == path else f"{existing} above it"
+        raise InputError(f"{name} cannot be written: {where}: {why}", file=path)

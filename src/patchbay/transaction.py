@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 
+from .errors import RefusedError
+
 MANIFEST = "journal.jsonl"
 
 
@@ -53,6 +55,11 @@ class Transaction:
             self.rollback()
             if self.rollback_problems and exc is not None and hasattr(exc, "details"):
                 exc.details.extend(self.rollback_problems)
+                # the run's message must not claim a restore that did not fully happen
+                exc.reason = exc.reason.replace(  # type: ignore[attr-defined]
+                    "every file this run touched was restored",
+                    "every file this run touched was restored, but not everything else (below)",
+                )
 
     @property
     def paths(self) -> list[Path]:
@@ -148,9 +155,22 @@ def recover(journal_dir: Path) -> list[Path]:
     if not manifest.exists():
         return []
     entries = []
-    for line in manifest.read_text(encoding="utf-8").splitlines():
+    for n, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), start=1):
         with contextlib.suppress(json.JSONDecodeError):  # a torn last line: that change never began
-            entries.append(json.loads(line))
+            entry = json.loads(line)
+            whole = isinstance(entry, dict)
+            needed = {"path", "existed"} | (
+                {"backup", "mode", "times"} if whole and entry.get("existed") else set()
+            )
+            if not whole or not needed <= entry.keys():
+                raise RefusedError(
+                    "a journal entry of an interrupted run lacks a key (path, existed, backup, "
+                    "mode, times): its files cannot be restored safely; restore them by hand, "
+                    "then delete the journal",
+                    file=manifest,
+                    line=n,
+                )
+            entries.append(entry)
     with _signals_held():
         restored = _restore(journal_dir, entries)
         shutil.rmtree(journal_dir, ignore_errors=True)

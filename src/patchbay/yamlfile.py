@@ -3,6 +3,12 @@
 PyYAML's composer gives nodes with marks; we build plain Python values from them and keep a map
 from key path (``("patches", 2, "file")``) to the 1-based line where that key or item starts.
 Duplicate mapping keys are an error (PyYAML would silently keep the last one, hiding a typo).
+
+Aliases are limited: an alias (``*name``) stands for a copy of its anchored value, so a few
+lines of nested aliases can stand for billions of values ("billion laughs"). A document may use
+at most :data:`MAX_ALIASES` aliases, build at most :data:`MAX_VALUES` values once they are
+expanded, and nest at most :data:`MAX_DEPTH` levels; past a limit it is refused at the line
+where the limit was reached, before anything is expanded.
 """
 
 from __future__ import annotations
@@ -14,10 +20,15 @@ from typing import Any
 import yaml
 
 from .errors import InputError
+from .inputfiles import MAX_YAML_BYTES, read_input_text
 
 KeyPath = tuple[str | int, ...]
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+MAX_ALIASES = 1000
+MAX_VALUES = 500_000
+MAX_DEPTH = 64
 
 
 @dataclass
@@ -44,16 +55,12 @@ def load_yaml(path: Path) -> YamlDocument:
         path: the YAML file.
 
     Raises:
-        InputError: the file is missing or unreadable, is not valid YAML, has a duplicate key or
-            uses a YAML feature patchbay does not accept (merge keys); the error names the line.
+        InputError: the file is missing, unreadable, not a regular file or too large (see
+            :func:`~patchbay.inputfiles.read_input`), is not valid YAML, has a duplicate key,
+            uses a YAML feature patchbay does not accept (merge keys, tags), or aliases past
+            the limits; the error names the line.
     """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", file=path) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read: {exc}", file=path) from None
-    return parse_yaml(text, path)
+    return parse_yaml(read_input_text(path, limit=MAX_YAML_BYTES), path)
 
 
 def parse_yaml(text: str, path: Path, first_line: int = 1) -> YamlDocument:
@@ -65,17 +72,30 @@ def parse_yaml(text: str, path: Path, first_line: int = 1) -> YamlDocument:
     """
     try:
         # leading newlines put every mark on its line in the surrounding file
-        node = yaml.compose("\n" * (first_line - 1) + text, Loader=_Loader)
+        source = "\n" * (first_line - 1) + text
+        node = yaml.compose(source, Loader=_Loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
-        problem = exc.problem or exc.context or "invalid YAML"
+        problem = (exc.problem or exc.context or "invalid YAML").splitlines()[0]
         raise InputError(f"invalid YAML: {problem}", file=path, line=line) from None
+    except yaml.reader.ReaderError as exc:  # a character YAML does not allow (NUL, BEL...)
+        line = source.count("\n", 0, exc.position) + 1
+        what = f"#x{exc.character:04x}" if isinstance(exc.character, int) else repr(exc.character)
+        raise InputError(
+            f"invalid YAML: character {what} is not allowed ({exc.reason})", file=path, line=line
+        ) from None
     except yaml.YAMLError as exc:
-        raise InputError(f"invalid YAML: {exc}", file=path) from None
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"invalid YAML: {first}", file=path) from None
+    except RecursionError:
+        raise InputError(
+            f"invalid YAML: nested deeper than {MAX_DEPTH} levels", file=path
+        ) from None
     doc = YamlDocument(path=path, data=None)
     if node is None:
         return doc
+    _check_expansion(node, path)
     constructor = yaml.SafeLoader("")
     doc.data = _build(node, (), doc, constructor)
     return doc
@@ -85,6 +105,50 @@ _PLAIN_TAGS = {
     f"tag:yaml.org,2002:{name}"
     for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")
 }
+
+
+def _check_expansion(root: yaml.Node, path: Path) -> None:
+    """Refuse a document whose aliases expand past the limits, from the composed node graph
+    (in which an alias is the anchored node met again), before building anything: the size of
+    each node is computed once, so a bomb costs what its text costs.
+
+    Raises:
+        InputError: too many aliases, too many values once expanded, an alias inside its own
+            anchor, or nesting past :data:`MAX_DEPTH`; at the line of the node concerned.
+    """
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    aliases = 0
+
+    def refuse(node: yaml.Node, problem: str) -> InputError:
+        return InputError(f"{problem}; refused", file=path, line=node.start_mark.line + 1)
+
+    def size(node: yaml.Node, depth: int) -> int:
+        nonlocal aliases
+        key = id(node)
+        if key in sizes:
+            if not isinstance(node, yaml.ScalarNode):
+                aliases += 1
+                if aliases > MAX_ALIASES:
+                    raise refuse(node, f"more than {MAX_ALIASES} YAML aliases (an alias bomb?)")
+            return sizes[key]
+        if key in active:
+            raise refuse(node, "a YAML alias inside its own anchor (an endless value)")
+        if depth > MAX_DEPTH:
+            raise refuse(node, f"YAML nested deeper than {MAX_DEPTH} levels")
+        total = 1
+        if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            active.add(key)
+            for item in node.value:  # nodes, or (key, value) pairs of a mapping
+                for child in item if isinstance(item, tuple) else (item,):
+                    total += size(child, depth + 1)
+            active.discard(key)
+            if total > MAX_VALUES:
+                raise refuse(node, f"YAML aliases expand past {MAX_VALUES} values (an alias bomb?)")
+        sizes[key] = total
+        return total
+
+    size(root, 0)
 
 
 def _build(node: yaml.Node, key_path: KeyPath, doc: YamlDocument, constructor: Any) -> Any:
@@ -103,7 +167,7 @@ def _build(node: yaml.Node, key_path: KeyPath, doc: YamlDocument, constructor: A
                 raise InputError("mapping keys must be plain scalars", file=doc.path, line=line)
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise InputError("YAML merge keys (<<) are not supported", file=doc.path, line=line)
-            key = constructor.construct_object(key_node)
+            key = _scalar(key_node, doc, constructor)
             if key in out:
                 raise InputError(f"duplicate key {key!r}", file=doc.path, line=line)
             child = (*key_path, key)
@@ -112,9 +176,13 @@ def _build(node: yaml.Node, key_path: KeyPath, doc: YamlDocument, constructor: A
         return out
     if isinstance(node, yaml.SequenceNode):
         return [_build(item, (*key_path, i), doc, constructor) for i, item in enumerate(node.value)]
+    return _scalar(node, doc, constructor)
+
+
+def _scalar(node: yaml.Node, doc: YamlDocument, constructor: Any) -> Any:
     try:
         return constructor.construct_object(node)
-    except (ValueError, yaml.YAMLError) as exc:  # e.g. a date like 2026-02-30
+    except (ValueError, TypeError, yaml.YAMLError) as exc:  # e.g. a date like 2026-02-30
         raise InputError(
             f"invalid value {node.value!r}: {exc}", file=doc.path, line=node.start_mark.line + 1
         ) from None

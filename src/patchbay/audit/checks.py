@@ -7,7 +7,7 @@ Each function takes what was loaded and returns findings with the rules' default
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from ..lockfile import LOCK_NAME, Lock
 from ..model import ArtifactPatch, DiffPatch, Patchset
 from ..waivers import FIELD_TITLES, Waiver, placeholder_in
 from .rules import Finding
+from .waived import ScriptLink
 
 PATCH_SUFFIXES = (".patch", ".diff")
 """Files in a patchset folder that are patch files (PB303 looks for unreferenced ones)."""
@@ -126,13 +127,20 @@ def _unlocked(ps: Patchset, yaml_rel: str) -> list[Finding]:
 
 
 def check_coverage(
-    patchsets: Iterable[Patchset], waivers: Iterable[Waiver], root: Path
+    patchsets: Iterable[Patchset],
+    waivers: Iterable[Waiver],
+    root: Path,
+    *,
+    scripts: Mapping[str, list[ScriptLink]] | None = None,
 ) -> list[Finding]:
-    """PB101-PB105 and PB208: every patch covered by a waiver, every waiver by a patch.
+    """PB101-PB106 and PB208: every patch covered by a waiver, every waiver by a patch.
 
     A waiver covers a patch when the patch names it (``waiver: <id>``) or its front matter
-    lists the patch (``patches: [<id> | <patchset>/<id>]``).
+    lists the patch (``patches: [<id> | <patchset>/<id>]``). A waiver that links a script of
+    the repository (``scripts``: waiver id -> links, see :mod:`.waived`) covers that script
+    and is no orphan (PB103) even when it covers no patch.
     """
+    scripts = scripts or {}
     out: list[Finding] = []
     by_id: dict[str, Waiver] = {}
     for w in waivers:
@@ -216,7 +224,7 @@ def check_coverage(
     for w in by_id.values():
         rel = relative(w.path, root)
         unknown = [(n, ref) for n, ref in enumerate(w.patches) if ref not in patches]
-        if w.id not in named and len(unknown) == len(w.patches):
+        if w.id not in named and len(unknown) == len(w.patches) and not scripts.get(w.id):
             listed = f" (it lists {', '.join(w.patches)})" if w.patches else ""
             listed += "".join(_unknown_patchset(ref, set_names) for _, ref in unknown[:1])
             out.append(
@@ -224,8 +232,9 @@ def check_coverage(
                     "PB103",
                     rel,
                     w.line_of("patches", w.line_of("id")),
-                    f"waiver {w.id} covers no existing patch{listed}: the patches were removed "
-                    "or renamed; delete the waiver or fix its list",
+                    f"waiver {w.id} covers no existing patch{listed} and names no script of "
+                    "the repository: the patches or scripts were removed or renamed; delete "
+                    "the waiver or fix it",
                 )
             )
             continue

@@ -6,13 +6,14 @@ over ``[tool.ruff]``. Every key is optional::
 
     [tool.patchbay]
     patchsets = ["patchsets"]          # patchset folders or files, or folders of patchsets
-    waivers = "waivers"                # the folder of waiver documents
+    waivers = ["waivers", "docs/waiver"]   # waiver folders (or one string); see DEFAULT_WAIVERS
     scripts = ["**/*.sh", "**/Dockerfile*", "**/*.py"]   # what the scanner reads
     exclude = ["tests/**"]             # never scanned
     engines = ["my-engine"]            # engine packages besides the defaults and components
     fail-on = "error"                  # lowest severity that makes the run exit 1
     expiry-warning-days = 30           # PB204: review date within this many days
     upstream-names = {flashinfer = "flashinfer-ai/flashinfer"}   # `project #N` -> owner/repo
+    change-waiver = "docs/waiver/{pr}.md"   # --changed-since: the waiver a pull request files
 
     [tool.patchbay.severity]
     PB205 = "error"                    # or "warning", "note", "off"
@@ -78,6 +79,11 @@ DEFAULT_SCRIPTS = (
 """Files the scanner reads; files without a suffix whose first line is a shell or Python
 shebang are read too."""
 
+DEFAULT_WAIVERS = ("waivers", "docs/waiver", "docs/waivers")
+"""Folders of waiver documents read without configuration (the ones that exist): patchbay's
+own ``waivers/``, and the ``docs/waiver/`` of benchmark repositories that keep waivers named
+after pull requests (``docs/waiver/2508.md``)."""
+
 SKIPPED_DIRS = frozenset(
     {
         ".git",
@@ -134,7 +140,7 @@ class AuditConfig(_Strict):
     model_config = ConfigDict(extra="forbid", populate_by_name=False)
 
     patchsets: list[str] = Field(default_factory=lambda: ["patchsets"])
-    waivers: str = "waivers"
+    waivers: list[str] = Field(default_factory=lambda: list(DEFAULT_WAIVERS), min_length=1)
     scripts: list[str] = Field(default_factory=lambda: list(DEFAULT_SCRIPTS))
     exclude: list[str] = Field(default_factory=list)
     engines: list[str] = Field(default_factory=list)
@@ -143,6 +149,17 @@ class AuditConfig(_Strict):
     expiry_warning_days: int = Field(default=30, ge=0, alias="expiry-warning-days")
     severity: dict[str, Literal["error", "warning", "note", "off"]] = Field(default_factory=dict)
     ignore: list[Ignore] = Field(default_factory=list)
+    change_waiver: str | None = Field(default=None, alias="change-waiver")
+
+    @field_validator("waivers", mode="before")
+    @classmethod
+    def _one_or_more_folders(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    def new_waiver_folder(self, root: Path) -> str:
+        """Where ``patchbay waiver new`` writes: the first configured waiver folder that exists
+        under ``root``, else the first one."""
+        return next((w for w in self.waivers if (root / w).is_dir()), self.waivers[0])
 
     @field_validator("severity")
     @classmethod
@@ -158,6 +175,27 @@ class AuditConfig(_Strict):
             if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
                 raise ValueError(f"{name}: {repo!r} is not owner/repo")
         return value
+
+    @field_validator("change_waiver")
+    @classmethod
+    def _pull_request_template(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        rest = value.replace("{pr}", "")
+        if rest == value or "{" in rest or "}" in rest:
+            raise ValueError(
+                f"{value!r} must hold {{pr}} (the pull request number) and no other {{}}"
+            )
+        if value.startswith("/") or "\\" in value or ".." in value.split("/"):
+            raise ValueError(f"{value!r} must be a path relative to the repository, with '/'")
+        return value
+
+    def change_waiver_path(self, pull_request: int) -> str | None:
+        """The waiver file a pull request files (``change-waiver`` with ``{pr}`` replaced), or
+        None when ``change-waiver`` is not set."""
+        if self.change_waiver is None:
+            return None
+        return self.change_waiver.replace("{pr}", str(pull_request))
 
     def severity_of(self, code: str) -> Severity | None:
         """The effective severity of a rule, or None when it is switched off."""

@@ -8,6 +8,11 @@ and SARIF 2.1.0 for machines.
   finding as a ``result`` with a relative ``artifactLocation`` (GitHub code scanning resolves it
   against the repository); suppressed findings carry ``suppressions`` (``inSource`` for review
   annotations, ``external`` for configured ignores), so viewers show them as such.
+
+Waived findings (script findings a waiver covers, :mod:`.waived`) are in every format, at level
+``note``, with the waiver's id: a ``waived by ID`` mark in the table and the GitHub title, a
+``waived`` object in JSON, and in SARIF an ``external`` suppression whose ``status`` is
+``accepted`` for an approved waiver and ``underReview`` for a requested one (§3.35.3).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from .. import __version__
+from .checks import relative
 from .rules import RULES, Finding, Severity
 from .run import AuditResult
 
@@ -40,22 +46,32 @@ def summary(result: AuditResult, fail_on: Severity) -> str:
         f"{patches} patch(es) in {len(result.patchsets)} patchset(s), "
         f"{len(result.waivers)} waiver(s)"
     )
+    if result.translations:
+        audited += f", {len(result.translations)} translation(s) not audited"
     if not result.active:
-        extra = f" ({c['suppressed']} suppressed)" if c["suppressed"] else ""
+        parts = [f"{c[k]} {k}" for k in ("waived", "suppressed") if c[k]]
+        extra = f" ({', '.join(parts)})" if parts else ""
         return f"audit clean: {audited}{extra}"
     failing = len(result.failing(fail_on))
     verdict = f"{failing} at or above {fail_on.value}" if failing else f"none at {fail_on.value}"
+    waived = f"{c['waived']} waived, " if c["waived"] else ""
     return (
         f"{c['error']} error(s), {c['warning']} warning(s), {c['note']} note(s), "
-        f"{c['suppressed']} suppressed; {verdict}; audited {audited}"
+        f"{waived}{c['suppressed']} suppressed; {verdict}; audited {audited}"
     )
 
 
+def _waived_mark(f: Finding) -> str:
+    return f" (waived by {f.waived_by.id})" if f.waived_by is not None else ""
+
+
 def print_table(result: AuditResult, console: Console, fail_on: Severity) -> None:
-    """The findings that count, grouped by file, one table each; then the summary line."""
+    """The findings that count and the waived ones (marked), grouped by file, one table each;
+    the translated copies that were not audited; then the summary line."""
+    from rich.markup import escape
     from rich.table import Table
 
-    for path, group in groupby(result.active, key=lambda f: f.path):
+    for path, group in groupby(result.shown, key=lambda f: f.path):
         table = Table(title=path, title_justify="left", title_style="bold", expand=False)
         table.add_column("line", justify="right")
         table.add_column("code")
@@ -66,21 +82,29 @@ def print_table(result: AuditResult, console: Console, fail_on: Severity) -> Non
             if f.end_line and f.end_line != f.line:
                 line += f"-{f.end_line}"
             style = _STYLE[f.severity]
-            table.add_row(line, f.code, f"[{style}]{f.severity.value}[/]", f.message)
+            severity = f"[{style}]{f.severity.value}[/]{escape(_waived_mark(f))}"
+            table.add_row(line, f.code, severity, escape(f.message))
         console.print(table)
+    for t in result.translations:
+        original = relative(t.original, result.root)
+        console.print(
+            escape(f"{relative(t.path, result.root)}: translation ({t.language}) of {original}"),
+            "not audited as a waiver",
+        )
     console.print(summary(result, fail_on))
 
 
 def github_lines(result: AuditResult) -> list[str]:
-    """One GitHub Actions workflow command per finding that counts."""
+    """One GitHub Actions workflow command per finding that counts, and per waived finding
+    (a ``notice`` whose title says which waiver covers it)."""
     out = []
-    for f in result.active:
+    for f in result.shown:
         props = [f"file={_prop(f.path)}"]
         if f.line:
             props.append(f"line={f.line}")
         if f.end_line:
             props.append(f"endLine={f.end_line}")
-        props.append(f"title={_prop(f'{f.code} {f.rule.name}')}")
+        props.append(f"title={_prop(f'{f.code} {f.rule.name}{_waived_mark(f)}')}")
         out.append(f"::{_GITHUB_LEVEL[f.severity]} {','.join(props)}::{_data(f.message)}")
     return out
 
@@ -143,4 +167,14 @@ def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
         out["suppressions"] = [
             {"kind": f.suppression.kind, "justification": f.suppression.justification}
         ]
+    elif f.waived_by is not None:
+        w = f.waived_by
+        out["suppressions"] = [
+            {
+                "kind": "external",
+                "status": "underReview" if w.status == "requested" else "accepted",
+                "justification": f"waiver {w.id} ({w.path}) covers {w.script}",
+            }
+        ]
+        out["properties"] = {"waiver": w.id}
     return out

@@ -77,6 +77,13 @@ RULES: dict[str, Rule] = {
             "a waiver lists a bare patch id that several patchsets have (it covers none of them; "
             "write `patchset/id`)",
         ),
+        Rule(
+            "PB107",
+            "patching-without-change-waiver",
+            _E,
+            "patching that a change adds (`--changed-since`: new patches, new script lines "
+            "that patch the engine) and no waiver added or changed in the same change covers",
+        ),
         # waiver documents
         Rule(
             "PB201",
@@ -232,6 +239,24 @@ class Suppression:
     justification: str
 
 
+@dataclass(frozen=True)
+class WaivedBy:
+    """The waiver that covers a script finding (adoption before migration: a waiver that names
+    the patch script, or a benchmark script that runs it, covers the script's findings).
+
+    Attributes:
+        id: the waiver id.
+        path: the waiver file, relative to the audited root.
+        status: the waiver's ``requested`` / ``approved`` status, or None when it has none.
+        script: the linked script that covers the finding (its file, or a script of its chain).
+    """
+
+    id: str
+    path: str
+    status: str | None
+    script: str
+
+
 @dataclass
 class Finding:
     """One problem found by the audit.
@@ -244,6 +269,11 @@ class Finding:
         message: one line, without the location.
         end_line: last line of a multi-line construct (a heredoc), when there is one.
         suppression: set when an annotation or a configured ignore covers the finding.
+        chain: for a script finding, the repository-relative paths of the scripts through
+            which it was reached (``bash path`` / ``source``), outermost first; empty when the
+            finding is in the script that was scanned.
+        waived_by: set when a waiver that links the script (or one of its chain) covers the
+            finding; the audit then lowers its severity to ``note`` and does not count it.
     """
 
     code: str
@@ -253,6 +283,8 @@ class Finding:
     message: str
     end_line: int | None = None
     suppression: Suppression | None = field(default=None)
+    chain: tuple[str, ...] = ()
+    waived_by: WaivedBy | None = None
 
     @classmethod
     def of(

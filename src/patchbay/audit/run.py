@@ -7,7 +7,6 @@ configuration. Nothing is written.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -15,11 +14,15 @@ from typing import Any
 
 from ..errors import InputError
 from ..model import PATCHSET_FILENAMES, Patchset, load_patchset
-from ..waivers import Waiver, read_waivers
+from ..projects import DEFAULT_PROJECTS
+from ..waivers import Translation, Waiver, parse_waiver, waiver_files
+from .changes import Change, read_change
 from .checks import check_coverage, check_patchsets, check_waivers, relative
-from .config import LoadedConfig, load_config, matches_any
+from .config import AuditConfig, LoadedConfig, load_config, matches_any
+from .pull_request import check_change, limit_to_change
 from .rules import Finding, Severity, Suppression
-from .scanner import EngineNames, scan_tree
+from .scanner import EngineNames, scan_tree, script_files
+from .waived import ScriptLink, script_links, waive
 
 
 @dataclass
@@ -32,8 +35,13 @@ class AuditResult:
         patchsets: the loaded patchsets.
         waivers: the parsed waivers.
         findings: every finding, sorted by file and line; suppressed ones (in-source review
-            annotations, configured ignores) carry their :class:`Suppression`.
+            annotations, configured ignores) carry their :class:`Suppression`, waived ones
+            (script findings a waiver covers) their :class:`~.rules.WaivedBy`.
         today: the date review dates were judged against.
+        translations: translated copies of waivers and of documentation, not audited.
+        scripts: waiver id -> the scripts of the repository it links.
+        change: with ``--changed-since``, the change under audit (script findings are limited
+            to its files; PB107 judges the patching it adds).
     """
 
     root: Path
@@ -42,25 +50,41 @@ class AuditResult:
     waivers: list[Waiver]
     findings: list[Finding] = field(default_factory=list)
     today: date = field(default_factory=date.today)
+    translations: list[Translation] = field(default_factory=list)
+    scripts: dict[str, list[ScriptLink]] = field(default_factory=dict)
+    change: Change | None = None
 
     @property
     def active(self) -> list[Finding]:
-        """Findings that count (not suppressed)."""
-        return [f for f in self.findings if f.suppression is None]
+        """Findings that count (neither suppressed nor waived)."""
+        return [f for f in self.findings if f.suppression is None and f.waived_by is None]
 
     @property
     def suppressed(self) -> list[Finding]:
+        """Findings an annotation or a configured ignore suppresses."""
         return [f for f in self.findings if f.suppression is not None]
+
+    @property
+    def waived(self) -> list[Finding]:
+        """Script findings a waiver covers (shown, at severity note, but not counted)."""
+        return [f for f in self.findings if f.suppression is None and f.waived_by is not None]
+
+    @property
+    def shown(self) -> list[Finding]:
+        """What the table and GitHub formats print: the findings that count, and the waived
+        ones (marked), in file and line order."""
+        return [f for f in self.findings if f.suppression is None]
 
     def failing(self, fail_on: Severity) -> list[Finding]:
         """Active findings at or above ``fail_on``."""
         return [f for f in self.active if f.severity.rank >= fail_on.rank]
 
     def counts(self) -> dict[str, int]:
-        """Active findings per severity, and the number suppressed."""
+        """Active findings per severity, and the numbers waived and suppressed."""
         out = {s.value: 0 for s in (Severity.ERROR, Severity.WARNING, Severity.NOTE)}
         for f in self.active:
             out[f.severity.value] += 1
+        out["waived"] = len(self.waived)
         out["suppressed"] = len(self.suppressed)
         return out
 
@@ -77,7 +101,16 @@ class AuditResult:
                 {"name": ps.name, "path": relative(ps.path, self.root), "patches": len(ps.patches)}
                 for ps in self.patchsets
             ],
-            "waivers": [_waiver_json(w, self.root) for w in self.waivers],
+            "waivers": [_waiver_json(w, self.root, self.scripts) for w in self.waivers],
+            "translations": [
+                {
+                    "path": relative(t.path, self.root),
+                    "of": relative(t.original, self.root),
+                    "language": t.language,
+                }
+                for t in self.translations
+            ],
+            "change": None if self.change is None else self.change.to_json(),
         }
 
 
@@ -90,14 +123,23 @@ def _finding_json(f: Finding) -> dict[str, Any]:
         "line": f.line,
         "end_line": f.end_line,
         "message": f.message,
+        "chain": list(f.chain),
         "suppressed": None,
+        "waived": None,
     }
     if f.suppression is not None:
         out["suppressed"] = {"kind": f.suppression.kind, "reason": f.suppression.justification}
+    if f.waived_by is not None:
+        out["waived"] = {
+            "waiver": f.waived_by.id,
+            "path": f.waived_by.path,
+            "status": f.waived_by.status,
+            "script": f.waived_by.script,
+        }
     return out
 
 
-def _waiver_json(w: Waiver, root: Path) -> dict[str, Any]:
+def _waiver_json(w: Waiver, root: Path, scripts: dict[str, list[ScriptLink]]) -> dict[str, Any]:
     fm = w.front_matter
     return {
         "id": w.id,
@@ -108,6 +150,7 @@ def _waiver_json(w: Waiver, root: Path) -> dict[str, Any]:
         "owner": fm.owner if fm else None,
         "review_by": fm.review_by.isoformat() if fm and fm.review_by else None,
         "expires": fm.expires.isoformat() if fm and fm.expires else None,
+        "scripts": [{"path": link.path, "line": link.line} for link in scripts.get(w.id, [])],
         "fields": {
             name: {
                 "status": r.status,
@@ -213,7 +256,7 @@ def upstream_checks(
         seen = ", ".join(f"{n} x {s}" for s, n in sorted(stats.statuses.items()))
         raise GitHubError(
             client.redact(
-                f"--upstream: the GitHub API at {re.sub(r'//[^/@]*@', '//', client.api)} "
+                f"--upstream: the GitHub API at {client.api} "
                 f"answered none of "
                 f"{stats.requests} request(s) ({seen}); check --api-url, the network and "
                 "GITHUB_TOKEN"
@@ -234,6 +277,8 @@ def run_audit(
     upstream: bool = False,
     api_url: str | None = None,
     cache_dir: Path | None = None,
+    changed_since: str | None = None,
+    pull_request: int | None = None,
 ) -> AuditResult:
     """Audit a repository.
 
@@ -245,13 +290,18 @@ def run_audit(
         api_url: the GitHub API base for ``upstream`` (default ``$PATCHBAY_GITHUB_API`` or
             api.github.com).
         cache_dir: the cache folder for ``upstream`` (default ``~/.cache/patchbay``).
+        changed_since: audit the change since the merge base of this ref and HEAD (work tree
+            included, see :mod:`.changes`): script findings of its files only, and PB107 for
+            the patching it adds without a waiver of its own (:mod:`.pull_request`).
+        pull_request: the change's pull request number (``change-waiver`` names its waiver).
 
     Returns:
         The :class:`AuditResult`.
 
     Raises:
-        InputError: bad configuration, a patchset that does not load, a malformed waiver, a
-            bad ``api_url``.
+        InputError: bad configuration (a configured waiver folder that does not exist), a
+            patchset that does not load, a malformed waiver, a bad ``api_url``; with
+            ``changed_since``, a root in no git repository or a ref that names no commit.
         GitHubError: with ``upstream``, the forge answered nothing or its rate limit ran out.
     """
     root = root.resolve()
@@ -259,6 +309,9 @@ def run_audit(
         raise InputError("not a folder", file=root)
     loaded = load_config(root, config_file)
     cfg = loaded.config
+    change = None
+    if changed_since is not None:
+        change = read_change(root, changed_since, pull_request=pull_request)
     patchsets = find_patchsets(root, cfg.patchsets, explicit="patchsets" in cfg.model_fields_set)
     components = [c for ps in patchsets for c in ps.spec.components]
     engines = EngineNames.build(
@@ -268,22 +321,17 @@ def run_audit(
     )
     names = {c.distribution: c.repository for c in components if c.repository}
     names.update({repo.rsplit("/", 1)[-1]: repo for repo in names.values()})
-    names.update(cfg.upstream_names)
-    waivers_dir = root / cfg.waivers
-    if "waivers" in cfg.model_fields_set and not waivers_dir.is_dir():
-        what = "is not a folder" if waivers_dir.exists() else "does not exist"
-        raise InputError(
-            f"configured waivers folder {cfg.waivers!r} {what}",
-            file=loaded.path or root,
-            line=_config_line(loaded, "waivers"),
-        )
-    waivers = read_waivers(
-        waivers_dir, names=names, projects=engines.distributions | engines.imports
+    names = {**DEFAULT_PROJECTS, **names, **cfg.upstream_names}
+    waivers, translations = _read_waivers(
+        root, loaded, names=names, projects=engines.distributions | engines.imports
+    )
+    links = script_links(
+        waivers, root, cfg, lambda: [rel for rel, _ in script_files(root, cfg.scripts, cfg.exclude)]
     )
     today = today or date.today()
     findings = [
         *check_patchsets(patchsets, root),
-        *check_coverage(patchsets, waivers, root),
+        *check_coverage(patchsets, waivers, root, scripts=links.by_waiver),
         *check_waivers(waivers, root, today=today, warning_days=cfg.expiry_warning_days),
         *scan_tree(root, cfg.scripts, cfg.exclude, engines),
     ]
@@ -291,6 +339,21 @@ def run_audit(
         findings += upstream_checks(
             patchsets, root, api_url=api_url, cache_dir=cache_dir, today=today
         )
+    if change is not None:
+        findings = limit_to_change(findings, change)
+    kept = _configured(findings, cfg)
+    waive(kept, links, root)
+    if change is not None:
+        kept += _configured(check_change(change, kept, patchsets, waivers, links, root, cfg), cfg)
+    kept.sort(key=Finding.sort_key)
+    return AuditResult(
+        root, loaded, patchsets, waivers, kept, today, translations, links.by_waiver, change
+    )
+
+
+def _configured(findings: list[Finding], cfg: AuditConfig) -> list[Finding]:
+    """The findings with their configured severities (rules switched off left out) and the
+    configured ignores as suppressions."""
     kept = []
     for finding in findings:
         severity = cfg.severity_of(finding.code)
@@ -303,5 +366,41 @@ def run_audit(
                     finding.suppression = Suppression("external", ignore.reason)
                     break
         kept.append(finding)
-    kept.sort(key=Finding.sort_key)
-    return AuditResult(root, loaded, patchsets, waivers, kept, today)
+    return kept
+
+
+def _read_waivers(
+    root: Path, loaded: LoadedConfig, *, names: dict[str, str], projects: frozenset[str]
+) -> tuple[list[Waiver], list[Translation]]:
+    """The waivers of every configured waiver folder (a folder listed twice, or inside
+    another, is read once), and the translated copies found next to them.
+
+    Raises:
+        InputError: an explicitly configured folder that does not exist; a malformed waiver.
+    """
+    cfg = loaded.config
+    explicit = "waivers" in cfg.model_fields_set
+    waivers: list[Waiver] = []
+    translations: list[Translation] = []
+    seen: set[Path] = set()
+    for entry in cfg.waivers:
+        folder = root / entry
+        if explicit and not folder.is_dir():
+            what = "is not a folder" if folder.exists() else "does not exist"
+            raise InputError(
+                f"configured waivers folder {entry!r} {what}",
+                file=loaded.path or root,
+                line=_config_line(loaded, "waivers"),
+            )
+        files = waiver_files(folder)
+        for path in files.waivers:
+            key = path.resolve()
+            if key not in seen:
+                seen.add(key)
+                waivers.append(parse_waiver(path, names=names, projects=projects))
+        for t in files.translations:
+            key = t.path.resolve()
+            if key not in seen:
+                seen.add(key)
+                translations.append(t)
+    return waivers, translations

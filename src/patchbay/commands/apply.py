@@ -24,6 +24,7 @@ def run(
     lock_timeout: float,
     record: Path | None,
     options: Callable[[], RunOptions] | None = None,
+    probe_timeout: float | None = None,
 ) -> int:
     """Apply; print what was done; exit 0 (done or nothing to do). Errors raise."""
     if record is not None:
@@ -32,7 +33,7 @@ def run(
     if run_options.bundle is not None:
         check_bundle(run_options.bundle)
     patchset = load(patchset_arg)
-    env = environment(patchset, python, root, state_dir)
+    env = environment(patchset, python, root, state_dir, writable=True, probe_timeout=probe_timeout)
     result = apply_patchset(
         patchset, env, upgrade=upgrade, lock_timeout=lock_timeout, options=run_options
     )
@@ -64,7 +65,7 @@ def run(
     if record is not None:
         outcome = {pid: "applied" for pid in result.applied}
         if not result.nothing_to_do:  # package pins changed versions: look again
-            env = environment(patchset, python, root, state_dir)
+            env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
         final = make_plan(patchset, env) if not result.nothing_to_do else plan
         write_record(record, provenance(final, command="apply", outcome=outcome))
     return 0

@@ -7,19 +7,33 @@ from pathlib import Path
 
 from ..bundle import make_bundle
 from ..options import RunOptions
+from ..selfcarry import INSTALLER
 from .common import console, environment, load
 
 
 def run(
-    patchset_arg: str, *, out: Path, python: str | None, options: Callable[[], RunOptions]
+    patchset_arg: str,
+    *,
+    out: Path,
+    python: str | None,
+    options: Callable[[], RunOptions],
+    with_patchbay: bool = True,
 ) -> int:
     """Write the bundle; exit 0. Errors raise."""
     patchset = load(patchset_arg)
     env = environment(patchset, python, None, None)
-    manifest = make_bundle(patchset, env, out, options())
-    console.print(
-        f"bundle {out}: {len(manifest)} file(s); inside the container run "
-        f"`patchbay apply {out / 'patchset'} --bundle {out} --offline`",
-        markup=False,
-    )
+    manifest = make_bundle(patchset, env, out, options(), with_patchbay=with_patchbay)
+    apply = f"patchbay apply {out / 'patchset'} --bundle {out} --offline"
+    if with_patchbay:
+        console.print(
+            f"bundle {out}: {len(manifest)} file(s); inside the container run "
+            f"`sh {out / INSTALLER}` (it prints the patchbay command it installed), then "
+            f"`{apply}` with that command",
+            markup=False,
+        )
+    else:
+        console.print(
+            f"bundle {out}: {len(manifest)} file(s); inside the container run `{apply}`",
+            markup=False,
+        )
     return 0

@@ -26,10 +26,11 @@ def run(
     python: str | None,
     root: Path | None,
     as_json: bool,
+    probe_timeout: float | None = None,
 ) -> int:
     """Print each patch's verdict; exit 0 when all apply or are upstream, 1 otherwise."""
     patchset = load(patchset_arg)
-    env = environment(patchset, python, root, None)
+    env = environment(patchset, python, root, None, probe_timeout=probe_timeout)
     result = check_patchset(patchset, env)
     if as_json:
         print_json(result.to_json())

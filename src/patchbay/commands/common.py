@@ -10,11 +10,13 @@ from typing import Any
 from rich.console import Console
 
 from ..model import Patchset, load_patchset
+from ..redaction import RedactedStream, redact
 from ..targets import Environment, resolve_environment
 
-# soft_wrap: one message is one line, whatever the width (paths stay greppable in CI logs)
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+# soft_wrap: one message is one line, whatever the width (paths stay greppable in CI logs);
+# whatever a command prints passes through the redaction (a URL with a password, a token)
+console = Console(file=RedactedStream("stdout"), highlight=False, soft_wrap=True)
+err_console = Console(file=RedactedStream("stderr"), highlight=False, soft_wrap=True)
 
 
 def patchset_path(arg: str) -> Path:
@@ -39,17 +41,23 @@ def environment(
     root: Path | None,
     state_dir: Path | None,
     extra_distributions: list[str] | None = None,
+    *,
+    writable: bool = False,
+    probe_timeout: float | None = None,
 ) -> Environment:
-    """Resolve the engine environment from the common options."""
+    """Resolve the engine environment from the common options (``writable``: the command
+    writes the state folder; see :func:`~patchbay.targets.resolve_environment`)."""
     return resolve_environment(
         patchset,
         python=python,
         root=root,
         state_dir=state_dir,
         extra_distributions=extra_distributions,
+        writable=writable,
+        probe_timeout=probe_timeout,
     )
 
 
 def print_json(data: Any) -> None:
     """JSON to stdout, for machines."""
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.write(redact(json.dumps(data, indent=2)) + "\n")

@@ -100,6 +100,9 @@ def run(
         check_record_path(path)
     if history is not None and history.is_dir():
         raise InputError("--history names a folder, not a file", file=history)
+    if history is not None and history.exists() and not history.is_file():
+        # a FIFO or a device would block or never end: only a regular file is a history
+        raise InputError("--history names something that is not a regular file", file=history)
     try:
         if publish_to is not None:
             check_publish_target(publish_to, client)

@@ -18,10 +18,11 @@ def run(
     state_dir: Path | None,
     lock_timeout: float,
     options: Callable[[], RunOptions] | None = None,
+    probe_timeout: float | None = None,
 ) -> int:
     """Revert; exit 0 (also when there was nothing to revert). Errors raise."""
     patchset = load(patchset_arg)
-    env = environment(patchset, python, root, state_dir)
+    env = environment(patchset, python, root, state_dir, writable=True, probe_timeout=probe_timeout)
     reverted = revert_patchset(
         patchset, env, lock_timeout=lock_timeout, options=options() if options else None
     )

@@ -18,10 +18,11 @@ def run(
     state_dir: Path | None,
     as_json: bool,
     record: Path | None,
+    probe_timeout: float | None = None,
 ) -> int:
     """Print the status; exit 0 when nothing blocks an apply, 1 otherwise."""
     patchset = load(patchset_arg)
-    env = environment(patchset, python, root, state_dir)
+    env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
     if record is not None:
         check_record_path(record)
     plan = make_plan(patchset, env)

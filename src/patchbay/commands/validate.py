@@ -3,7 +3,25 @@
 from __future__ import annotations
 
 from ..engine import load_patches
+from ..model import Patchset
+from ..waivers import placeholder_in
 from .common import console, load
+
+
+def _blanks(patchset: Patchset) -> list[tuple[str, str]]:
+    """``(where, placeholder)`` for every blank left in a patch's description or upstream
+    state (``<TODO: ...>`` written by ``capture``, ``TODO`` by ``import``), with its line."""
+    out = []
+    for i, patch in enumerate(patchset.patches):
+        fields: list[tuple[tuple[str, ...], str]] = [(("description",), patch.description)]
+        if patch.upstream_status is not None:
+            fields.append((("upstream_status", "reason"), patch.upstream_status.reason))
+        for keys, text in fields:
+            blank = placeholder_in(text)
+            if blank:
+                line = patchset.patch_line(i, *keys)
+                out.append((f"{patchset.path}:{line}: {patch.id}: {'.'.join(keys)}", blank))
+    return out
 
 
 def run(patchset_arg: str) -> int:
@@ -17,6 +35,11 @@ def run(patchset_arg: str) -> int:
     unlocked = [(patch, lp) for patch, lp in pairs if lp.unlocked]
     for patch, lp in unlocked:
         console.print(f"NOT LOCKED: {patch.id}: {lp.unlocked}", markup=False)
+    blanks = _blanks(patchset)
+    for where, text in blanks:
+        console.print(f"TO FILL: {where}: {text}", markup=False)
     extra = f", {len(unlocked)} not locked yet (apply refuses them)" if unlocked else ""
+    if blanks:
+        extra += f", {len(blanks)} blank(s) to fill (the audit flags them)"
     console.print(f"{patchset.path}: valid ({len(loaded)} patch(es){extra})", markup=False)
     return 0

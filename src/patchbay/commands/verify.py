@@ -22,12 +22,15 @@ def run(
     installed: bool = False,
     dists: list[str] | None = None,
     record: Path | None = None,
+    probe_timeout: float | None = None,
 ) -> int:
     """Exit 0 when verified, 1 otherwise (each problem printed on one line)."""
     if record is not None:
         check_record_path(record)
     patchset = load(patchset_arg)
-    env = environment(patchset, python, root, state_dir, extra_distributions=dists)
+    env = environment(
+        patchset, python, root, state_dir, extra_distributions=dists, probe_timeout=probe_timeout
+    )
     if installed:
         return _installed(patchset, env, as_json=as_json, dists=dists, record=record)
     from ..engine import verify_patchset

@@ -56,7 +56,7 @@ def new(
         config = None  # written where asked; the audit reports the configuration
     if output is None:
         assert config is not None
-        output = Path(config.waivers) / f"{wid}.md"
+        output = Path(config.new_waiver_folder(Path.cwd())) / f"{wid}.md"
     shared = _shared_ids(patchset, Path.cwd(), config.patchsets) if config else set()
     if output.exists() and not force:
         raise RefusedError("already exists (use --force to overwrite)", file=output)

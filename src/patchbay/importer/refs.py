@@ -8,15 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-
-DEFAULT_PROJECTS: dict[str, str] = {
-    "vllm": "vllm-project/vllm",
-    "aiter": "ROCm/aiter",
-    "sglang": "sgl-project/sglang",
-    "triton": "triton-lang/triton",
-    "flashinfer": "flashinfer-ai/flashinfer",
-}
-"""Project name -> ``owner/repo`` for ``project #N`` references (``--project`` adds more)."""
+from ..projects import DEFAULT_PROJECTS
 
 _URL = re.compile(
     r"https?://(?:www\.)?github\.com/[\w.-]+/[\w.-]+/(?:pull|issues|commit)/[0-9a-fA-F]+"

@@ -4,26 +4,37 @@ were patched; its cache is keyed on the module name, so a stale build would keep
 A command is pending when a patch it names in ``after`` is applied in this run, or when its
 declared ``output`` is missing; otherwise it is up to date and does not run. It runs with an
 argv list (``/bin/sh -c`` only with ``shell: true``), ``{python}`` standing for the engine
-interpreter, in ``cwd`` under its target, with ``env`` added; ``remove`` paths (stale builds)
-are deleted first, through the run's journal. Output goes to a log in the state folder; a
-non-zero exit fails the run, which is rolled back like any other failure (files restored; what
-the command itself wrote beyond its declared output cannot be tracked).
+interpreter, in ``cwd`` under its target; ``remove`` paths (stale builds) are deleted first,
+through the run's journal. A non-zero exit fails the run, which is rolled back like any other
+failure (files restored; what the command itself wrote beyond its declared output cannot be
+tracked).
+
+The environment is patchbay's own with every credential removed (the rule of
+:func:`patchbay.redaction.is_credential`: ``GITHUB_TOKEN``, ``*_TOKEN``, ``*_SECRET``,
+``*_PASSWORD``, ``*_KEY``, URLs with a password...), then the patch's ``env``: a string sets a
+variable, and a name with no value (``HF_TOKEN:`` or ``HF_TOKEN: null``) passes that variable
+through from patchbay's environment, credential or not (as a Compose file's ``environment``
+does). Output goes to ``<state>/logs/<id>.log``, mode 0600, with secrets redacted.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from ..errors import ApplyFailed
 from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
 from ..model import CommandPatch
+from ..redaction import is_credential, write_log
 from .base import ContentState, Inspection, LoadedPatch, PendingPatch
 
 if TYPE_CHECKING:
@@ -85,23 +96,25 @@ class CommandKind:
             if patch.shell:
                 argv = ["/bin/sh", "-c", argv[0]]
             log = state_dir / "logs" / f"{patch.id}.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
             cwd = root if patch.cwd == "." else tree.resolve(patch.target, patch.cwd)
             if not cwd.is_dir():
                 raise ApplyFailed(f"working folder {cwd} does not exist", patch_id=patch.id)
-            with open(log, "w", encoding="utf-8") as out:
-                out.write(f"$ {' '.join(argv)}  (cwd {cwd})\n")
-                out.flush()
+            # the raw output lives in an unlinked file: only its redacted copy reaches the disk
+            with tempfile.TemporaryFile() as raw:
                 try:
-                    proc = subprocess.run(
-                        argv,
-                        cwd=cwd,
-                        env={**os.environ, **patch.env},
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        timeout=patch.timeout,
-                        check=False,
-                    )
+                    try:
+                        proc = subprocess.run(
+                            argv,
+                            cwd=cwd,
+                            env=command_environment(patch.env),
+                            stdin=subprocess.DEVNULL,
+                            stdout=raw,
+                            stderr=subprocess.STDOUT,
+                            timeout=patch.timeout,
+                            check=False,
+                        )
+                    finally:
+                        _write_command_log(log, argv, cwd, raw)
                 except FileNotFoundError:
                     raise ApplyFailed(f"command not found: {argv[0]}", patch_id=patch.id) from None
                 except PermissionError:
@@ -135,6 +148,29 @@ class CommandKind:
         if output and target in tree.roots:
             _remove(tree.resolve(target, output), txn)
         return True
+
+
+def command_environment(
+    declared: Mapping[str, str | None], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of a command patch: ``environ`` (default ``os.environ``) without its
+    credentials (:func:`patchbay.redaction.is_credential`), then the patch's ``env``: a string
+    sets a variable, None passes the variable of ``environ`` through (absent stays absent)."""
+    env = os.environ if environ is None else environ
+    out = {k: v for k, v in env.items() if not is_credential(k, v)}
+    for name, value in declared.items():
+        if value is not None:
+            out[name] = value
+        elif name in env:
+            out[name] = env[name]
+    return out
+
+
+def _write_command_log(log: Path, argv: list[str], cwd: Path, raw: IO[bytes]) -> None:
+    raw.flush()
+    raw.seek(0)
+    lines = (line.decode("utf-8", "replace") for line in raw)
+    write_log(log, itertools.chain([f"$ {' '.join(argv)}  (cwd {cwd})\n"], lines))
 
 
 def _remove(path: Path, txn: Transaction) -> None:

@@ -10,6 +10,7 @@ against the computed result. Binary git patches are classified by the blob ids o
 from __future__ import annotations
 
 import hashlib
+import re
 import stat
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -20,6 +21,7 @@ from ..diffparse import FilePatch, Hunk, ParsedDiff, parse_diff
 from ..errors import InputError
 from ..gitapply import git_apply
 from ..hunks import HunkResult, HunkState, apply_hunks, classify_hunk
+from ..inputfiles import read_input
 from ..ledger import sha256_bytes
 from ..lockfile import Lock
 from ..model import DiffPatch
@@ -78,6 +80,60 @@ def git_blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
+_HUNK_LIKE = re.compile(rb"^@@ ")
+_HUNK_HEADER = re.compile(rb"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+# git's base85 alphabet (base85.c), after the line's length character (A-Z: 1-26, a-z: 27-52)
+_BASE85_LINE = re.compile(r"^[A-Za-z][0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]+$")
+
+
+def check_structure(parsed: ParsedDiff, data: bytes, source: Path) -> None:
+    """Refuse diffs that parse but say nothing a patch can mean, as ``git apply`` does: a
+    line that starts like a hunk header but is not one, a file patch that changes nothing (a
+    ``diff --git`` header with no hunk, no rename, no mode change and no content), one with
+    neither an old nor a new path, an empty hunk, and a binary payload that is not base85.
+
+    Raises:
+        InputError: ``corrupt diff: ...`` naming ``source`` and the line.
+    """
+    started = False  # text before the first file header is a message, not the diff
+    for n, line in enumerate(data.split(b"\n"), start=1):
+        started = started or line.startswith((b"diff --git ", b"--- "))
+        if started and _HUNK_LIKE.match(line) and not _HUNK_HEADER.match(line):
+            raise InputError("corrupt diff: malformed hunk header", file=source, line=n)
+    for fp in parsed.files:
+        if fp.old_path is None and fp.new_path is None:
+            raise InputError(
+                "corrupt diff: a file patch from /dev/null to /dev/null", file=source, line=fp.line
+            )
+        changes_mode = fp.old_mode != fp.new_mode and fp.old_mode and fp.new_mode
+        meaningful = fp.hunks or fp.binary or fp.is_new or fp.is_delete or fp.is_rename
+        if not meaningful and not changes_mode:
+            raise InputError(
+                f"corrupt diff: the file patch of {fp.path} changes nothing (no hunk)",
+                file=source,
+                line=fp.line,
+            )
+        for hunk in fp.hunks:
+            if not hunk.lines:
+                raise InputError(
+                    f"corrupt diff: hunk {hunk.index} of {fp.path} is empty",
+                    file=source,
+                    line=hunk.line,
+                )
+        for text in fp.binary or []:
+            line = text.rstrip("\r\n")
+            if (
+                line
+                and not line.startswith(("literal ", "delta "))
+                and not _BASE85_LINE.match(line)
+            ):
+                raise InputError(
+                    f"corrupt diff: the binary patch of {fp.path} is not base85 data",
+                    file=source,
+                    line=fp.line,
+                )
+
+
 class DiffKind(FileKind):
     """Implements :class:`~patchbay.kinds.base.PatchKind` for ``kind: diff``."""
 
@@ -98,15 +154,13 @@ class DiffKind(FileKind):
             path = patchset.folder / locked.file
         else:
             path = patchset.folder / patch.content_path
-        try:
-            data = path.read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            raise InputError(
-                f"patch file {patch.content_path} not found (looked at {path})",
-                file=patchset.path,
-                line=patchset.patch_line(index, "file" if patch.file else "source"),
-                patch_id=patch.id,
-            ) from None
+        data = read_input(
+            path,
+            what=f"patch file {patch.content_path}",
+            file=patchset.path,
+            line=patchset.patch_line(index, "file" if patch.file else "source"),
+            patch_id=patch.id,
+        )
         if patch.source is not None and sha256_bytes(data) != locked.sha256:
             raise InputError(
                 f"vendored content of {patch.source.ref} does not match the lock (sha256 "
@@ -115,6 +169,7 @@ class DiffKind(FileKind):
                 patch_id=patch.id,
             )
         parsed = parse_diff(data, source=path, strip=patch.strip)
+        check_structure(parsed, data, path)
         notes = []
         if parsed.crlf_normalised:
             notes.append(

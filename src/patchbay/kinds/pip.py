@@ -6,16 +6,23 @@
 - Before installing, ``pip install --dry-run --report`` lists every distribution the pin would
   add, upgrade or downgrade; a change to a protected distribution (the patchset's ``protect``,
   by default its components) is refused unless the patch ``allow``s it by name.
-- The ledger keeps the version that was there before; ``revert`` (and a rollback of the run)
-  reinstalls it, or says exactly what it could not restore.
+- The ledger keeps every distribution the install changed (``changes``: name, version before,
+  version after, found by listing the environment before and after the install); ``revert``,
+  and a rollback of a failed run, put all of them back in one ``pip install --no-deps`` (and
+  one ``pip uninstall`` for what the install added), then list the environment again and name
+  whatever is still not as it was: that is an error, never reported as restored.
+- pip's output goes to ``<state>/logs/<id>.log`` (0600, redacted); a failure quotes pip's own
+  error block (its ``ERROR:`` and ``error:`` lines, the tail of a failed build's output).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +35,7 @@ from ..errors import ApplyFailed, RefusedError
 from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
 from ..model import PipPatch
+from ..redaction import write_log
 from .base import ContentState, Inspection, LoadedPatch, PendingPatch
 
 if TYPE_CHECKING:
@@ -95,27 +103,110 @@ def pip_environment(tree: Tree, extra: dict[str, str] | None = None) -> dict[str
 
 
 def _pip(
-    python: str, args: list[str], *, env: dict[str, str] | None = None, log: Path | None = None
+    python: str,
+    args: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    log: Path | None = None,
+    fresh: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        [python, "-m", "pip", "--no-input", "--disable-pip-version-check", *args],
-        capture_output=True,
-        text=True,
-        timeout=PIP_TIMEOUT_S,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+    """Run ``python -m pip ARGS`` (stderr into stdout, as a terminal shows them); its whole
+    output is appended to ``log`` (a new log when ``fresh``), redacted, mode 0600."""
+    try:
+        proc = subprocess.run(
+            [python, "-m", "pip", "--no-input", "--disable-pip-version-check", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            timeout=PIP_TIMEOUT_S,
+            env={**os.environ, **(env or {})},
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.output or ""
+        out = out.decode("utf-8", "replace") if isinstance(out, bytes) else out
+        proc = subprocess.CompletedProcess(
+            exc.cmd, -1, out + f"\n(timed out after {exc.timeout} s)"
+        )
     if log is not None:
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with open(log, "a", encoding="utf-8") as fh:
-            fh.write(f"$ pip {' '.join(args)}\n{proc.stdout}{proc.stderr}\n")
+        try:
+            write_log(
+                log,
+                f"$ pip {' '.join(args)}\n{proc.stdout}\n(exit {proc.returncode})\n",
+                append=not fresh,
+            )
+        except OSError as exc:
+            raise RefusedError(f"cannot write pip's log: {exc.strerror or exc}", file=log) from None
     return proc
 
 
-def _last_error(proc: subprocess.CompletedProcess[str]) -> str:
-    lines = [ln.strip() for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-    errors = [ln for ln in lines if ln.startswith("ERROR")]
-    return (errors or lines or [f"exit {proc.returncode}"])[-1]
+@dataclass
+class PipFailure:
+    """pip's own account of a failure (see :func:`pip_failure`).
+
+    Attributes:
+        headline: the line that says most: pip's last ``ERROR:`` line, else the last line a
+            failed build printed, else pip's first error line.
+        lines: the quoted block, stripped, at most a screenful.
+    """
+
+    headline: str
+    lines: list[str]
+
+
+_OUTPUT_START = re.compile(r"\[\d+ lines? of output\]$")
+
+
+def pip_failure(
+    output: str, returncode: int, *, keep_output: int = 6, limit: int = 16
+) -> PipFailure:
+    """Read pip's failure from its whole output: the block from its first ``ERROR:`` or
+    ``error:`` line on. pip writes resolver and install errors as ``ERROR: ...``, and a failed
+    build step as ``error: <code>``, summary lines and the build's own output between
+    ``[N lines of output]`` and ``[end of output]``; of that output only the last
+    ``keep_output`` lines are kept (a traceback's tail names the problem). pip's pointers
+    elsewhere (``note:``, ``hint:``, "See above") and repeated lines are dropped.
+
+    Args:
+        output: pip's stdout and stderr, interleaved.
+        returncode: pip's exit status (named when pip printed nothing).
+    """
+    lines = [ln.strip() for ln in output.splitlines()]
+    first = next((i for i, ln in enumerate(lines) if ln.startswith(("ERROR:", "error:"))), None)
+    if first is None:
+        tail = [ln for ln in lines if ln][-3:]
+        return PipFailure(tail[-1] if tail else f"pip exited with status {returncode}", tail)
+    out: list[str] = []
+    seen: set[str] = set()
+    built: str | None = None  # the last line of the first failed build's output
+    captured: list[str] | None = None
+    for text in lines[first:]:
+        if captured is not None:
+            if text != "[end of output]":
+                if text:
+                    captured.append(text)
+                continue
+            if captured and built is None:
+                built = captured[-1]
+            out.extend((["..."] if len(captured) > keep_output else []) + captured[-keep_output:])
+            captured = None
+            continue
+        if not text or text.startswith(("note:", "hint:")) or "See above for" in text:
+            continue
+        if _OUTPUT_START.search(text):
+            captured = []
+        elif text in seen:
+            continue
+        seen.add(text)
+        out.append(text)
+    if captured:  # cut off before its end marker
+        out.extend(captured[-keep_output:])
+        built = built or captured[-1]
+    errors = [ln for ln in out if ln.startswith("ERROR:")]
+    headline = errors[-1] if errors else built or out[0]
+    return PipFailure(headline, out[:limit])
 
 
 class PipKind:
@@ -168,17 +259,29 @@ class PipKind:
         assert env is not None and env.python is not None
         req: Requirement = item.loaded.data
         before = _installed_versions(env.python)
+        log = pip_log(env.state_dir, patch.id)
         with tempfile.TemporaryDirectory(prefix="patchbay-pip-") as scratch:
             report_path = Path(scratch) / "report.json"
-            args = ["install", "--dry-run", "--quiet", "--report", str(report_path)]
+            # not --quiet: a failed build's own output is what says why it failed
+            args = ["install", "--dry-run", "--report", str(report_path)]
             args += [*self._install_options(patch, tree), patch.requirement]
-            proc = _pip(env.python, args, env=pip_environment(tree, patch.build_env))
+            env_vars = pip_environment(tree, patch.build_env)
+            proc = _pip(env.python, args, env=env_vars, log=log, fresh=True)
             if proc.returncode != 0:
+                failure = pip_failure(proc.stdout, proc.returncode)
                 raise RefusedError(
-                    f"pip cannot resolve {patch.requirement}: {_last_error(proc)}",
+                    f"pip cannot resolve {patch.requirement}: {failure.headline} (log: {log})",
                     patch_id=patch.id,
+                    details=failure.lines,
                 )
-            report = json.loads(report_path.read_text(encoding="utf-8"))
+            try:
+                report = json.loads(report_path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise RefusedError(
+                    f"pip's dry run of {patch.requirement} left no readable report ({exc}; "
+                    f"log: {log})",
+                    patch_id=patch.id,
+                ) from None
         changes = []
         for entry in report.get("install", []):
             meta = entry.get("metadata", {})
@@ -217,31 +320,35 @@ class PipKind:
         for item in batch:
             patch: PipPatch = item.patch
             req: Requirement = item.loaded.data
-            before = (item.inspection.data or {}).get("before")
-            log = env.state_dir / "logs" / f"{patch.id}.log"
+            log = pip_log(env.state_dir, patch.id)
             options = self._install_options(patch, tree)
+            # the whole environment as it is now: a rollback puts back whatever differs
+            snapshot = _installed_versions(python)
             txn.on_rollback(
-                f"the install of {patch.requirement} (restore {req.name} {before or 'absent'})",
-                lambda python=python, name=req.name, before=before, options=options, log=log: (
-                    _restore(python, name, before, options, log, pip_environment(tree))
+                f"the install of {patch.requirement}",
+                lambda snapshot=snapshot, options=options, log=log: restore_snapshot(
+                    python, snapshot, options, log, pip_environment(tree)
                 ),
             )
             proc = _pip(
                 python, ["install", *options, patch.requirement], env=patch.build_env, log=log
             )
             if proc.returncode != 0:
+                failure = pip_failure(proc.stdout, proc.returncode)
                 raise ApplyFailed(
-                    f"pip install {patch.requirement} failed: {_last_error(proc)} (log: {log})",
+                    f"pip install {patch.requirement} failed: {failure.headline} (log: {log})",
                     patch_id=patch.id,
+                    details=failure.lines,
                 )
-            after = _lookup(_installed_versions(python), req.name)
+            now = _installed_versions(python)
+            changes = version_changes(snapshot, now)
             item.inspection.record = {
                 "distribution": req.name,
                 "requirement": patch.requirement,
-                "before": before,
-                "after": after,
+                "before": _lookup(snapshot, req.name),
+                "after": _lookup(now, req.name),
                 "install_options": [o for o in options if o != "--no-build-isolation"],
-                "changes": (item.inspection.data or {}).get("changes", []),
+                "changes": [{"name": n, "from": o, "to": v} for n, o, v in changes],
                 "log": str(log),
             }
 
@@ -252,50 +359,133 @@ class PipKind:
                 "reverting a package pin needs the engine interpreter (--python)",
                 patch_id=entry.patch_id,
             )
+        python = env.python
         extra = entry.extra
         log = env.state_dir / "logs" / f"{entry.patch_id}.revert.log"
         options = list(extra.get("install_options", []))
         if tree.options.bundle is not None:
             options = ["--no-index", "--find-links", str(tree.options.bundle / "wheels")]
+        wanted = recorded_changes(extra)
+        # if a later step of this revert fails, the versions the pin installed come back
+        snapshot = _installed_versions(python)
+        txn.on_rollback(
+            f"the revert of {entry.patch_id}",
+            lambda: restore_snapshot(python, snapshot, options, log, pip_environment(tree)),
+        )
         try:
-            _restore(
-                env.python,
-                extra["distribution"],
-                extra.get("before"),
-                options,
-                log,
-                pip_environment(tree),
-            )
-        except RuntimeError as exc:
-            raise RefusedError(str(exc), patch_id=entry.patch_id) from None
+            restore_versions(python, wanted, options, log, pip_environment(tree))
+        except RestoreError as exc:
+            raise RefusedError(str(exc), patch_id=entry.patch_id, details=exc.details) from None
         return True
 
 
-def _restore(
+class RestoreError(Exception):
+    """Distributions pip could not put back; the message names each, with what stays.
+
+    Attributes:
+        details: pip's own error lines.
+    """
+
+    def __init__(self, message: str, details: list[str]) -> None:
+        super().__init__(message)
+        self.details = details
+
+    def __str__(self) -> str:
+        return "\n".join([self.args[0], *("  " + d for d in self.details)])
+
+
+def pip_log(state_dir: Path, patch_id: str) -> Path:
+    """Where the pip output of ``patch_id``'s dry run and install is kept."""
+    return state_dir / "logs" / f"{patch_id}.log"
+
+
+def version_changes(
+    before: dict[str, str], after: dict[str, str]
+) -> list[tuple[str, str | None, str | None]]:
+    """Every distribution whose version differs between two listings, as (name, before,
+    after); None for absent. Names are compared PEP 503-normalised."""
+    old = {canonicalize_name(k): (k, v) for k, v in before.items()}
+    new = {canonicalize_name(k): (k, v) for k, v in after.items()}
+    out = []
+    for key in sorted({*old, *new}):
+        name = (new.get(key) or old[key])[0]
+        was, now = old.get(key, (None, None))[1], new.get(key, (None, None))[1]
+        if was != now:
+            out.append((name, was, now))
+    return out
+
+
+def recorded_changes(extra: dict[str, Any]) -> dict[str, str | None]:
+    """The versions to put back for a ledger entry: ``changes`` (every distribution the
+    install changed), or, for entries written before it was kept, the pinned one."""
+    changes = extra.get("changes")
+    if isinstance(changes, list) and changes:
+        return {str(c["name"]): c.get("from") for c in changes if isinstance(c, dict)}
+    return {str(extra["distribution"]): extra.get("before")}
+
+
+def restore_snapshot(
     python: str,
-    name: str,
-    before: str | None,
+    snapshot: dict[str, str],
     options: list[str],
     log: Path,
     pip_env: dict[str, str] | None = None,
 ) -> None:
-    """Put ``name`` back to ``before`` (uninstall when it was absent).
+    """Put back every distribution whose version differs from ``snapshot`` (a listing taken
+    before an install). Raises :class:`RestoreError` as :func:`restore_versions`."""
+    moved = version_changes(snapshot, _installed_versions(python))
+    if moved:
+        restore_versions(python, {n: was for n, was, _ in moved}, options, log, pip_env)
+
+
+def restore_versions(
+    python: str,
+    wanted: dict[str, str | None],
+    options: list[str],
+    log: Path,
+    pip_env: dict[str, str] | None = None,
+) -> None:
+    """Install ``name==version`` for every entry of ``wanted`` in one ``pip install
+    --no-deps`` (the set was consistent before, so no dependency is resolved), and remove
+    the ones whose version is None in one ``pip uninstall``; then check the result.
+
+    Args:
+        wanted: distribution name -> the version to have, or None for absent.
+        options: pip's index options (those of the install being undone).
+        log: pip's output is appended here (0600, redacted).
 
     Raises:
-        RuntimeError: pip could not; the message says what stays installed.
+        RestoreError: a distribution is not at its wanted version afterwards; the message
+            names each one and what stays installed, and quotes pip's error lines.
     """
-    if before is None:
-        proc = _pip(python, ["uninstall", "--yes", name], env=pip_env, log=log)
-    else:
-        args = ["install", "--no-deps", *options, f"{name}=={before}"]
-        proc = _pip(python, args, env=pip_env, log=log)
-    if proc.returncode != 0:
-        now = _lookup(_installed_versions(python), name)
-        target = f"{name}=={before}" if before else f"the removal of {name}"
-        raise RuntimeError(
-            f"could not restore {target}: {_last_error(proc)}; {name} {now or 'absent'} stays "
-            f"installed (log: {log})"
-        )
+    current = _installed_versions(python)
+    todo = {n: v for n, v in wanted.items() if _lookup(current, n) != v}
+    failures: list[PipFailure] = []
+    install = [f"{n}=={v}" for n, v in todo.items() if v is not None]
+    remove = [n for n, v in todo.items() if v is None]
+    if install:
+        proc = _pip(python, ["install", "--no-deps", *options, *install], env=pip_env, log=log)
+        if proc.returncode != 0:
+            failures.append(pip_failure(proc.stdout, proc.returncode))
+    if remove:
+        proc = _pip(python, ["uninstall", "--yes", *remove], env=pip_env, log=log)
+        if proc.returncode != 0:
+            failures.append(pip_failure(proc.stdout, proc.returncode))
+    now = _installed_versions(python)
+    left = [(n, v, _lookup(now, n)) for n, v in todo.items() if _lookup(now, n) != v]
+    if not left:
+        return
+    what = ", ".join(
+        f"{n}=={v} ({n} {got or 'absent'} stays installed)"
+        if v is not None
+        else f"the removal of {n} ({n} {got} stays installed)"
+        for n, v, got in left
+    )
+    why = f": {failures[0].headline}" if failures else ""
+    raise RestoreError(
+        f"could not restore {what}{why} (log: {log})",
+        [line for f in failures for line in f.lines],
+    )
 
 
 def _installed_versions(python: str) -> dict[str, str]:

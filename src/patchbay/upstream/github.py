@@ -25,7 +25,8 @@ Rules taken from GitHub's REST documentation ("Best practices", "Rate limits for
 - every request has a timeout.
 
 The token (``GITHUB_TOKEN`` or ``GH_TOKEN``) goes into the ``Authorization`` header only. It is
-never part of a message, a cache key or a cache file; messages pass through :meth:`redact`.
+never part of a message, a cache key or a cache file; messages pass through :meth:`redact`
+(:func:`patchbay.redaction.redact`, which also hides credentials in URLs).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from .. import __version__
 from ..errors import InputError, RefusedError
+from ..redaction import redact
 
 if TYPE_CHECKING:
     import requests
@@ -385,7 +387,7 @@ class GitHubClient:
     ) -> None:
         parts = urlsplit(api_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise InputError(f"GitHub API URL {api_url!r} is not an http(s) URL")
+            raise InputError(redact(f"GitHub API URL {api_url!r} is not an http(s) URL"))
         self.api = api_url.rstrip("/")
         host = parts.hostname
         loopback = host in ("localhost", "::1") or host.startswith("127.")
@@ -418,7 +420,7 @@ class GitHubClient:
         return cls(api, token=github_token(env), **kwargs)
 
     def __repr__(self) -> str:  # never shows the token
-        return f"GitHubClient({self.api!r}, token={'set' if self._token else 'none'})"
+        return redact(f"GitHubClient({self.api!r}, token={'set' if self._token else 'none'})")
 
     @property
     def authenticated(self) -> bool:
@@ -426,8 +428,8 @@ class GitHubClient:
         return self._token is not None
 
     def redact(self, text: str) -> str:
-        """``text`` with the token replaced by ``***``."""
-        return text.replace(self._token, "***") if self._token else text
+        """``text`` through :func:`patchbay.redaction.redact`, this client's token included."""
+        return redact(text, extra=[self._token])
 
     # -- transport ------------------------------------------------------------------------------
 

@@ -20,9 +20,10 @@ Verdicts, per patch:
 ========= ===================================================================================
 remove    the fix is in the pinned image (or ``status`` found the patch's content there)
 bump      merged after the pinned commit: an image built from the named commit removes it
-keep      upstream is open or draft
+keep      upstream is open or draft, or the patch is carried by design (Upstream-Status
+          ``Inappropriate`` with a reason, and no reference)
 attention closed without merge, reverted, no upstream reference, unknown, or the waiver's
-          review date has passed
+          review date has passed (also for a patch carried by design)
 ========= ===================================================================================
 """
 
@@ -801,6 +802,12 @@ def _fix_status(
     return status
 
 
+def _by_design(patch: Any) -> bool:
+    """An ``Inappropriate`` upstream status with a reason: not meant for upstream."""
+    status = patch.upstream_status
+    return bool(status and status.status == "Inappropriate" and (status.reason or "").strip())
+
+
 def _day(when: datetime | None) -> str:
     return when.date().isoformat() if when else "(date unknown)"
 
@@ -839,6 +846,11 @@ def _assess_patch(
     if content_present:
         a.verdict = Verdict.REMOVE
         a.reason = "the pinned image already ships this patch's content (status: redundant)"
+    elif not statuses and _by_design(patch):
+        # Yocto's "Inappropriate [reason]": the patch is not meant to go upstream; carrying it
+        # is the plan, and its waiver's review date (below) is what brings it back to a person
+        a.verdict = Verdict.KEEP
+        a.reason = f"carried by design (Upstream-Status {declared})"
     elif not statuses:
         a.reason = "no upstream reference" + (f" (Upstream-Status {declared})" if declared else "")
     elif not tracked:
@@ -891,14 +903,12 @@ def waiver_reviews(
         folder: the waiver folder (``waivers/``); a missing folder holds none.
         patchsets: the patchsets whose patches are looked up.
     """
-    from ..waivers import parse_waiver
+    from ..waivers import parse_waiver, waiver_files
 
     by_id: dict[str, WaiverReview] = {}
     listed: dict[str, list[WaiverReview]] = {}
     if folder.is_dir():
-        for path in sorted(folder.rglob("*.md")):
-            if path.name.lower() == "readme.md" or path.name.startswith("_"):
-                continue
+        for path in waiver_files(folder).waivers:  # not README.md, _*.md, translated copies
             try:
                 w = parse_waiver(path)
             except InputError as exc:

@@ -1,0 +1,237 @@
+"""Carrying patchbay into an air-gapped container: its own wheels in a bundle, and an installer.
+
+patchbay is never installed into the engine's environment (its dependencies would mix with the
+engine's own). Inside the container it lives in a private virtual environment made from the
+container's Python, with no network. ``patchbay bundle`` (see :mod:`patchbay.bundle`) writes::
+
+    OUT/patchbay/wheels/     patchbay's wheel and every dependency, downloaded by the engine
+                             interpreter's pip, so they fit the container's Python and platform
+    OUT/install-patchbay.sh  the one-line installer: ``sh OUT/install-patchbay.sh``
+
+The wheel of patchbay itself is made from the running installation (a regular install or an
+editable one from a checkout): the package files and the installed ``.dist-info`` metadata are
+packed as the binary distribution format (PEP 427) describes, with fixed timestamps, so two
+bundles of the same patchbay carry the same bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import json
+import shlex
+import subprocess
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+from . import __version__
+from .errors import InputError, RefusedError
+
+#: patchbay's distribution name. The public index's ``patchbay`` is an unrelated project, so
+#: the distribution has a name of its own; the command and the import package stay ``patchbay``.
+DIST = "engine-patchbay"
+INSTALLER = "install-patchbay.sh"
+WHEELS = Path("patchbay") / "wheels"
+
+# dist-info files that describe one installation, not the distribution (PEP 376, PEP 610)
+_INSTALL_ONLY = {"INSTALLER", "REQUESTED", "RECORD", "direct_url.json"}
+_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
+
+
+def wheel_from_installed(name: str, dest: Path, *, packages: list[Path] | None = None) -> Path:
+    """Pack an installed distribution back into a wheel in ``dest``.
+
+    Args:
+        name: the distribution name (any spelling PEP 503 normalises to it).
+        dest: an existing folder for the wheel.
+        packages: for an editable install, the package folders to pack (the installed files
+            are only a path hook then); by default the files listed in the ``RECORD``.
+
+    Returns:
+        The wheel's path: ``{name}-{version}-{tags}.whl`` with the tags of the installed
+        ``WHEEL`` file (``py3-none-any`` when it has none).
+
+    Raises:
+        InputError: the distribution is not installed, or an editable install without
+            ``packages``.
+    """
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        raise InputError(f"distribution {name} is not installed") from None
+    info = Path(str(dist._path))  # type: ignore[attr-defined]  # the .dist-info folder
+    stem = f"{_escape(dist.metadata['Name'])}-{dist.version.replace('-', '_')}"
+    info_name = f"{stem}.dist-info"
+    files: dict[str, bytes] = {}
+    for path in sorted(info.iterdir()):
+        if path.is_file() and path.name not in _INSTALL_ONLY:
+            files[f"{info_name}/{path.name}"] = path.read_bytes()
+    wheel_meta = files.get(f"{info_name}/WHEEL", b"").decode()
+    if not wheel_meta:
+        wheel_meta = "Wheel-Version: 1.0\nGenerator: patchbay\nRoot-Is-Purelib: true\n"
+        wheel_meta += "Tag: py3-none-any\n"
+        files[f"{info_name}/WHEEL"] = wheel_meta.encode()
+    if packages is not None:
+        for package in packages:
+            for path in sorted(package.rglob("*")):
+                if path.is_file() and "__pycache__" not in path.parts:
+                    files[path.relative_to(package.parent).as_posix()] = path.read_bytes()
+    elif _editable(info):
+        raise InputError(f"{name} is an editable install: name its package folders to pack")
+    else:
+        site = info.parent
+        for entry in dist.files or []:
+            rel = entry.as_posix()
+            # scripts (../../bin) are made again from entry_points.txt; bytecode is compiled
+            # at install time
+            if rel.startswith("..") or rel.endswith(".pyc") or rel.startswith(info.name):
+                continue
+            path = site / rel
+            if path.is_file():
+                files[rel] = path.read_bytes()
+    wheel = dest / f"{stem}-{_tags(wheel_meta)}.whl"
+    write_wheel(wheel, files, info_name)
+    return wheel
+
+
+def own_wheel(dest: Path) -> Path:
+    """patchbay's own wheel, made from the running code (see :func:`wheel_from_installed`)."""
+    import patchbay
+
+    package = Path(patchbay.__file__).parent
+    try:
+        info = Path(str(metadata.distribution(DIST)._path))  # type: ignore[attr-defined]
+    except metadata.PackageNotFoundError:
+        raise InputError(
+            f"patchbay runs from {package} without its distribution metadata ({DIST}); install "
+            "it (e.g. `pipx install .` in a checkout) to bundle it"
+        ) from None
+    return wheel_from_installed(DIST, dest, packages=[package] if _editable(info) else None)
+
+
+def carry(out: Path, python: str) -> list[Path]:
+    """Write patchbay's wheels for ``python``'s platform and the installer into bundle ``out``.
+
+    Args:
+        out: the bundle folder being filled.
+        python: the engine interpreter; its pip downloads the dependencies (through the index
+            settings of that pip: its configuration, ``PIP_INDEX_URL`` and the like), only as
+            wheels, so that the installer never builds anything offline.
+
+    Returns:
+        The wheels written.
+
+    Raises:
+        RefusedError: pip could not download a dependency (its error lines are quoted), e.g. the
+            container's Python is older than patchbay supports.
+    """
+    wheels = out / WHEELS
+    wheels.mkdir(parents=True)
+    own = own_wheel(wheels)
+    args = [python, "-m", "pip", "--no-input", "--disable-pip-version-check", "download"]
+    args += ["--quiet", "--only-binary=:all:", "--dest", str(wheels), str(own)]
+    proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        errors = [ln.strip() for ln in proc.stderr.splitlines() if "error" in ln.lower()]
+        raise RefusedError(
+            "pip download of patchbay's own dependencies for the container failed: "
+            + ("; ".join(errors[:3]) or proc.stderr.strip()[-300:] or f"exit {proc.returncode}")
+        )
+    installer = out / INSTALLER
+    installer.write_text(
+        _INSTALLER.replace("@PYTHON@", shlex.quote(python)).replace(
+            "@REQUIREMENT@", f"{DIST}=={__version__}"
+        )
+    )
+    installer.chmod(0o755)
+    return sorted(wheels.glob("*.whl"))
+
+
+# The installer runs in the container, where patchbay is not installed yet: plain POSIX sh.
+_INSTALLER = """\
+#!/bin/sh
+# Install patchbay from this bundle into a private virtual environment, with no network.
+#   sh install-patchbay.sh [PYTHON [DEST]]
+# PYTHON: the interpreter the environment is made from (default: the engine interpreter the
+# bundle was made for, else python3). DEST: the environment (default: <bundle>/patchbay-env).
+# The engine's own environment is not touched. Prints the path of the patchbay command.
+set -eu
+bundle=$(cd "$(dirname "$0")" && pwd)
+python=${1:-@PYTHON@}
+command -v "$python" >/dev/null 2>&1 || python=python3
+dest=${2:-$bundle/patchbay-env}
+if "$python" -m venv "$dest" >/dev/null 2>&1 && [ -x "$dest/bin/pip" ]; then
+  set -- "$dest/bin/python" -m pip
+else  # no ensurepip in this Python: the interpreter's own pip installs into the environment
+  rm -rf "$dest"
+  "$python" -m venv --without-pip "$dest"
+  set -- "$python" -m pip --python "$dest/bin/python"
+fi
+PIP_CONFIG_FILE=/dev/null "$@" install --quiet --no-index --disable-pip-version-check \\
+  --find-links "$bundle/patchbay/wheels" "@REQUIREMENT@"
+"$dest/bin/patchbay" --version >/dev/null
+echo "$dest/bin/patchbay"
+"""
+
+
+def _editable(info: Path) -> bool:
+    try:
+        direct = json.loads((info / "direct_url.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return bool(isinstance(direct, dict) and direct.get("dir_info", {}).get("editable"))
+
+
+def _escape(component: str) -> str:
+    """A distribution name as a wheel file name has it (PEP 427 and the binary distribution
+    format spec: runs of ``-_.`` become one ``_``)."""
+    out, last = [], ""
+    for ch in component:
+        if ch in "-_.":
+            if last != "_":
+                out.append("_")
+            last = "_"
+        else:
+            out.append(ch)
+            last = ch
+    return "".join(out)
+
+
+def _tags(wheel_meta: str) -> str:
+    """The compressed tag set (PEP 425) of a ``WHEEL`` file's ``Tag:`` lines."""
+    parts: list[list[str]] = [[], [], []]
+    for line in wheel_meta.splitlines():
+        if line.startswith("Tag:"):
+            for i, part in enumerate(line.split(":", 1)[1].strip().split("-")):
+                if part not in parts[i]:
+                    parts[i].append(part)
+    if not parts[0]:
+        return "py3-none-any"
+    return "-".join(".".join(p) for p in parts)
+
+
+def write_wheel(wheel: Path, files: dict[str, bytes], info_name: str) -> None:
+    """Write a wheel (a zip, PEP 427) holding ``files`` and their ``RECORD``.
+
+    Args:
+        wheel: the wheel's path (its name is the caller's: ``{name}-{version}-{tags}.whl``).
+        files: archive path -> bytes, the ``.dist-info`` files (``METADATA``, ``WHEEL``)
+            included; ``RECORD`` is computed here (sha256, urlsafe base64 without padding).
+        info_name: the ``{name}-{version}.dist-info`` folder name.
+    """
+    record = io.StringIO()
+    writer = csv.writer(record, lineterminator="\n")
+    for rel, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        writer.writerow([rel, f"sha256={digest}", len(data)])
+    writer.writerow([f"{info_name}/RECORD", "", ""])
+    entries = {**files, f"{info_name}/RECORD": record.getvalue().encode()}
+    with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for rel, data in entries.items():
+            item = zipfile.ZipInfo(rel, date_time=_EPOCH)
+            item.external_attr = 0o644 << 16
+            item.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(item, data)

@@ -1,0 +1,148 @@
+"""A waiver document: :class:`Waiver`, :func:`parse_waiver` and :func:`read_waivers`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..yamlfile import parse_yaml
+from .body import BodyParser, field_result, upstream_elsewhere
+from .fields import FIELDS, FieldResult, Placeholder
+from .files import waiver_files
+from .frontmatter import FrontMatter, plain_yaml, read_front_matter, split_front_matter
+from .paths import NamedPath, named_paths
+from .references import Reference, find_references
+
+
+@dataclass
+class Waiver:
+    """A parsed waiver document.
+
+    Attributes:
+        path: the Markdown file.
+        id: the front matter's ``id`` (or, for a waiver without front matter, the file name
+            without ``.md``).
+        front_matter: the machine fields, or None for a legacy waiver without front matter.
+        key_lines: line of each front-matter key (and of ``("patches", i)`` items).
+        fields: the four body fields.
+        references: distinct upstream references, in order of first appearance.
+        placeholders: blanks left in front-matter values (``owner: "<TODO: ...>"``).
+        meta: labelled values of a legacy layout (``status``, ``image``, ``owner``...) with
+            their lines.
+        paths: file paths the text names (a patch script, the benchmark script that runs it),
+            as written, with their lines; the audit resolves them in the repository.
+    """
+
+    path: Path
+    id: str
+    front_matter: FrontMatter | None
+    key_lines: dict[Any, int] = field(default_factory=dict)
+    fields: dict[str, FieldResult] = field(default_factory=dict)
+    references: list[Reference] = field(default_factory=list)
+    placeholders: list[Placeholder] = field(default_factory=list)
+    meta: dict[str, tuple[str, int]] = field(default_factory=dict)
+    paths: list[NamedPath] = field(default_factory=list)
+
+    @property
+    def legacy(self) -> bool:
+        """True for a waiver without front matter."""
+        return self.front_matter is None
+
+    @property
+    def patches(self) -> list[str]:
+        """Patch ids the front matter lists (``id`` or ``patchset/id``)."""
+        return list(self.front_matter.patches or []) if self.front_matter else []
+
+    @property
+    def status(self) -> str | None:
+        """``requested`` or ``approved`` (read from a ``Status:`` label in a legacy layout)."""
+        if self.front_matter is not None:
+            return self.front_matter.status
+        value = self.meta.get("status", ("", 0))[0].lower()
+        for word in ("approved", "requested"):
+            if value.startswith(word):
+                return word
+        return None
+
+    def line_of(self, key: Any, default: int = 1) -> int:
+        """Line of a front-matter key (or ``("patches", i)``), else ``default``."""
+        return self.key_lines.get(key, default)
+
+
+def parse_waiver(
+    path: Path,
+    *,
+    names: Mapping[str, str] | None = None,
+    projects: Iterable[str] = (),
+    text: str | None = None,
+    plain: bool = True,
+) -> Waiver:
+    """Parse a waiver document, with or without front matter.
+
+    Args:
+        path: the Markdown file (read unless ``text`` is given).
+        names: project name -> ``owner/repo``, to resolve ``project #N`` references (keys are
+            compared case-insensitively).
+        projects: further project names (e.g. engine packages) recognised in ``name #N`` form
+            anywhere in the text; inside the upstream field any name is.
+        text: the file's content, when already read.
+        plain: read plain front matter and Markdown (what ``patchbay waiver new`` writes)
+            without PyYAML and markdown-it, which gives the same result faster; False always
+            uses them (the benchmark checks that both agree).
+
+    Returns:
+        The :class:`Waiver`.
+
+    Raises:
+        InputError: unreadable file, front matter that is not closed, not valid YAML, not a
+            mapping, with an unknown key or a value of the wrong type; the error names
+            ``file:line``.
+    """
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read waiver: {exc}", file=path) from None
+    try:
+        yaml_text, body, offset = split_front_matter(text)
+    except ValueError as exc:
+        raise InputError(str(exc), file=path, line=1) from None
+    waiver = Waiver(path=path, id=path.stem, front_matter=None)
+    if yaml_text is not None:
+        doc = plain_yaml(yaml_text, path, 2) if plain else None
+        read_front_matter(waiver, doc or parse_yaml(yaml_text, path, first_line=2))
+    parser = BodyParser(offset)
+    parser.parse(body, plain=plain)
+    waiver.meta = parser.meta
+    lower = {k.lower(): v for k, v in (names or {}).items()}
+    known = {p.lower() for p in projects} | set(lower)
+    waiver.references = find_references(parser.segments, lower, known)
+    upstream = upstream_elsewhere(parser, waiver.references)
+    taken = frozenset((b.line, b.text) for b in upstream.placeholders) if upstream else frozenset()
+    waiver.fields = {name: field_result(name, parser, taken=taken) for name in FIELDS}
+    if upstream is not None:
+        waiver.fields["upstream"] = upstream
+    waiver.paths = named_paths(parser.segments)
+    return waiver
+
+
+def read_waivers(
+    folder: Path,
+    *,
+    names: Mapping[str, str] | None = None,
+    projects: Iterable[str] = (),
+) -> list[Waiver]:
+    """Parse every waiver in ``folder`` (``*.md``, recursively, sorted; ``README.md``, files
+    starting with ``_`` and translated copies are not waivers: see :func:`.files.waiver_files`).
+    A missing folder holds no waiver.
+
+    Raises:
+        InputError: the first malformed waiver (see :func:`parse_waiver`).
+    """
+    projects = list(projects)
+    return [
+        parse_waiver(path, names=names, projects=projects) for path in waiver_files(folder).waivers
+    ]

@@ -1,0 +1,259 @@
+"""``capture``, ``edit`` and ``refresh`` on real engine environments: hand edits become a patch
+that ``status`` recognises, pristine copies are checked against RECORD, and a patch in the
+middle of a stack is changed in place."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import (
+    REPO,
+    Engine,
+    copy_engine,
+    diff_patch,
+    run_cli,
+    snapshot,
+    write_patchset,
+)
+from demo_builds import git_repository
+from patchbay.capture import TODO_DESCRIPTION, PristineSources, capture_patch
+from patchbay.engine import apply_patchset, make_plan, revert_patchset
+from patchbay.errors import RefusedError
+from patchbay.installed import verify_installed
+from patchbay.ledger import Ledger
+from patchbay.model import load_patchset
+from patchbay.patchset_text import set_scalar
+from patchbay.refresh import edit_patch, refresh_patch
+from patchbay.targets import resolve_environment
+
+WORKER_OLD = "        return [r * 2 for r in batch]\n"
+WORKER_NEW = "        return [r * 3 for r in batch]\n"
+
+
+def _demo(tmp_path: Path) -> Path:
+    folder = tmp_path / "demo"
+    shutil.copytree(REPO / "patchsets" / "demo", folder)
+    return folder
+
+
+def _statuses(folder: Path, engine: Engine) -> dict[str, str]:
+    patchset = load_patchset(folder)
+    env = resolve_environment(patchset, python=str(engine.python))
+    return {r.id: r.status.value for r in make_plan(patchset, env).reports}
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, new))
+
+
+def test_capture_hand_edits_applied_here_pending_on_a_fresh_copy(
+    tmp_path: Path,
+    engine: Engine,
+    engine_template: Path,
+    demo_wheel: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    folder = _demo(tmp_path)
+    yaml_before = (folder / "patchset.yaml").read_text()
+    patchset = load_patchset(folder)
+    env = resolve_environment(patchset, python=str(engine.python))
+    apply_patchset(patchset, env)
+    _edit(engine.pkg / "worker.py", WORKER_OLD, WORKER_NEW)
+    (engine.pkg / "ops" / "fast").mkdir()
+    (engine.pkg / "ops" / "fast" / "fused.py").write_text("def fused(x):\n    return x\n")
+    (engine.pkg / "ops" / "decode.py").unlink()
+    res = run_cli(
+        "capture",
+        folder,
+        "worker-triple",
+        engine.pkg / "worker.py",
+        "demo_engine/ops/fast/fused.py",  # relative to the target root
+        "demo_engine/ops/decode.py",  # deleted: named as RECORD lists it
+        "--python",
+        engine.python,
+        "--wheel",
+        demo_wheel,
+    )
+    assert res.code == 0, res.err
+    assert "demo_engine/ops/decode.py (deleted" in res.out
+    assert "demo_engine/ops/fast/fused.py (new" in res.out
+    # the user's file is kept as it was (comments, order); the patch is added after it
+    yaml_after = (folder / "patchset.yaml").read_text()
+    assert yaml_after.startswith(yaml_before)
+    entry = yaml.safe_load(yaml_after)["patches"][-1]
+    assert entry == {
+        "id": "worker-triple",
+        "kind": "diff",
+        "target": "engine",
+        "file": "patches/worker-triple.patch",
+        "strip": 1,
+        "description": TODO_DESCRIPTION,
+        "upstream_status": {"status": "Pending", "reason": entry["upstream_status"]["reason"]},
+    }
+    diff = (folder / "patches" / "worker-triple.patch").read_text()
+    assert "--- a/demo_engine/worker.py\n+++ b/demo_engine/worker.py\n" in diff
+    assert "new file mode" in diff and "deleted file mode" in diff
+    # recognised on the tree it came from, and pending on a fresh copy of the image
+    assert _statuses(folder, engine)["worker-triple"] == "applied"
+    fresh = copy_engine(engine_template, tmp_path / "fresh")
+    assert set(_statuses(folder, fresh).values()) == {"pending"}
+    fresh_env = resolve_environment(load_patchset(folder), python=str(fresh.python))
+    apply_patchset(load_patchset(folder), fresh_env)
+    for rel in ("worker.py", "ops/fast/fused.py"):
+        assert (fresh.pkg / rel).read_bytes() == (engine.pkg / rel).read_bytes()
+    assert not (fresh.pkg / "ops" / "decode.py").exists()
+    # validate lists the blanks; revert puts back what the image shipped
+    from patchbay.commands import validate
+
+    assert validate.run(str(folder)) == 0
+    out = capsys.readouterr().out
+    assert f"TO FILL: {folder / 'patchset.yaml'}:" in out and "worker-triple: description" in out
+    revert_patchset(load_patchset(folder), env)
+    assert verify_installed(load_patchset(folder), env).ok
+    assert not (engine.pkg / "ops" / "fast").exists()  # the folder the new file came with
+
+
+def test_capture_without_files_finds_the_undeclared_edits(
+    tmp_path: Path, engine: Engine, demo_wheel: Path
+) -> None:
+    """No FILE: the edits come from RECORD, minus what the ledger's patches explain; a file a
+    patch already changed is captured relative to that patch's result; the pristine copy
+    comes from the component's git repository at its pinned commit."""
+    repo, commit = git_repository(REPO / "demo" / "engine", tmp_path / "engine-repo")
+    folder = _demo(tmp_path)
+    path = folder / "patchset.yaml"
+    path.write_text(set_scalar(path.read_text(), ("components", 0, "commit"), commit, path=path))
+    patchset = load_patchset(folder)
+    env = resolve_environment(patchset, python=str(engine.python))
+    apply_patchset(patchset, env)
+    _edit(engine.pkg / "worker.py", WORKER_OLD, WORKER_NEW)
+    envs = engine.pkg / "envs.py"  # patched by envs-asm-padding
+    envs.write_text(envs.read_text() + 'TUNED = os.environ.get("DEMO_TUNED", "0")\n')
+    result = capture_patch(patchset, env, "tuning", sources=PristineSources(from_git=str(repo)))
+    assert sorted(f.path for f in result.files) == ["demo_engine/envs.py", "demo_engine/worker.py"]
+    origins = {f.path: f.base for f in result.files}
+    assert "envs-asm-padding" in origins["demo_engine/envs.py"]
+    assert "repository" in origins["demo_engine/worker.py"]
+    diff = result.patch_file.read_text()
+    # relative to the earlier patch's result: its line is context, not part of the change
+    assert ' ASM_PADDING = os.environ.get("DEMO_ASM_PADDING", "none")\n+TUNED' in diff
+    assert set(_statuses(folder, engine).values()) == {"applied"}
+    assert verify_installed(load_patchset(folder), env).ok
+
+
+def test_pristine_copy_that_does_not_match_record_is_refused(
+    tmp_path: Path, engine: Engine, demo_wheel: Path
+) -> None:
+    # a wheel of another build: same name and version, one file differs
+    wrong = tmp_path / "wrong" / demo_wheel.name
+    wrong.parent.mkdir()
+    with zipfile.ZipFile(demo_wheel) as src, zipfile.ZipFile(wrong, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename == "demo_engine/worker.py":
+                data = data.replace(b"Worker", b"OtherWorker")
+            dst.writestr(info, data)
+    folder = _demo(tmp_path)
+    _edit(engine.pkg / "worker.py", WORKER_OLD, WORKER_NEW)
+    before = snapshot(folder), snapshot(engine.prefix)
+    res = run_cli(
+        "capture", folder, "fix", "demo_engine/worker.py", "--python", engine.python,
+        "--wheel", wrong,
+    )  # fmt: skip
+    assert res.code == 1
+    line = res.err.strip().splitlines()[0]
+    assert line.startswith(f"patchbay: error: {engine.pkg / 'worker.py'}: demo_engine/worker.py:")
+    assert "does not match the RECORD hash" in line and wrong.name in line
+    assert (snapshot(folder), snapshot(engine.prefix)) == before
+
+
+def test_pristine_copy_fetched_with_the_engines_own_pip(
+    tmp_path: Path, demo_wheel: Path, pip_template: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With neither --wheel nor --from-git, the engine's pip downloads the installed version
+    with its own index settings (here: PIP_* variables pointing at a local folder)."""
+    engine = copy_engine(pip_template, tmp_path / "engine")
+    links = tmp_path / "index"
+    links.mkdir()
+    shutil.copy(demo_wheel, links)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+    folder = _demo(tmp_path)
+    _edit(engine.pkg / "worker.py", WORKER_OLD, WORKER_NEW)
+    patchset = load_patchset(folder)
+    env = resolve_environment(patchset, python=str(engine.python))
+    result = capture_patch(patchset, env, "fix", ["demo_engine/worker.py"])
+    assert "fetched with the engine's pip" in result.files[0].base
+    assert _statuses(folder, engine)["fix"] == "applied"
+
+
+LINES = [f"line {n}\n" for n in range(1, 31)]
+
+
+def _stack(tmp_path: Path, engine: Engine) -> Path:
+    """Three patches on one file: P1 near the top, P2 in the middle, P3 just below P2."""
+    path = "demo_engine/stack.py"
+    (engine.pkg / "stack.py").write_text("".join(LINES))
+    one = list(LINES)
+    one[2] = "line 3 (one)\n"
+    two = list(one)
+    two[14] = "line 15 (two)\n"
+    three = list(two)
+    three[18] = "line 19 (three)\n"
+    files = {
+        "p1.patch": diff_patch(path, "".join(LINES), "".join(one)),
+        "p2.patch": diff_patch(path, "".join(one), "".join(two)),
+        "p3.patch": diff_patch(path, "".join(two), "".join(three)),
+    }
+    patches = [{"id": f"p{n}", "kind": "diff", "file": f"p{n}.patch"} for n in (1, 2, 3)]
+    return write_patchset(tmp_path / "stack", patches, files=files)
+
+
+def test_edit_and_refresh_in_the_middle_of_a_stack(tmp_path: Path, engine: Engine) -> None:
+    folder = _stack(tmp_path, engine)
+    patchset = load_patchset(folder)
+    env = resolve_environment(patchset, python=str(engine.python))
+    apply_patchset(patchset, env)
+    edited = edit_patch(patchset, env, "p2")
+    assert edited.reverted == ["p3"] and edited.applied == []
+    assert edited.files == [engine.pkg / "stack.py"]
+    target = engine.pkg / "stack.py"
+    _edit(target, "line 15 (two)\n", "line 15 (two, better)\n")
+    old_identity = Ledger(env.state_dir).find("test", "p2").patch_sha256
+    result = refresh_patch(load_patchset(folder), env, "p2")
+    assert result.later == {"p3": "pending"}
+    assert "+line 15 (two, better)\n" in (folder / "p2.patch").read_text()
+    entries = Ledger(env.state_dir).entries("test")
+    assert [e.patch_id for e in entries] == ["p1", "p2"]  # in place, not moved to the end
+    assert entries[1].patch_sha256 != old_identity
+    assert _statuses(folder, engine) == {"p1": "applied", "p2": "applied", "p3": "pending"}
+    assert apply_patchset(load_patchset(folder), env).applied == ["p3"]
+    assert _statuses(folder, engine) == {"p1": "applied", "p2": "applied", "p3": "applied"}
+    # an edit that takes away the context p3 needs: refused, nothing written
+    edit_patch(load_patchset(folder), env, "p2")
+    _edit(target, "line 17\n", "line 17 (moved)\n")
+    before = snapshot(folder)
+    with pytest.raises(RefusedError) as refused:
+        refresh_patch(load_patchset(folder), env, "p2")
+    assert "would break the patch(es) after it: p3 (conflict)" in refused.value.reason
+    assert refused.value.details == ["p3: demo_engine/stack.py hunk 1: conflict"]
+    assert snapshot(folder) == before
+
+
+def test_refresh_refuses_when_a_later_patch_is_still_on_the_file(
+    tmp_path: Path, engine: Engine
+) -> None:
+    folder = _stack(tmp_path, engine)
+    patchset = load_patchset(folder)
+    env = resolve_environment(patchset, python=str(engine.python))
+    apply_patchset(patchset, env)
+    res = run_cli("refresh", folder, "p2", "--python", engine.python)
+    assert res.code == 1
+    assert "also changed by p3, applied after p2; run `patchbay edit" in res.err

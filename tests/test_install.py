@@ -1,0 +1,445 @@
+"""Getting patchbay where it runs: an isolated install from a wheel, and an air-gapped container
+through a bundle that carries patchbay itself.
+
+The package index is a real HTTP server on 127.0.0.1 serving wheels packed from this test
+session's own environment (patchbay and every dependency it declares), so nothing reaches the
+internet and the machine's pip configuration is switched off.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from conftest import REPO, Engine, make_engine
+from patchbay import selfcarry
+from patchbay.bundle import MANIFEST
+from servers import Server
+
+DEMO = REPO / "patchsets" / "demo"
+
+
+def _runtime_closure(name: str) -> list[str]:
+    """``name`` and every distribution it requires at run time (markers evaluated here)."""
+    seen: dict[str, str] = {}
+    todo = [name]
+    while todo:
+        dist = metadata.distribution(todo.pop())
+        key = canonicalize_name(dist.metadata["Name"])
+        if key in seen:
+            continue
+        seen[key] = dist.metadata["Name"]
+        for spec in dist.requires or []:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append(req.name)
+    return sorted(seen.values())
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """patchbay's wheel and the wheels of its whole run-time closure, packed from this
+    environment (the index a user's pip would reach)."""
+    out = tmp_path_factory.mktemp("wheelhouse")
+    wheels = [selfcarry.own_wheel(out)]
+    for name in _runtime_closure(selfcarry.DIST):
+        if canonicalize_name(name) != canonicalize_name(selfcarry.DIST):
+            wheels.append(selfcarry.wheel_from_installed(name, out))
+    return wheels
+
+
+@pytest.fixture
+def pip_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip sees no machine-wide configuration (index, find-links, constraints) and no cache."""
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+    monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+
+
+def _run(*args: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        check=False,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def _finds(python: Path, module: str) -> bool:
+    probe = f"import importlib.util, sys; sys.exit(importlib.util.find_spec({module!r}) is None)"
+    return _run(python, "-c", probe).returncode == 0
+
+
+def test_the_wheel_of_the_running_patchbay_installs_into_a_fresh_environment(
+    tmp_path: Path, wheelhouse: list[Path], pip_env: None
+) -> None:
+    own = wheelhouse[0]
+    assert re.fullmatch(r"engine_patchbay-[^-]+-py3-none-any\.whl", own.name), own.name
+    assert selfcarry.own_wheel(tmp_path).read_bytes() == own.read_bytes()  # reproducible
+    env = tmp_path / "tool-env"
+    subprocess.run([sys.executable, "-m", "venv", env], check=True)
+    with Server() as server:
+        index = server.serve_index(wheelhouse)
+        res = _run(env / "bin" / "python", "-m", "pip", "install", "-q", "-i", index, own)
+    assert res.returncode == 0, res.stderr
+    res = _run(env / "bin" / "patchbay", "validate", DEMO)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
+    tmp_path: Path, demo_wheel: Path, wheelhouse: list[Path], pip_env: None
+) -> None:
+    engine: Engine = make_engine(tmp_path / "engine", demo_wheel, with_pip=True)
+    out = tmp_path / "bundle"
+    with Server() as server:
+        env = {**os.environ, "PIP_INDEX_URL": server.serve_index(wheelhouse)}
+        res = _run(sys.executable, "-m", "patchbay", "bundle", DEMO, out, "--python",
+                   engine.python, env=env)  # fmt: skip
+        assert res.returncode == 0, res.stdout + res.stderr
+    assert "install-patchbay.sh" in res.stdout
+    carried = {w.name.split("-")[0] for w in (out / "patchbay" / "wheels").glob("*.whl")}
+    assert {"engine_patchbay", "typer", "pydantic_core"} <= carried
+    assert f"patchbay/wheels/{wheelhouse[0].name}" in (out / MANIFEST).read_text()
+
+    # inside the container: the servers are gone, the installer makes a private environment
+    res = _run("sh", out / "install-patchbay.sh")
+    assert res.returncode == 0, res.stdout + res.stderr
+    patchbay = Path(res.stdout.strip().splitlines()[-1])
+    assert patchbay == out / "patchbay-env" / "bin" / "patchbay"
+    res = _run(patchbay, "apply", out / "patchset", "--python", engine.python, "--bundle", out,
+               "--offline")  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = _run(patchbay, "status", out / "patchset", "--python", engine.python)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "pending" not in res.stdout
+    # patchbay and its dependencies stayed out of the engine's environment
+    assert not _finds(engine.python, "patchbay")
+    assert not _finds(engine.python, "typer")
+    # and the engine stays out of patchbay's
+    assert not _finds(out / "patchbay-env" / "bin" / "python", "demo_engine")
+    # the carried wheels are under the bundle's manifest like everything else
+    carried = out / "patchbay" / "wheels" / wheelhouse[0].name
+    carried.write_bytes(carried.read_bytes() + b"\0")
+    res = _run(patchbay, "apply", out / "patchset", "--python", engine.python, "--bundle", out,
+               "--offline")  # fmt: skip
+    assert res.returncode == 2
+    assert f"bundle file patchbay/wheels/{carried.name} does not match the manifest" in res.stderr
+
+
+def test_a_bundle_whose_dependencies_cannot_be_downloaded_quotes_pip(
+    tmp_path: Path, demo_wheel: Path, pip_env: None
+) -> None:
+    engine = make_engine(tmp_path / "engine", demo_wheel, with_pip=True)
+    with Server() as server:  # an index that has none of patchbay's dependencies
+        env = {**os.environ, "PIP_INDEX_URL": server.serve_index([])}
+        res = _run(sys.executable, "-m", "patchbay", "bundle", DEMO, tmp_path / "b", "--python",
+                   engine.python, env=env)  # fmt: skip
+    assert res.returncode == 1
+    assert "patchbay's own dependencies" in res.stderr
+    assert "No matching distribution" in res.stderr
+    assert not (tmp_path / "b").exists()
+
+
+# -- the CI examples, run as a GitHub runner runs them -------------------------------------------
+
+EXAMPLES = REPO / "docs" / "examples"
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
+# the node24 majors of the actions the examples use (node20 actions are deprecated on runners)
+CURRENT_ACTIONS = {
+    "actions/checkout": "v7",
+    "actions/setup-python": "v7",
+    "actions/cache": "v6",
+    "actions/upload-artifact": "v7",
+    "github/codeql-action/upload-sarif": "v4",
+}
+
+
+def _substitute(text: str, context: dict[str, str]) -> str:
+    """Replace ``${{ expr }}`` as the runner does; an expression the test does not know fails
+    the test (the examples may only use these)."""
+    return EXPRESSION.sub(lambda m: context[m.group(1)], text)
+
+
+def run_workflow(
+    path: Path,
+    checkout: Path,
+    context: dict[str, str],
+    overrides: dict[str, str],
+    *,
+    runner_temp: Path | None = None,
+    fails: str | None = None,
+    logs: dict[str, str] | None = None,
+) -> list[str]:
+    """Run every ``run:`` step of ``path``'s one job in ``checkout`` with bash, as a GitHub
+    runner does (``bash --noprofile --norc -eo pipefail``, ``$GITHUB_PATH`` added to ``PATH``
+    for later steps, ``$RUNNER_TEMP``, ``$GITHUB_STEP_SUMMARY``); ``uses:`` steps are checked
+    against :data:`CURRENT_ACTIONS` and skipped (the checkout and Python are already there).
+
+    ``overrides`` replace workflow-level ``env`` values (the placeholder ``PATCHBAY_SPEC``) and
+    the runner's variables (``GITHUB_REF``). ``runner_temp`` is ``$RUNNER_TEMP`` (default: a new
+    folder; a shared one keeps what an earlier run installed there). Returns the names of the
+    steps run. A failing step fails the test with its output, unless it is the step named
+    ``fails``, which must exit 1 (findings, not bad input) and ends the run; ``logs`` receives
+    each step's output."""
+    import yaml
+
+    workflow = yaml.safe_load(path.read_text())
+    (job,) = workflow["jobs"].values()
+    runner = checkout.parent / f"runner-{path.stem}"
+    runner.mkdir(parents=True)
+    if runner_temp is None:
+        runner_temp = runner / "temp"
+        runner_temp.mkdir()
+    github_path = runner / "path"
+    github_path.touch()
+    base_env = {
+        **os.environ,
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_WORKSPACE": str(checkout),
+        "GITHUB_PATH": str(github_path),
+        "GITHUB_STEP_SUMMARY": str(runner / "summary.md"),
+        "RUNNER_TEMP": str(runner_temp),
+    }
+    # the variables of a run this test may itself be in, and those that name an event
+    for key in ("GITHUB_TOKEN", "GH_TOKEN", "PATCHBAY_GITHUB_API", "GITHUB_REF", "GITHUB_BASE_REF",
+                "GITHUB_HEAD_REF", "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH"):  # fmt: skip
+        base_env.pop(key, None)
+    declared = {**workflow.get("env", {}), **job.get("env", {})}
+    base_env.update({k: _substitute(str(v), context) for k, v in declared.items()})
+    base_env.update(overrides)
+    ran = []
+    for step in job["steps"]:
+        if "uses" in step:
+            action, _, version = step["uses"].partition("@")
+            assert CURRENT_ACTIONS.get(action) == version, f"{path.name}: {step['uses']}"
+            continue
+        env = dict(base_env)
+        env.update({k: _substitute(str(v), context) for k, v in step.get("env", {}).items()})
+        extra = [ln for ln in github_path.read_text().splitlines() if ln]
+        env["PATH"] = os.pathsep.join([*reversed(extra), base_env["PATH"]])
+        script = runner / "step.sh"
+        script.write_text(_substitute(step["run"], context))
+        res = _run("bash", "--noprofile", "--norc", "-eo", "pipefail", script, cwd=checkout,
+                   env=env)  # fmt: skip
+        name = step.get("name", step["run"].splitlines()[0])
+        if logs is not None:
+            logs[name] = res.stdout + res.stderr
+        ran.append(name)
+        if name == fails:
+            assert res.returncode == 1, f"{path.name} step {name!r}:\n{res.stdout}\n{res.stderr}"
+            return ran
+        assert res.returncode == 0, f"{path.name} step {name!r}:\n{res.stdout}\n{res.stderr}"
+    assert fails is None, f"{path.name}: no step {fails!r}"
+    return ran
+
+
+def _git(cwd: Path, *args: str) -> str:
+    res = _run("git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args, cwd=cwd)
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
+
+
+def _checkout(tmp: Path, files: dict[str, str | Path]) -> tuple[Path, Path]:
+    """A benchmark repository holding ``files`` (relative path -> text, or a file or folder to
+    copy), pushed to a bare remote and cloned as ``actions/checkout`` leaves it.
+
+    Returns (the checkout, the bare remote)."""
+    import shutil
+
+    source = tmp / "source"
+    for rel, content in files.items():
+        dest = source / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, Path):
+            (shutil.copytree if content.is_dir() else shutil.copy)(content, dest)
+        else:
+            dest.write_text(content)
+    _git(source, "init", "-q", "-b", "main")
+    _git(source, "add", "-A")
+    _git(source, "commit", "-q", "-m", "benchmarks")
+    remote = tmp / "remote.git"
+    _git(tmp, "init", "-q", "--bare", "-b", "main", str(remote))
+    _git(source, "push", "-q", str(remote), "main")
+    _git(tmp, "clone", "-q", str(remote), str(tmp / "bench"))
+    return tmp / "bench", remote
+
+
+@pytest.fixture(scope="module")
+def audit_runner_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``$RUNNER_TEMP`` for the runs of the audit example: the first run installs patchbay
+    there, later ones run the same install step and find it done."""
+    return tmp_path_factory.mktemp("runner-temp")
+
+
+def _pull_request(tmp: Path, remote: Path, files: dict[str, str], number: int) -> Path:
+    """Pull request ``number`` on the benchmark repository at ``remote``: a branch adding
+    ``files``, while main moves on (a patch script no waiver covers, which is main's business),
+    and GitHub's merge ref ``refs/pull/N/merge``; checked out as ``actions/checkout`` with
+    ``fetch-depth: 0`` leaves a pull request (every branch fetched, HEAD detached at the merge).
+
+    Returns the checkout."""
+    work = tmp / "contributor"
+    _git(tmp, "clone", "-q", str(remote), str(work))
+    _git(work, "checkout", "-q", "-b", "feature")
+    for rel, text in files.items():
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text(text)
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "patch the engine")
+    _git(work, "checkout", "-q", "main")
+    (work / "scripts" / "hotfix.sh").write_text(f"#!/bin/bash\n{PATCHING}")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "a hotfix on main")
+    _git(work, "push", "-q", "origin", "main")
+    _git(work, "merge", "-q", "--no-ff", "-m", f"Merge {number}", "feature")
+    _git(work, "push", "-q", "origin", f"HEAD:refs/pull/{number}/merge")
+    checkout = tmp / "pull-request"
+    _git(tmp, "clone", "-q", str(remote), str(checkout))
+    _git(checkout, "fetch", "-q", "origin", f"refs/pull/{number}/merge")
+    _git(checkout, "checkout", "-q", "--detach", "FETCH_HEAD")
+    return checkout
+
+
+PATCHING = 'sed -i "s/a/b/" /usr/lib/python3/site-packages/vllm/envs.py\n'
+AUDIT_STEPS = [
+    "Install patchbay (in an environment of its own)",
+    "SARIF for code scanning",
+    "Audit (annotations on the pull request)",
+]
+
+
+def _audit_repository() -> dict[str, str | Path]:
+    """The demo patchset with its waivers, a harness script that patches nothing, and pull
+    request waivers named after the pull request."""
+    files: dict[str, str | Path] = {"patchsets/demo": DEMO}
+    files.update({f"waivers/{w.name}": w for w in (REPO / "waivers").glob("demo-*.md")})
+    files["scripts/bench.sh"] = "#!/bin/sh\npython3 -m demo_bench --out results\n"
+    files["pyproject.toml"] = '[tool.patchbay]\nchange-waiver = "docs/waiver/{pr}.md"\n'
+    return files
+
+
+def _spec(server: Server, wheelhouse: list[Path]) -> dict[str, str]:
+    return {
+        "PATCHBAY_SPEC": f"{selfcarry.DIST}=={metadata.version(selfcarry.DIST)}",
+        "PIP_INDEX_URL": server.serve_index(wheelhouse),
+    }
+
+
+def test_the_audit_workflow_example_runs(
+    tmp_path: Path, wheelhouse: list[Path], pip_env: None, audit_runner_temp: Path
+) -> None:
+    checkout, _ = _checkout(tmp_path, _audit_repository())
+    push = {"github.base_ref": ""}  # as on a push: no base branch
+    with Server() as server:
+        ran = run_workflow(
+            EXAMPLES / "audit.yml",
+            checkout,
+            push,
+            {**_spec(server, wheelhouse), "GITHUB_REF": "refs/heads/main"},
+            runner_temp=audit_runner_temp,
+        )
+    assert ran == AUDIT_STEPS
+    import json
+
+    sarif = json.loads((checkout / "patchbay.sarif").read_text())
+    assert sarif["runs"][0]["tool"]["driver"]["name"] == "patchbay"
+
+
+@pytest.mark.parametrize("with_waiver", [True, False], ids=["with-its-waiver", "without"])
+def test_the_audit_workflow_example_audits_a_pull_request(
+    tmp_path: Path,
+    wheelhouse: list[Path],
+    pip_env: None,
+    audit_runner_temp: Path,
+    with_waiver: bool,
+) -> None:
+    _, remote = _checkout(tmp_path, _audit_repository())
+    files = {"benchmarks/apply_k3.sh": f"#!/bin/bash\n{PATCHING}"}
+    if with_waiver:
+        files["docs/waiver/7.md"] = (
+            "# Engine patch waiver — PR #7\n\n- **Status:** approved\n"
+            "- **Patch script:** `benchmarks/apply_k3.sh`\n\n## What is patched\nenvs.py\n\n"
+            "## Why the unmodified image cannot run the benchmark\nIt crashes.\n\n"
+            "## Upstream\n- vllm-project/vllm#1\n\n## Removal plan\nAt the next image.\n"
+        )
+    checkout = _pull_request(tmp_path, remote, files, 7)
+    context = {"github.base_ref": "main"}
+    logs: dict[str, str] = {}
+    with Server() as server:
+        runner = {"GITHUB_REF": "refs/pull/7/merge", "GITHUB_EVENT_NAME": "pull_request"}
+        ran = run_workflow(
+            EXAMPLES / "audit.yml",
+            checkout,
+            context,
+            {**_spec(server, wheelhouse), **runner},
+            runner_temp=audit_runner_temp,
+            fails=None if with_waiver else AUDIT_STEPS[-1],
+            logs=logs,
+        )
+    assert ran == AUDIT_STEPS
+    annotations = logs[AUDIT_STEPS[-1]]
+    # main's own unwaived script is the whole audit's (SARIF), not the pull request's
+    assert "scripts/hotfix.sh" in (checkout / "patchbay.sarif").read_text()
+    assert "hotfix" not in annotations
+    if with_waiver:
+        assert (
+            "::notice file=benchmarks/apply_k3.sh,line=2,title=PB402 undeclared-in-place-edit "
+            "(waived by 7)::" in annotations
+        )
+        assert "PB107" not in annotations
+    else:
+        assert (
+            "::error file=benchmarks/apply_k3.sh,line=2,title=PB107 patching-without-change-waiver"
+            "::engine patching added in this change (PB402 at line 2), and pull request #7 files "
+            "no waiver docs/waiver/7.md that names this script" in annotations
+        )
+
+
+def test_the_upstream_report_workflow_example_runs(
+    tmp_path: Path, wheelhouse: list[Path], pip_env: None
+) -> None:
+    from github_standin import GitHubStandIn, build_engine_history, serve_engine
+
+    ids = build_engine_history(tmp_path / "engine")
+    patchset = (
+        "schema: 1\nname: engine\nimage: {reference: example.invalid/engine:1.0}\n"
+        f"components:\n  - {{distribution: engine, repository: acme/engine, commit: {ids['P']}}}\n"
+        "targets:\n  engine: {package: engine}\npatches:\n"
+        "  - id: late-fix\n    kind: replace\n    target: engine\n    description: late fix\n"
+        "    upstream: [acme/engine#14]\n"
+        "    edits: [{file: engine/late.py, old: 'L = 0', new: 'L = 1'}]\n"
+    )
+    checkout, remote = _checkout(tmp_path, {"patchsets/engine/patchset.yaml": patchset})
+    token = "ghs_workflowTOKEN0123456789"
+    with GitHubStandIn(token=token) as standin, Server() as index:
+        serve_engine(standin, tmp_path / "engine", ids)
+        standin.add_repo("acme/bench", str(remote))
+        context = {
+            "github.repository": "acme/bench",
+            "github.run_id": "42",
+            "github.api_url": standin.url,
+            "secrets.GITHUB_TOKEN": token,
+        }
+        overrides = {
+            "PATCHBAY_SPEC": f"{selfcarry.DIST}=={metadata.version(selfcarry.DIST)}",
+            "PIP_INDEX_URL": index.serve_index(wheelhouse),
+            "XDG_CACHE_HOME": str(tmp_path / "cache"),
+        }
+        ran = run_workflow(EXAMPLES / "upstream-report.yml", checkout, context, overrides)
+        assert standin.count("POST", "/repos/acme/bench/issues") == 1  # the tracking issue
+    assert ran[-1] == "Commit the history"
+    summary = (checkout.parent / "runner-upstream-report" / "summary.md").read_text()
+    assert "late-fix" in summary
+    assert token not in summary
+    log = _git(tmp_path, "--git-dir", str(remote), "log", "--format=%s", "main")
+    assert log.splitlines()[0] == "upstream report: history of run 42"
