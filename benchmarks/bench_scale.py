@@ -398,17 +398,17 @@ def main(argv: list[str] | None = None) -> int:
             ),
         ]
         generated = time.perf_counter() - started - installed
-        for _, _, cases in tables:
-            for case in cases:
-                bench.measure(case, args.repeat)
         print(
             f"patchbay apply scaling: patchbay {args.source} installed non-editable in a scratch "
             f"venv; median of {args.repeat} runs (min..max) in ms, fresh tree per run"
         )
         print()
         for title, unit, cases in tables:
+            for case in cases:
+                bench.measure(case, args.repeat)
             if cases:
                 print_table(title, unit, cases)
+                sys.stdout.flush()
         rows = []
         size_cases, hunk_cases, patch_cases = (t[2] for t in tables)
         if size_cases:
