@@ -175,3 +175,12 @@ def test_ledger_put_replaces_the_entry_of_the_same_patch_and_keeps_the_order(
     ledger.put("ps", entry("a", "4"))
     assert [e.patch_id for e in ledger.entries("ps")] == ["c", "b", "a"]
     assert ledger.find("ps", "a").patch_sha256 == "4"
+
+
+def test_trying_a_result_stages_it_for_the_block_only(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"disk\n")
+    tree = Tree({"t": tmp_path})
+    tree.stage("t", "g", b"staged\n")
+    with tree.trying([("t", "f", b"trial\n"), ("t", "g", None), ("t", "h", b"new\n")]):
+        assert [tree.read("t", p) for p in ("f", "g", "h")] == [b"trial\n", None, b"new\n"]
+    assert [tree.read("t", p) for p in ("f", "g", "h")] == [b"disk\n", b"staged\n", None]
