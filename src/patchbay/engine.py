@@ -42,7 +42,7 @@ from .options import RunOptions
 from .paths import PathRejected, resolve_under
 from .targets import Environment
 from .transaction import ENTRY_BYTES, MANIFEST, Transaction, fault_point, recover, write_atomic
-from .tree import Tree
+from .tree import DiskView, Tree
 
 
 class PatchStatus(str, Enum):
@@ -124,6 +124,7 @@ class Plan:
     guard: GuardResult
     reports: list[PatchReport]
     stale: list[LedgerEntry]
+    seen: DiskView | None = None
 
     def with_status(self, *statuses: PatchStatus) -> list[PatchReport]:
         return [r for r in self.reports if r.status in statuses]
@@ -231,11 +232,14 @@ def _overlap(patchset: Patchset, index: int, patch_id: str, rel: str, other: str
     )
 
 
-def check_guard(patchset: Patchset, env: Environment, ledger: Ledger) -> GuardResult:
+def check_guard(
+    patchset: Patchset, env: Environment, ledger: Ledger, tree: Tree | None = None
+) -> GuardResult:
     """Check the base guard: distribution versions and pristine file hashes.
 
     A guarded file that patchbay itself patched passes when the ledger shows it started from
-    the pristine hash and the file still has the hash patchbay last wrote.
+    the pristine hash and the file still has the hash patchbay last wrote. ``tree``: the run's
+    tree, to read the guarded files through (and record them as seen); a fresh one by default.
     """
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
@@ -266,7 +270,7 @@ def check_guard(patchset: Patchset, env: Environment, ledger: Ledger) -> GuardRe
                 message=f"{name} {installed} {'satisfies' if ok else 'does not satisfy'} {spec}",
             )
         result.checks.append(check)
-    tree = Tree(env.roots)
+    tree = tree or Tree(env.roots)
     history = _file_history(ledger, patchset.name)
     for fg in guard.files:
         data = tree.on_disk(fg.target, fg.path)
@@ -325,7 +329,7 @@ def make_plan(
     tree = Tree(env.roots, env, options)
     tree.protected = set(patchset.spec.protected)
     tree.folder = patchset.folder
-    guard = check_guard(patchset, env, ledger)
+    guard = check_guard(patchset, env, ledger, tree)
     history = _file_history(ledger, patchset.name)
     pairs = list(zip(patchset.patches, loaded, strict=True))
     # Backward pass, as quilt pops a stack: a patch is judged on the tree with every later
@@ -333,14 +337,20 @@ def make_plan(
     # hide an earlier one. Only content the kind can take off again is unwound.
     unwound = tree.fork()
     present: dict[str, Inspection] = {}
+    # inspections that hold on the forward tree too when it reads the same contents (most
+    # patches of a cold apply: nothing before them is staged on their files)
+    judged: dict[str, tuple[list[tuple[str, str, bytes | None]], Inspection]] = {}
     for patch, lp in reversed(pairs):
         if lp.unlocked:
             continue
-        inspection = _inspect(patch, lp, unwound)
+        with unwound.tracing() as reads:
+            inspection = _inspect(patch, lp, unwound)
         if inspection.state is ContentState.APPLIED and inspection.undo:
             present[patch.id] = inspection
             for change in inspection.undo:
                 unwound.stage(change.target, change.path, change.before)
+        elif getattr(KINDS[patch.kind], "content_only", False):
+            judged[patch.id] = (reads, inspection)
     reports = []
     for i, (patch, lp) in enumerate(pairs):
         entry = ledger.find(patchset.name, patch.id)
@@ -350,7 +360,11 @@ def make_plan(
                 PatchReport(i, patch, lp, inspection, PatchStatus.UNLOCKED, entry, [lp.unlocked])
             )
             continue
-        inspection = present.get(patch.id) or _inspect(patch, lp, tree)
+        inspection = present.get(patch.id)
+        if inspection is None:
+            reads, inspection = judged.pop(patch.id, ([], None))  # type: ignore[assignment]
+            if inspection is None or not tree.reads_same(reads):
+                inspection = _inspect(patch, lp, tree)
         if (
             inspection.state is ContentState.PENDING
             and getattr(KINDS[patch.kind], "recheck", False)
@@ -368,7 +382,7 @@ def make_plan(
     stale = [
         e for e in ledger.entries(patchset.name) if e.patch_id not in ids or e.patch_id in outdated
     ]
-    return Plan(patchset, env, ledger, guard, reports, stale)
+    return Plan(patchset, env, ledger, guard, reports, stale, tree.seen)
 
 
 def _check_reaches_applied(
@@ -377,10 +391,9 @@ def _check_reaches_applied(
     """A pending patch must leave the tree in a state recognised as applied; otherwise a re-run
     would apply it again (e.g. an edit whose result contains its own old text). Such a patch is
     turned into a conflict here, before anything is written."""
-    trial = tree.fork()
-    for change in inspection.changes:
-        trial.stage(change.target, change.path, change.after)
-    again = _inspect(patch, loaded, trial)
+    trial = [(c.target, c.path, c.after) for c in inspection.changes]
+    with tree.trying(trial):
+        again = _inspect(patch, loaded, tree)
     if again.state is ContentState.APPLIED:
         return
     mode_only = {c.path for c in inspection.changes if c.before == c.after}  # not in the trial
@@ -573,9 +586,12 @@ def apply_patchset(
     if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
         return ApplyResult(plan, recovered=recovered)
     with state_lock(env.state_dir, lock_timeout):
-        recovered += _recover(env, patchset)
-        plan = make_plan(patchset, env, loaded, options=options)  # the tree may have moved
-        _refuse_blocking(plan, upgrade)
+        rolled_back = _recover(env, patchset)
+        recovered += rolled_back
+        if rolled_back or not _still_as_judged(plan):
+            # another run moved the tree between the plan and the lock: judge it as it is now
+            plan = make_plan(patchset, env, loaded, options=options)
+            _refuse_blocking(plan, upgrade)
         if not plan.stale:
             _preflight(plan, options)
         result = ApplyResult(plan, recovered=recovered)
@@ -660,6 +676,22 @@ def finish_journal(state_dir: Path, roots: list[Path]) -> list[Path]:
             details=rest,
         )
     return outcome.restored
+
+
+def _still_as_judged(plan: Plan) -> bool:
+    """Whether the environment is still what ``plan`` judged: every file it read has the same
+    bytes and mode (files it found absent are still absent), and the ledger the same entries.
+
+    A plan is made before the lock is taken (a run with nothing to do needs no lock); under the
+    lock this check stands in for planning again. Another run that wrote has changed the
+    ledger; one that failed restored its files, and bytes are compared, never times.
+    """
+    if plan.seen is None or not plan.seen.unchanged():
+        return False
+    try:
+        return Ledger(plan.env.state_dir).all_entries() == plan.ledger.all_entries()
+    except InputError:
+        return False
 
 
 def _preflight(plan: Plan, options: RunOptions | None) -> None:

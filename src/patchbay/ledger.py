@@ -98,6 +98,7 @@ class Ledger:
         self._data: dict[str, Any] = {"format": LEDGER_FORMAT, "patchsets": {}}
         self._parsed: dict[str, list[LedgerEntry]] = {}
         self._index: dict[str, dict[str, LedgerEntry]] = {}
+        self._ids: dict[str, set[str]] = {}
         if self.path.exists():
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -130,6 +131,7 @@ class Ledger:
         ledger._data = {"format": LEDGER_FORMAT, "patchsets": {}}
         ledger._parsed = {}
         ledger._index = {}
+        ledger._ids = {}
         return ledger
 
     def all_entries(self) -> dict[str, list[LedgerEntry]]:
@@ -181,9 +183,11 @@ class Ledger:
 
     def put(self, patchset: str, entry: LedgerEntry) -> None:
         """Add ``entry`` (replacing an older one of the same patch id) in memory."""
-        self.remove(patchset, entry.patch_id)
+        if entry.patch_id in self._ids_of(patchset):
+            self.remove(patchset, entry.patch_id)
         bucket = self._data["patchsets"].setdefault(patchset, {"entries": []})
         bucket["entries"].append(asdict(entry))
+        self._ids_of(patchset).add(entry.patch_id)
         self._parsed.pop(patchset, None)
         self._index.pop(patchset, None)
 
@@ -194,6 +198,7 @@ class Ledger:
         bucket = self._data["patchsets"].setdefault(patchset, {"entries": []})
         self._parsed.pop(patchset, None)
         self._index.pop(patchset, None)
+        self._ids.pop(patchset, None)
         for i, old in enumerate(bucket["entries"]):
             if old["patch_id"] == entry.patch_id:
                 bucket["entries"][i] = asdict(entry)
@@ -205,10 +210,21 @@ class Ledger:
         bucket = self._data["patchsets"].get(patchset)
         self._parsed.pop(patchset, None)
         self._index.pop(patchset, None)
+        self._ids.pop(patchset, None)
         if bucket:
             bucket["entries"] = [e for e in bucket["entries"] if e["patch_id"] != patch_id]
             if not bucket["entries"]:
                 del self._data["patchsets"][patchset]
+
+    def _ids_of(self, patchset: str) -> set[str]:
+        # the patch ids of a patchset's entries, kept while entries are added, so that a run
+        # that records many patches does not scan the entries once per patch
+        ids = self._ids.get(patchset)
+        if ids is None:
+            bucket = self._data["patchsets"].get(patchset)
+            raw = bucket["entries"] if bucket else []
+            ids = self._ids[patchset] = {e["patch_id"] for e in raw}
+        return ids
 
     def store_blob(self, data: bytes, txn: Transaction) -> str:
         """Keep ``data`` under its sha256 (journaled, so a rollback removes a new blob)."""

@@ -109,9 +109,14 @@ class FileKind:
 
     ``recheck``: the engine re-inspects a pending patch on its own result and refuses it
     unless it is then applied (so a re-run can never apply it twice).
+
+    ``content_only``: an inspection depends on nothing but the contents ``tree.read`` returns
+    (and what is on disk), so the engine may reuse it on another tree that reads the very same
+    contents instead of inspecting again.
     """
 
     recheck = True
+    content_only = True
 
     def preflight(self, item: PendingPatch, tree: Tree) -> None:
         return None
