@@ -87,6 +87,8 @@ class PipPin:
 def source_requirement(req: Requirement, url: str, commit: str) -> str:
     """``name[extras] @ git+<url>@<commit> ; marker``: a PEP 508 direct reference pip clones
     and builds at exactly ``commit`` (PEP 610 then records it as ``vcs_info.commit_id``)."""
+    if url.startswith("file:///"):  # PEP 508 parsers (older pip) want a host in a file URL
+        url = "file://localhost/" + url.removeprefix("file:///")
     extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
     marker = f" ; {req.marker}" if req.marker is not None else ""
     return f"{req.name}{extras} @ git+{url}@{commit}{marker}"
@@ -381,6 +383,8 @@ class PipKind:
         item.inspection.data = {
             "before": _lookup(before, pin.requirement.name),
             "changes": [{"name": n, "from": o, "to": v} for n, o, v in changes],
+            # the write stage's tree knows no patchset: the later dry run checks the same set
+            "protected": sorted(tree.protected),
         }
 
     def _dry_run(
@@ -395,10 +399,11 @@ class PipKind:
         log: Path,
         fresh: bool = False,
         pinned: str | None = None,
+        protected: set[str] | None = None,
     ) -> list[tuple[str, str | None, str]]:
         """``pip install --dry-run --report`` of ``targets``: every distribution it would add
         or change, as (name, installed version or None, version); the ``pinned`` one is listed
-        even when pip would reinstall the same version.
+        even when pip would reinstall the same version. ``protected`` defaults to the tree's.
 
         Raises:
             RefusedError: pip cannot resolve it, or it would change a protected distribution
@@ -436,8 +441,9 @@ class PipKind:
                 continue
             changes.append((name, old, version))
         allowed = {canonicalize_name(n) for n in patch.allow}
-        protected = {canonicalize_name(n) for n in tree.protected} - allowed
-        touched = [c for c in changes if canonicalize_name(c[0]) in protected and c[1] != c[2]]
+        names = tree.protected if protected is None else protected
+        guarded = {canonicalize_name(n) for n in names} - allowed
+        touched = [c for c in changes if canonicalize_name(c[0]) in guarded and c[1] != c[2]]
         if touched:
             moved = "; ".join(f"{n} {_movement(o, v)}" for n, o, v in touched)
             raise RefusedError(
@@ -483,6 +489,7 @@ class PipKind:
                     before=_installed_versions(python),
                     log=log,
                     pinned=pin.requirement.name,
+                    protected=set(item.inspection.data["protected"]),
                 )
             proc = _pip(python, ["install", *options, pin.install], env=patch.build_env, log=log)
             if proc.returncode != 0:
