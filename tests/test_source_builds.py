@@ -319,3 +319,14 @@ def test_source_build_declarations_are_checked(tmp_path: Path) -> None:
     assert "let `patchbay vendor` lock the ref" in validate(
         requirement="lmcache @ git+https://github.com/LMCache/LMCache@dev"
     )
+
+
+def test_a_source_build_is_not_bundled(
+    tmp_path: Path, engine: Engine, lmsrc: dict[str, object], links: Path
+) -> None:
+    shas: dict[str, str] = lmsrc["shas"]  # type: ignore[assignment]
+    ps = _build_patchset(tmp_path, lmsrc, links, shas["v0.1"])
+    out = tmp_path / "bundle"
+    res = run_main("bundle", ps, out, "--python", engine.python, "--without-patchbay")
+    assert res.code == 1
+    assert "source builds are not bundled" in res.err
