@@ -63,6 +63,8 @@ class CommandKind:
         )
 
     def inspect(self, patch: CommandPatch, loaded: LoadedPatch, tree: Tree) -> Inspection:
+        for target, rel in patch.removals():  # an unsafe path refuses the plan, not the write
+            tree.resolve(target, rel)
         reasons = [f"{dep} changes in this run" for dep in patch.after if dep in tree.changed]
         if patch.output is not None and not os.path.exists(
             tree.resolve(patch.target, patch.output)
@@ -88,8 +90,9 @@ class CommandKind:
         for item in batch:
             patch: CommandPatch = item.patch
             root = tree.roots[patch.target]
-            for target, rel in patch.removals():
-                _remove(tree.resolve(target, rel), txn)
+            # every path through the gate first: a link among them removes nothing
+            for path in [tree.resolve(target, rel) for target, rel in patch.removals()]:
+                _remove(path, txn)
             output = tree.resolve(patch.target, patch.output) if patch.output else None
             if output is not None and not output.is_dir():
                 txn.save(output)
