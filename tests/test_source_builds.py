@@ -294,6 +294,11 @@ def test_vendor_locks_a_branch_and_the_default_branch_and_never_moves_them_silen
         assert (ps / "patchbay.lock").read_bytes() == before
         res = run_main("vendor", ps, "--api-url", gh.url, "--update")
         assert res.code == 0, res.err
+        unknown = _build_patchset(tmp_path / "unknown", lmsrc, links, "no-such-tag")
+        res = run_main("vendor", unknown, "--api-url", gh.url)
+        assert res.code == 1
+        assert "/repos/LMCache/LMCache/commits/no-such-tag" in res.err
+        assert not (unknown / "patchbay.lock").exists()
     assert json.loads((ps / "patchbay.lock").read_text())["revisions"]["lmcache"]["commit"] == (
         moved
     )
@@ -330,3 +335,15 @@ def test_a_source_build_is_not_bundled(
     res = run_main("bundle", ps, out, "--python", engine.python, "--without-patchbay")
     assert res.code == 1
     assert "source builds are not bundled" in res.err
+
+
+def test_a_lock_whose_revision_is_not_a_commit_is_refused(
+    tmp_path: Path, lmsrc: dict[str, object], links: Path
+) -> None:
+    ps = _build_patchset(tmp_path, lmsrc, links, "v0.1")
+    revision = {"repo": "LMCache/LMCache", "ref": "v0.1", "commit": "v0.1", "url": "x"}
+    lock = {"format": 1, "sources": {}, "artifacts": {}, "revisions": {"lmcache": revision}}
+    (ps / "patchbay.lock").write_text(json.dumps(lock))
+    res = run_main("validate", ps)
+    assert res.code == 2
+    assert "patchbay.lock" in res.err and "is not a 40-hex commit id" in res.err
