@@ -170,21 +170,35 @@ def _substitute(text: str, context: dict[str, str]) -> str:
 
 
 def run_workflow(
-    path: Path, checkout: Path, context: dict[str, str], overrides: dict[str, str]
+    path: Path,
+    checkout: Path,
+    context: dict[str, str],
+    overrides: dict[str, str],
+    *,
+    runner_temp: Path | None = None,
+    fails: str | None = None,
+    logs: dict[str, str] | None = None,
 ) -> list[str]:
     """Run every ``run:`` step of ``path``'s one job in ``checkout`` with bash, as a GitHub
     runner does (``bash --noprofile --norc -eo pipefail``, ``$GITHUB_PATH`` added to ``PATH``
     for later steps, ``$RUNNER_TEMP``, ``$GITHUB_STEP_SUMMARY``); ``uses:`` steps are checked
     against :data:`CURRENT_ACTIONS` and skipped (the checkout and Python are already there).
 
-    ``overrides`` replace workflow-level ``env`` values (the placeholder ``PATCHBAY_SPEC``).
-    Returns the names of the steps run. A failing step fails the test with its output."""
+    ``overrides`` replace workflow-level ``env`` values (the placeholder ``PATCHBAY_SPEC``) and
+    the runner's variables (``GITHUB_REF``). ``runner_temp`` is ``$RUNNER_TEMP`` (default: a new
+    folder; a shared one keeps what an earlier run installed there). Returns the names of the
+    steps run. A failing step fails the test with its output, unless it is the step named
+    ``fails``, which must exit 1 (findings, not bad input) and ends the run; ``logs`` receives
+    each step's output."""
     import yaml
 
     workflow = yaml.safe_load(path.read_text())
     (job,) = workflow["jobs"].values()
     runner = checkout.parent / f"runner-{path.stem}"
-    (runner / "temp").mkdir(parents=True)
+    runner.mkdir(parents=True)
+    if runner_temp is None:
+        runner_temp = runner / "temp"
+        runner_temp.mkdir()
     github_path = runner / "path"
     github_path.touch()
     base_env = {
@@ -194,9 +208,11 @@ def run_workflow(
         "GITHUB_WORKSPACE": str(checkout),
         "GITHUB_PATH": str(github_path),
         "GITHUB_STEP_SUMMARY": str(runner / "summary.md"),
-        "RUNNER_TEMP": str(runner / "temp"),
+        "RUNNER_TEMP": str(runner_temp),
     }
-    for key in ("GITHUB_TOKEN", "GH_TOKEN", "PATCHBAY_GITHUB_API"):
+    # the variables of a run this test may itself be in, and those that name an event
+    for key in ("GITHUB_TOKEN", "GH_TOKEN", "PATCHBAY_GITHUB_API", "GITHUB_REF", "GITHUB_BASE_REF",
+                "GITHUB_HEAD_REF", "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH"):  # fmt: skip
         base_env.pop(key, None)
     declared = {**workflow.get("env", {}), **job.get("env", {})}
     base_env.update({k: _substitute(str(v), context) for k, v in declared.items()})
@@ -216,8 +232,14 @@ def run_workflow(
         res = _run("bash", "--noprofile", "--norc", "-eo", "pipefail", script, cwd=checkout,
                    env=env)  # fmt: skip
         name = step.get("name", step["run"].splitlines()[0])
-        assert res.returncode == 0, f"{path.name} step {name!r}:\n{res.stdout}\n{res.stderr}"
+        if logs is not None:
+            logs[name] = res.stdout + res.stderr
         ran.append(name)
+        if name == fails:
+            assert res.returncode == 1, f"{path.name} step {name!r}:\n{res.stdout}\n{res.stderr}"
+            return ran
+        assert res.returncode == 0, f"{path.name} step {name!r}:\n{res.stdout}\n{res.stderr}"
+    assert fails is None, f"{path.name}: no step {fails!r}"
     return ran
 
 
@@ -252,29 +274,135 @@ def _checkout(tmp: Path, files: dict[str, str | Path]) -> tuple[Path, Path]:
     return tmp / "bench", remote
 
 
-def test_the_audit_workflow_example_runs(
-    tmp_path: Path, wheelhouse: list[Path], pip_env: None
-) -> None:
-    # the demo patchset with its waivers, and a harness script that patches nothing
+@pytest.fixture(scope="module")
+def audit_runner_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ``$RUNNER_TEMP`` for the runs of the audit example: the first run installs patchbay
+    there, later ones run the same install step and find it done."""
+    return tmp_path_factory.mktemp("runner-temp")
+
+
+def _pull_request(tmp: Path, remote: Path, files: dict[str, str], number: int) -> Path:
+    """Pull request ``number`` on the benchmark repository at ``remote``: a branch adding
+    ``files``, while main moves on (a patch script no waiver covers, which is main's business),
+    and GitHub's merge ref ``refs/pull/N/merge``; checked out as ``actions/checkout`` with
+    ``fetch-depth: 0`` leaves a pull request (every branch fetched, HEAD detached at the merge).
+
+    Returns the checkout."""
+    work = tmp / "contributor"
+    _git(tmp, "clone", "-q", str(remote), str(work))
+    _git(work, "checkout", "-q", "-b", "feature")
+    for rel, text in files.items():
+        (work / rel).parent.mkdir(parents=True, exist_ok=True)
+        (work / rel).write_text(text)
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "patch the engine")
+    _git(work, "checkout", "-q", "main")
+    (work / "scripts" / "hotfix.sh").write_text(f"#!/bin/bash\n{PATCHING}")
+    _git(work, "add", "-A")
+    _git(work, "commit", "-q", "-m", "a hotfix on main")
+    _git(work, "push", "-q", "origin", "main")
+    _git(work, "merge", "-q", "--no-ff", "-m", f"Merge {number}", "feature")
+    _git(work, "push", "-q", "origin", f"HEAD:refs/pull/{number}/merge")
+    checkout = tmp / "pull-request"
+    _git(tmp, "clone", "-q", str(remote), str(checkout))
+    _git(checkout, "fetch", "-q", "origin", f"refs/pull/{number}/merge")
+    _git(checkout, "checkout", "-q", "--detach", "FETCH_HEAD")
+    return checkout
+
+
+PATCHING = 'sed -i "s/a/b/" /usr/lib/python3/site-packages/vllm/envs.py\n'
+AUDIT_STEPS = [
+    "Install patchbay (in an environment of its own)",
+    "SARIF for code scanning",
+    "Audit (annotations on the pull request)",
+]
+
+
+def _audit_repository() -> dict[str, str | Path]:
+    """The demo patchset with its waivers, a harness script that patches nothing, and pull
+    request waivers named after the pull request."""
     files: dict[str, str | Path] = {"patchsets/demo": DEMO}
     files.update({f"waivers/{w.name}": w for w in (REPO / "waivers").glob("demo-*.md")})
     files["scripts/bench.sh"] = "#!/bin/sh\npython3 -m demo_bench --out results\n"
-    checkout, _ = _checkout(tmp_path, files)
+    files["pyproject.toml"] = '[tool.patchbay]\nchange-waiver = "docs/waiver/{pr}.md"\n'
+    return files
+
+
+def _spec(server: Server, wheelhouse: list[Path]) -> dict[str, str]:
+    return {
+        "PATCHBAY_SPEC": f"{selfcarry.DIST}=={metadata.version(selfcarry.DIST)}",
+        "PIP_INDEX_URL": server.serve_index(wheelhouse),
+    }
+
+
+def test_the_audit_workflow_example_runs(
+    tmp_path: Path, wheelhouse: list[Path], pip_env: None, audit_runner_temp: Path
+) -> None:
+    checkout, _ = _checkout(tmp_path, _audit_repository())
+    push = {"github.base_ref": ""}  # as on a push: no base branch
     with Server() as server:
-        overrides = {
-            "PATCHBAY_SPEC": f"{selfcarry.DIST}=={metadata.version(selfcarry.DIST)}",
-            "PIP_INDEX_URL": server.serve_index(wheelhouse),
-        }
-        ran = run_workflow(EXAMPLES / "audit.yml", checkout, {}, overrides)
-    assert ran == [
-        "Install patchbay (in an environment of its own)",
-        "SARIF for code scanning",
-        "Audit (annotations on the pull request)",
-    ]
+        ran = run_workflow(
+            EXAMPLES / "audit.yml",
+            checkout,
+            push,
+            {**_spec(server, wheelhouse), "GITHUB_REF": "refs/heads/main"},
+            runner_temp=audit_runner_temp,
+        )
+    assert ran == AUDIT_STEPS
     import json
 
     sarif = json.loads((checkout / "patchbay.sarif").read_text())
     assert sarif["runs"][0]["tool"]["driver"]["name"] == "patchbay"
+
+
+@pytest.mark.parametrize("with_waiver", [True, False], ids=["with-its-waiver", "without"])
+def test_the_audit_workflow_example_audits_a_pull_request(
+    tmp_path: Path,
+    wheelhouse: list[Path],
+    pip_env: None,
+    audit_runner_temp: Path,
+    with_waiver: bool,
+) -> None:
+    _, remote = _checkout(tmp_path, _audit_repository())
+    files = {"benchmarks/apply_k3.sh": f"#!/bin/bash\n{PATCHING}"}
+    if with_waiver:
+        files["docs/waiver/7.md"] = (
+            "# Engine patch waiver — PR #7\n\n- **Status:** approved\n"
+            "- **Patch script:** `benchmarks/apply_k3.sh`\n\n## What is patched\nenvs.py\n\n"
+            "## Why the unmodified image cannot run the benchmark\nIt crashes.\n\n"
+            "## Upstream\n- vllm-project/vllm#1\n\n## Removal plan\nAt the next image.\n"
+        )
+    checkout = _pull_request(tmp_path, remote, files, 7)
+    context = {"github.base_ref": "main"}
+    logs: dict[str, str] = {}
+    with Server() as server:
+        runner = {"GITHUB_REF": "refs/pull/7/merge", "GITHUB_EVENT_NAME": "pull_request"}
+        ran = run_workflow(
+            EXAMPLES / "audit.yml",
+            checkout,
+            context,
+            {**_spec(server, wheelhouse), **runner},
+            runner_temp=audit_runner_temp,
+            fails=None if with_waiver else AUDIT_STEPS[-1],
+            logs=logs,
+        )
+    assert ran == AUDIT_STEPS
+    annotations = logs[AUDIT_STEPS[-1]]
+    # main's own unwaived script is the whole audit's (SARIF), not the pull request's
+    assert "scripts/hotfix.sh" in (checkout / "patchbay.sarif").read_text()
+    assert "hotfix" not in annotations
+    if with_waiver:
+        assert (
+            "::notice file=benchmarks/apply_k3.sh,line=2,title=PB402 undeclared-in-place-edit "
+            "(waived by 7)::" in annotations
+        )
+        assert "PB107" not in annotations
+    else:
+        assert (
+            "::error file=benchmarks/apply_k3.sh,line=2,title=PB107 patching-without-change-waiver"
+            "::engine patching added in this change (PB402 at line 2), and pull request #7 files "
+            "no waiver docs/waiver/7.md that names this script" in annotations
+        )
 
 
 def test_the_upstream_report_workflow_example_runs(

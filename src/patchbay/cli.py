@@ -394,6 +394,24 @@ def audit(
             help="GitHub API base for --upstream (default https://api.github.com).",
         ),
     ] = None,
+    changed_since: Annotated[
+        str | None,
+        typer.Option(
+            "--changed-since",
+            metavar="REF",
+            help="Audit the change since the merge base of REF and HEAD (a pull request): "
+            "script findings of its files, and a waiver of its own for the patching it adds.",
+        ),
+    ] = None,
+    pull_request: Annotated[
+        int | None,
+        typer.Option(
+            "--pr",
+            metavar="N",
+            min=1,
+            help="The pull request's number, for change-waiver (default: from GitHub Actions).",
+        ),
+    ] = None,
 ) -> None:
     """Audit patchsets, waivers and scripts (undeclared engine patching); exit 1 on findings."""
     from .commands import audit as cmd
@@ -408,6 +426,8 @@ def audit(
         today=today.date() if today else None,
         upstream=upstream,
         api_url=api_url,
+        changed_since=changed_since,
+        pull_request=pull_request,
     )
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -477,10 +477,30 @@ class CommandPatch(PatchBase):
                 raise ValueError(f"the value of {name} holds a NUL character")
         return value
 
-    @field_validator("remove")
+    @field_validator("remove", mode="before")
     @classmethod
-    def _check_remove(cls, value: list[str | TargetPath]) -> list[str | TargetPath]:
-        return [v if isinstance(v, TargetPath) else relative_posix_path(v) for v in value]
+    def _check_remove(cls, value: Any) -> Any:
+        # each item is read here, so that a wrong one gets one message (a plain union would
+        # report why it is neither a string nor a {target, path})
+        if not isinstance(value, list):
+            return value  # the type check says what is wrong
+        out: list[Any] = []
+        for item in value:
+            if isinstance(item, dict):
+                try:
+                    item = TargetPath.model_validate(item)
+                except ValidationError as exc:
+                    words = {"extra_forbidden": "unknown key", "missing": "required key is missing"}
+                    what = "; ".join(
+                        f"{'.'.join(str(p) for p in e['loc'])}: "
+                        + words.get(e["type"], e["msg"].removeprefix("Value error, "))
+                        for e in exc.errors()
+                    )
+                    raise ValueError(f"a {{target, path}} entry: {what}") from None
+            elif isinstance(item, str):
+                item = relative_posix_path(item)
+            out.append(item)
+        return out
 
     def removals(self) -> list[tuple[str, str]]:
         """``remove`` as ``(target, path)`` pairs (a plain path is under the command's own)."""
@@ -721,9 +741,135 @@ _KINDS = ("diff", "replace", "pip", "artifact", "command")
 
 
 def json_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of ``patchset.yaml``, for editors and CI."""
+    """The JSON Schema (draft 2020-12) of ``patchset.yaml``, for editors and CI.
+
+    pydantic writes each model's fields; :func:`_cross_field_rules` adds what the models'
+    validators check across fields, where JSON Schema can say it. Only keywords draft 7 has too
+    (``if``/``then``, ``const``, ``allOf``/``anyOf``/``oneOf``, ``$ref`` to a JSON pointer) are
+    used, because the YAML language server validates with draft 7 semantics.
+    """
     schema = PatchsetSpec.model_json_schema(by_alias=True)
+    _cross_field_rules(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://patchbay.invalid/schema/patchset-v1.json"
     schema["title"] = "patchbay patchset (schema 1)"
     return schema
+
+
+# JSON Schema patterns are ECMA-262 regexes matched anywhere in the string (not anchored)
+_RELATIVE_PATH = r"^(?!/)(?![\s\S]*\\)(?!(?:[\s\S]*/)?\.\.(?:/|$))[\s\S]"
+""":func:`relative_posix_path` as a pattern: not empty, not absolute, no backslash, no ``..``
+component."""
+
+
+def _present(key: str, value: dict[str, Any]) -> dict[str, Any]:
+    """The subschema "``key`` is given and its value matches ``value``" (``key: null`` is no
+    value: the models read it as absent)."""
+    return {"required": [key], "properties": {key: value}}
+
+
+def _strings(prop: dict[str, Any]) -> dict[str, Any]:
+    """The string schema of a property (the string branch of an optional one, or of a list's
+    items, which may be a string or an object)."""
+    if prop.get("type") == "array":
+        prop = prop["items"]
+    for branch in prop.get("anyOf", []):
+        if branch.get("type") == "string":
+            return branch
+    return prop
+
+
+def _cross_field_rules(schema: dict[str, Any]) -> None:
+    """Add the models' validator rules that JSON Schema can express to ``schema`` (in place).
+
+    - a patch is one of the kinds, chosen by ``kind`` (``if``/``then``, so an editor reports
+      the errors of that kind only, not of all five);
+    - every patch: ``upstream`` references (their form as a pattern), or ``upstream_status``
+      (:meth:`PatchBase._upstream_declared`);
+    - diff: exactly one of ``file`` or ``source``; a source: ``pr``, ``commit`` or both;
+    - target: ``package`` or ``home``; ``path`` only with ``package``, ``env`` only with
+      ``home``;
+    - pip: ``build_requirements`` only with ``source``;
+    - command: ``after`` or ``output``; with ``shell: true``, one ``argv`` string;
+    - artifact file: a plain ``http://`` URL needs ``insecure_http: true``;
+    - every path below a root: relative, ``/``-separated, no ``..`` (:func:`relative_posix_path`).
+
+    Left to the loader (``patchbay validate``): a patch's ``target`` naming an entry of
+    ``targets``, unique ids, ``after`` naming earlier patches, PEP 440/508 syntax, ``old`` !=
+    ``new``.
+    """
+    defs = schema["$defs"]
+    # kind -> model name, from the union itself (a new kind needs no edit here)
+    kinds = {
+        get_args(model.model_fields["kind"].annotation)[0]: model.__name__
+        for model in get_args(get_args(PatchSpec)[0])
+    }
+    schema["properties"]["patches"]["items"] = {
+        "type": "object",
+        "required": ["kind"],
+        "properties": {"kind": {"enum": list(kinds)}},
+        "allOf": [
+            {
+                "if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
+                "then": {"$ref": f"#/$defs/{name}"},
+            }
+            for kind, name in kinds.items()
+        ],
+    }
+    for name in kinds.values():
+        patch = defs[name]
+        _strings(patch["properties"]["upstream"])["pattern"] = _UPSTREAM_REF.pattern
+        patch["allOf"] = [
+            {
+                "anyOf": [
+                    _present("upstream", {"minItems": 1}),
+                    _present("upstream_status", {"type": "object"}),
+                ]
+            }
+        ]
+    defs[DiffPatch.__name__]["allOf"].append(
+        {"oneOf": [_present("file", {"type": "string"}), _present("source", {"type": "object"})]}
+    )
+    defs[RemoteSource.__name__]["allOf"] = [
+        {"anyOf": [_present("pr", {"type": "integer"}), _present("commit", {"type": "string"})]}
+    ]
+    defs[Target.__name__]["allOf"] = [
+        {"oneOf": [_present("package", {"type": "string"}), _present("home", {"type": "string"})]},
+        {
+            "if": _present("path", {"type": "string"}),
+            "then": _present("package", {"type": "string"}),
+        },
+        {"if": _present("env", {"type": "string"}), "then": _present("home", {"type": "string"})},
+    ]
+    defs[PipPatch.__name__]["allOf"].append(
+        {
+            "if": _present("build_requirements", {"type": "string"}),
+            "then": _present("source", {"type": "object"}),
+        }
+    )
+    defs[CommandPatch.__name__]["allOf"] += [
+        {"anyOf": [_present("after", {"minItems": 1}), _present("output", {"type": "string"})]},
+        {
+            "if": _present("shell", {"const": True}),
+            "then": {"properties": {"argv": {"maxItems": 1}}},
+        },
+    ]
+    defs[ArtifactFile.__name__]["allOf"] = [
+        {
+            "if": _present("url", {"pattern": "^http://"}),
+            "then": _present("insecure_http", {"const": True}),
+        }
+    ]
+    paths = {
+        Target: ("path", "home"),
+        TargetPath: ("path",),
+        PipPatch: ("build_requirements",),
+        FileGuard: ("path",),
+        DiffPatch: ("file",),
+        ReplaceEdit: ("file",),
+        ArtifactFile: ("dest",),
+        CommandPatch: ("cwd", "output", "remove"),
+    }
+    for model, keys in paths.items():
+        for key in keys:
+            _strings(defs[model.__name__]["properties"][key])["pattern"] = _RELATIVE_PATH

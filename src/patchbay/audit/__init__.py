@@ -4,6 +4,8 @@
 - :mod:`.config` — ``[tool.patchbay]`` / ``patchbay.toml``;
 - :mod:`.checks` — patch and waiver rules (PB1xx-PB3xx);
 - :mod:`.scanner` — undeclared patching in scripts and Dockerfiles (PB4xx);
+- :mod:`.changes` — what a change touches, asked of git (``--changed-since REF``);
+- :mod:`.pull_request` — a change's audit: script findings of its files, PB107;
 - :mod:`.run` — :func:`run_audit`, which ties them together;
 - :mod:`.formats` — table, JSON, GitHub workflow commands, SARIF.
 """

@@ -13,6 +13,7 @@ over ``[tool.ruff]``. Every key is optional::
     fail-on = "error"                  # lowest severity that makes the run exit 1
     expiry-warning-days = 30           # PB204: review date within this many days
     upstream-names = {flashinfer = "flashinfer-ai/flashinfer"}   # `project #N` -> owner/repo
+    change-waiver = "docs/waiver/{pr}.md"   # --changed-since: the waiver a pull request files
 
     [tool.patchbay.severity]
     PB205 = "error"                    # or "warning", "note", "off"
@@ -148,6 +149,7 @@ class AuditConfig(_Strict):
     expiry_warning_days: int = Field(default=30, ge=0, alias="expiry-warning-days")
     severity: dict[str, Literal["error", "warning", "note", "off"]] = Field(default_factory=dict)
     ignore: list[Ignore] = Field(default_factory=list)
+    change_waiver: str | None = Field(default=None, alias="change-waiver")
 
     @field_validator("waivers", mode="before")
     @classmethod
@@ -173,6 +175,27 @@ class AuditConfig(_Strict):
             if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
                 raise ValueError(f"{name}: {repo!r} is not owner/repo")
         return value
+
+    @field_validator("change_waiver")
+    @classmethod
+    def _pull_request_template(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        rest = value.replace("{pr}", "")
+        if rest == value or "{" in rest or "}" in rest:
+            raise ValueError(
+                f"{value!r} must hold {{pr}} (the pull request number) and no other {{}}"
+            )
+        if value.startswith("/") or "\\" in value or ".." in value.split("/"):
+            raise ValueError(f"{value!r} must be a path relative to the repository, with '/'")
+        return value
+
+    def change_waiver_path(self, pull_request: int) -> str | None:
+        """The waiver file a pull request files (``change-waiver`` with ``{pr}`` replaced), or
+        None when ``change-waiver`` is not set."""
+        if self.change_waiver is None:
+            return None
+        return self.change_waiver.replace("{pr}", str(pull_request))
 
     def severity_of(self, code: str) -> Severity | None:
         """The effective severity of a rule, or None when it is switched off."""

@@ -77,6 +77,13 @@ RULES: dict[str, Rule] = {
             "a waiver lists a bare patch id that several patchsets have (it covers none of them; "
             "write `patchset/id`)",
         ),
+        Rule(
+            "PB107",
+            "patching-without-change-waiver",
+            _E,
+            "patching that a change adds (`--changed-since`: new patches, new script lines "
+            "that patch the engine) and no waiver added or changed in the same change covers",
+        ),
         # waiver documents
         Rule(
             "PB201",

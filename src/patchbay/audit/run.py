@@ -16,8 +16,10 @@ from ..errors import InputError
 from ..model import PATCHSET_FILENAMES, Patchset, load_patchset
 from ..projects import DEFAULT_PROJECTS
 from ..waivers import Translation, Waiver, parse_waiver, waiver_files
+from .changes import Change, read_change
 from .checks import check_coverage, check_patchsets, check_waivers, relative
-from .config import LoadedConfig, load_config, matches_any
+from .config import AuditConfig, LoadedConfig, load_config, matches_any
+from .pull_request import check_change, limit_to_change
 from .rules import Finding, Severity, Suppression
 from .scanner import EngineNames, scan_tree, script_files
 from .waived import ScriptLink, script_links, waive
@@ -38,6 +40,8 @@ class AuditResult:
         today: the date review dates were judged against.
         translations: translated copies of waivers and of documentation, not audited.
         scripts: waiver id -> the scripts of the repository it links.
+        change: with ``--changed-since``, the change under audit (script findings are limited
+            to its files; PB107 judges the patching it adds).
     """
 
     root: Path
@@ -48,6 +52,7 @@ class AuditResult:
     today: date = field(default_factory=date.today)
     translations: list[Translation] = field(default_factory=list)
     scripts: dict[str, list[ScriptLink]] = field(default_factory=dict)
+    change: Change | None = None
 
     @property
     def active(self) -> list[Finding]:
@@ -105,6 +110,7 @@ class AuditResult:
                 }
                 for t in self.translations
             ],
+            "change": None if self.change is None else self.change.to_json(),
         }
 
 
@@ -271,6 +277,8 @@ def run_audit(
     upstream: bool = False,
     api_url: str | None = None,
     cache_dir: Path | None = None,
+    changed_since: str | None = None,
+    pull_request: int | None = None,
 ) -> AuditResult:
     """Audit a repository.
 
@@ -282,13 +290,18 @@ def run_audit(
         api_url: the GitHub API base for ``upstream`` (default ``$PATCHBAY_GITHUB_API`` or
             api.github.com).
         cache_dir: the cache folder for ``upstream`` (default ``~/.cache/patchbay``).
+        changed_since: audit the change since the merge base of this ref and HEAD (work tree
+            included, see :mod:`.changes`): script findings of its files only, and PB107 for
+            the patching it adds without a waiver of its own (:mod:`.pull_request`).
+        pull_request: the change's pull request number (``change-waiver`` names its waiver).
 
     Returns:
         The :class:`AuditResult`.
 
     Raises:
         InputError: bad configuration (a configured waiver folder that does not exist), a
-            patchset that does not load, a malformed waiver, a bad ``api_url``.
+            patchset that does not load, a malformed waiver, a bad ``api_url``; with
+            ``changed_since``, a root in no git repository or a ref that names no commit.
         GitHubError: with ``upstream``, the forge answered nothing or its rate limit ran out.
     """
     root = root.resolve()
@@ -296,6 +309,9 @@ def run_audit(
         raise InputError("not a folder", file=root)
     loaded = load_config(root, config_file)
     cfg = loaded.config
+    change = None
+    if changed_since is not None:
+        change = read_change(root, changed_since, pull_request=pull_request)
     patchsets = find_patchsets(root, cfg.patchsets, explicit="patchsets" in cfg.model_fields_set)
     components = [c for ps in patchsets for c in ps.spec.components]
     engines = EngineNames.build(
@@ -323,6 +339,21 @@ def run_audit(
         findings += upstream_checks(
             patchsets, root, api_url=api_url, cache_dir=cache_dir, today=today
         )
+    if change is not None:
+        findings = limit_to_change(findings, change)
+    kept = _configured(findings, cfg)
+    waive(kept, links, root)
+    if change is not None:
+        kept += _configured(check_change(change, kept, patchsets, waivers, links, root, cfg), cfg)
+    kept.sort(key=Finding.sort_key)
+    return AuditResult(
+        root, loaded, patchsets, waivers, kept, today, translations, links.by_waiver, change
+    )
+
+
+def _configured(findings: list[Finding], cfg: AuditConfig) -> list[Finding]:
+    """The findings with their configured severities (rules switched off left out) and the
+    configured ignores as suppressions."""
     kept = []
     for finding in findings:
         severity = cfg.severity_of(finding.code)
@@ -335,9 +366,7 @@ def run_audit(
                     finding.suppression = Suppression("external", ignore.reason)
                     break
         kept.append(finding)
-    waive(kept, links, root)
-    kept.sort(key=Finding.sort_key)
-    return AuditResult(root, loaded, patchsets, waivers, kept, today, translations, links.by_waiver)
+    return kept
 
 
 def _read_waivers(

@@ -26,6 +26,8 @@ def run(
     upstream: bool = False,
     api_url: str | None = None,
     cache_dir: Path | None = None,
+    changed_since: str | None = None,
+    pull_request: int | None = None,
 ) -> int:
     """Audit ``root`` and print the report in ``output_format`` (to ``output`` if given).
 
@@ -33,9 +35,21 @@ def run(
         0 when no finding is at or above ``fail_on`` (default: the configuration's, ``error``),
         1 otherwise. Bad input (configuration, patchsets, waivers, a bad ``api_url``) raises
         :class:`~patchbay.errors.InputError` (exit 2); with ``upstream``, a forge that answers
-        nothing raises :class:`~patchbay.upstream.GitHubError` (exit 1).
+        nothing raises :class:`~patchbay.upstream.GitHubError` (exit 1). ``changed_since``
+        audits a change (:mod:`patchbay.audit.pull_request`); its pull request number is
+        ``pull_request``, or the GitHub Actions run's.
     """
     from ..audit import Severity, run_audit
+    from ..errors import InputError
+
+    if changed_since is not None and pull_request is None:
+        import os
+
+        from ..audit.changes import pull_request_number
+
+        pull_request = pull_request_number(os.environ)
+    elif pull_request is not None and changed_since is None:
+        raise InputError("--pr needs --changed-since REF (the pull request's base)")
 
     result = run_audit(
         root,
@@ -44,6 +58,8 @@ def run(
         upstream=upstream,
         api_url=api_url,
         cache_dir=cache_dir,
+        changed_since=changed_since,
+        pull_request=pull_request,
     )
     threshold = Severity(fail_on or result.config.config.fail_on)
     if output_format == "table":
