@@ -199,6 +199,8 @@ def _whole_file_overlaps(patchset: Patchset, loaded: list[LoadedPatch]) -> list[
 
     def key(target: str, rel: str) -> tuple[str, str]:
         t = targets[target]
+        if t.package is None:  # a home folder: its own root, shared with no package
+            return f"~{target}", rel
         return t.package, f"{t.path}/{rel}" if t.path else rel
 
     whole: dict[tuple[str, str], str] = {}

@@ -316,7 +316,7 @@ def run_audit(
     components = [c for ps in patchsets for c in ps.spec.components]
     engines = EngineNames.build(
         cfg.engine_names(c.distribution for c in components),
-        [t.package for ps in patchsets for t in ps.spec.targets.values()],
+        [t.package for ps in patchsets for t in ps.spec.targets.values() if t.package],
         [c.repository for c in components if c.repository],
     )
     names = {c.distribution: c.repository for c in components if c.repository}

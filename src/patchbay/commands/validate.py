@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..engine import load_patches
 from ..model import Patchset
+from ..ordering import unordered_overlaps
 from ..waivers import placeholder_in
 from .common import console, load
 
@@ -32,6 +33,14 @@ def run(patchset_arg: str) -> int:
     for patch, lp in pairs:
         for note in lp.notes:
             console.print(f"note: {patch.id}: {note}", markup=False)
+    for overlap in unordered_overlaps(patchset, loaded):
+        line = patchset.patch_line(overlap.index, "id")
+        console.print(
+            f"note: {patchset.path}:{line}: {overlap.later} and {overlap.earlier} both change "
+            f"{overlap.path}; if {overlap.later} was made on top of {overlap.earlier}, declare "
+            f"`after: [{overlap.earlier}]` so that their order is checked",
+            markup=False,
+        )
     unlocked = [(patch, lp) for patch, lp in pairs if lp.unlocked]
     for patch, lp in unlocked:
         console.print(f"NOT LOCKED: {patch.id}: {lp.unlocked}", markup=False)

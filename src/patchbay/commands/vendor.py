@@ -23,8 +23,16 @@ def run(
     )
     for pid in result.sources:
         console.print(f"locked {pid}", markup=False)
+        left = result.left_out.get(pid)
+        if left:
+            console.print(f"  left out by its paths filter: {', '.join(left)}", markup=False)
     for url in result.artifacts:
         console.print(f"locked {url}", markup=False)
-    if not result.sources and not result.artifacts:
-        console.print("nothing to vendor: no remote source and no unhashed artifact")
+    for pid, what in result.revisions.items():
+        console.print(f"locked {pid}: {what}", markup=False)
+    if not result.sources and not result.artifacts and not result.revisions:
+        console.print(
+            "nothing to vendor: no remote source, no unhashed artifact, no source build at a "
+            "tag or branch"
+        )
     return 0
