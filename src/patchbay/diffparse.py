@@ -361,10 +361,14 @@ class _Parser:
                     raise self.error("'GIT binary patch' without a literal or delta block")
                 break
             payload.append(line if line.endswith("\n") else line + "\n")
+            header = self.i + 1
             self.i += 1
+            data = 0
             while True:
                 line = self.peek()
                 if line is None or line.strip() == "":
+                    if not data:  # git: "No valid patches in input"
+                        raise self.error("binary patch block without data", line=header)
                     payload.append("\n")
                     if line is not None:
                         self.i += 1
@@ -372,6 +376,7 @@ class _Parser:
                 if not _BASE85_LINE.match(line.rstrip("\r\n")):
                     raise self.error("binary patch data is not git's base85 encoding")
                 payload.append(line if line.endswith("\n") else line + "\n")
+                data += 1
                 self.i += 1
         while payload and payload[-1].strip() == "":
             payload.pop()
