@@ -35,6 +35,19 @@ def handles(*names: str) -> Callable[[Handler], Handler]:
     return register
 
 
+def inert_command(name: str) -> bool:
+    """A command name no handler judges (``vllm``, ``mkdir``, ``kill``): it changes an engine
+    only through its redirections, and is neither a wrapper (``sudo``, ``env``...), an
+    interpreter, ``pip`` nor ``patchbay`` (see :func:`run_command`)."""
+    return (
+        name not in HANDLERS
+        and name not in _WRAPPERS
+        and name != "patchbay"
+        and not name.startswith("python")
+        and re.match(r"^pip\d", name) is None
+    )
+
+
 def split_options(
     words: list[Val], with_value: set[str]
 ) -> tuple[list[Val], dict[str, Val], list[str]]:

@@ -31,6 +31,9 @@ _ANNOTATION = re.compile(r"patchbay-reviewed\b(?P<codes>(?:[\s,]*PB\d{3})*)\s*:?
 _SOURCE_SUFFIXES = (".py", ".pyi", ".so", ".co", ".hsaco", ".cubin", ".cu", ".cuh", ".pth")
 _DATA_SUFFIXES = (".csv", ".json", ".yaml", ".yml", ".txt", ".cfg", ".toml", ".h", ".hpp", ".cpp")
 _MAX_DEPTH = 12
+_MAY_ACT = re.compile(rb"\$[({]|[`<>]")
+"""Bytes of a command that may run code, assign or redirect when its words are expanded."""
+_LITERAL_NAME = re.compile(rb"[A-Za-z0-9_./+:-]+")
 
 
 class Walker(ListsMixin, WordsMixin):
@@ -516,6 +519,8 @@ class Walker(ListsMixin, WordsMixin):
         return Cmd(name, words, name, env or {}, [], stdin, self.src.line(node), end, text, node)
 
     def command(self, node: Node, stdin: Stdin | None, outer: Node | None = None) -> Stream:
+        if outer is None and self.inert(node):
+            return Stream()
         env: dict[str, Val] = {}
         name_node = node.child_by_field_name("name")
         for child in node.children:
@@ -558,9 +563,25 @@ class Walker(ListsMixin, WordsMixin):
         cmd.raw = self.src.text(name_node)
         cmd.redirects = redirects
         cmd.name = self.interpreter_name(name_val, cmd)
-        from .commands import run_command
+        return commands.run_command(self, cmd) or Stream()
 
-        return run_command(self, cmd) or Stream()
+    def inert(self, node: Node) -> bool:
+        """A command that changes nothing whatever its words are, judged on its bytes without
+        expanding them: a literal name with no handler, no wrapper and no function of that
+        name, no ``VAR=x`` prefix, no redirection, and no word whose expansion runs code or
+        assigns (``$(...)``, backticks, ``${X:=y}``, ``<(...)``). Walking it would record
+        nothing and change no state."""
+        first = node.children[0] if node.child_count else None
+        if first is None or first.type != "command_name":
+            return False
+        data = self.src.data
+        if _MAY_ACT.search(data, node.start_byte, node.end_byte) is not None:
+            return False
+        name = data[first.start_byte : first.end_byte]
+        if _LITERAL_NAME.fullmatch(name) is None:
+            return False
+        base = name.rsplit(b"/", 1)[-1].decode("ascii")
+        return base not in self.functions and commands.inert_command(base)
 
     def interpreter_name(self, name: Val, cmd: Cmd) -> str:
         base = name.text.rsplit("/", 1)[-1]
@@ -641,10 +662,8 @@ class Walker(ListsMixin, WordsMixin):
         if append:
             value = (previous[0] if previous else Val("")) + value
         self.set_var(name, [value], line)
-        from .commands import environment_change
-
         before = previous[0].text if previous else ""
-        environment_change(self, name, value, line, self.src.text(node), before=before)
+        commands.environment_change(self, name, value, line, self.src.text(node), before=before)
 
     def declaration(self, node: Node) -> Stream:
         kind = node.children[0].type if node.children else ""
@@ -753,3 +772,6 @@ def iter_nodes(node: Node) -> Iterator[Node]:
 
 
 __all__ = ["Cmd", "FileInfo", "Stdin", "Stream", "Walker", "display"]
+
+# the handlers import the walker; the walker reaches them through the module once both exist
+from . import commands  # noqa: E402
