@@ -75,6 +75,7 @@ def analyse_shell(
     result.modifications = _finish(walker, result.modifications)
     result.installs = list(walker.installs)
     result.packages = list(walker.packages)
+    result.inputs = walker.inputs.probes
     return result
 
 
@@ -109,6 +110,7 @@ def analyse_python(
     result = walker.result
     result.modifications = _finish(walker, sorted(walker.mods, key=lambda m: m.line))
     result.installs = list(walker.installs)
+    result.inputs = walker.inputs.probes
     return result
 
 

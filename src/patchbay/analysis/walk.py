@@ -13,13 +13,13 @@ commands themselves are judged in :mod:`.commands`; what they change is recorded
 from __future__ import annotations
 
 import glob as globbing
-import os
 import posixpath
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from .engines import EngineNames
+from .inputs import Inputs
 from .lists import ListsMixin, same_place
 from .model import TMP, FunctionInfo, Mechanism, Modification, ScriptAnalysis, Target
 from .streams import Cmd, FileInfo, Frame, Stdin, Stream, _Function
@@ -75,7 +75,7 @@ class Walker(ListsMixin, WordsMixin):
         self.pending: dict[str, FileInfo] = {}  # downloads to a temporary name in the engine
         self.last_removal: Modification | None = None
         self._root_text: str | None = None
-        self._isfile: dict[str, bool] = {}
+        self.inputs = Inputs()  # the repository files looked at, for the audit's cache
         self.fn_stdin: list[Stdin | None] = []  # the standard input of each function call
         self.uninstalled: dict[str, int] = {}  # distribution -> line of its pip uninstall
 
@@ -465,7 +465,7 @@ class Walker(ListsMixin, WordsMixin):
         if self.root is not None and pattern.known and text.startswith(SCRIPT_DIR + "/"):
             folder = posixpath.join(self.root_text, posixpath.dirname(self.chain[-1]))
             rel = text[len(SCRIPT_DIR) + 1 :]
-            found = sorted(globbing.glob(posixpath.join(globbing.escape(folder), rel)))
+            found = self.inputs.glob(posixpath.join(globbing.escape(folder), rel))
             if found:
                 return [Val(SCRIPT_DIR + "/" + posixpath.relpath(f, folder)) for f in found]
         return [pattern]
@@ -703,7 +703,7 @@ class Walker(ListsMixin, WordsMixin):
         if relpath in self.chain or len(self.chain) > 8:
             return True
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = self.inputs.read_text(path)
             source = parse_shell(text, relpath)
         except (OSError, ValueError):
             return False
@@ -749,10 +749,7 @@ class Walker(ListsMixin, WordsMixin):
             full = posixpath.normpath(posixpath.join(root, c))
             if not full.startswith(root + "/"):
                 continue
-            found = self._isfile.get(full)
-            if found is None:
-                found = self._isfile[full] = os.path.isfile(full)
-            if found:
+            if self.inputs.isfile(full):
                 return Path(full)
         return None
 

@@ -29,6 +29,7 @@ from typing import Literal
 from ..analysis import EngineNames, Mechanism, Modification, ScriptAnalysis, analyse
 from ..analysis.values import display
 from ..errors import InputError
+from .cache import ScriptCache
 from .config import SKIPPED_DIRS, globs_regex, normalise_name
 from .rules import Finding, Suppression
 
@@ -451,17 +452,22 @@ def read_script(path: str) -> str | None:
 
 
 def scan_tree(
-    root: Path, include: list[str], exclude: list[str], engines: EngineNames
+    root: Path,
+    include: list[str],
+    exclude: list[str],
+    engines: EngineNames,
+    cache: ScriptCache | None = None,
 ) -> list[Finding]:
     """The PB4xx findings of every script under ``root`` (see :func:`script_files`).
 
     Each file is read once; one that names no trigger is skipped; the rest are analysed
-    (following ``source``/``bash`` into scripts of ``root``). A statement reached from several
-    scripts (a sourced helper) is one finding, at its own file and line, with the chain of the
-    first script that reached it.
+    (following ``source``/``bash`` into scripts of ``root``), or their findings taken from
+    ``cache`` when neither they nor a file their analysis looked at changed (the cache is
+    saved at the end). A statement reached from several scripts (a sourced helper) is one
+    finding, at its own file and line, with the chain of the first script that reached it.
 
     Returns:
-        Findings of PB401-PB410, annotated ones carrying their suppression.
+        Findings of PB401-PB411, annotated ones carrying their suppression.
     """
     found: dict[tuple[str, int | None, str], Finding] = {}
     base = os.path.join(os.fspath(root), "")
@@ -470,17 +476,23 @@ def scan_tree(
         data = read_bytes(base + rel)
         if data is None or not gate(data, rel, kind):
             continue
-        text = data.decode("utf-8", "replace")
-        try:
-            analysis = analyse(text, rel, kind, engines, root)
-        except InputError as exc:
-            found[(rel, exc.line, "PB400")] = _unreadable(rel, exc)
-            continue
-        for finding in findings_of(analysis):
+        findings = cache.get(rel, kind, data) if cache is not None else None
+        if findings is None:
+            try:
+                analysis = analyse(data.decode("utf-8", "replace"), rel, kind, engines, root)
+            except InputError as exc:  # not cached: it is cheap, and rare
+                found[(rel, exc.line, "PB400")] = _unreadable(rel, exc)
+                continue
+            findings = findings_of(analysis)
+            if cache is not None:
+                cache.put(rel, kind, data, findings, analysis.inputs)
+        for finding in findings:
             key = (finding.path, finding.line, finding.code)
             old = found.get(key)
             if old is None or len(finding.chain) > len(old.chain):
                 found[key] = finding
+    if cache is not None:
+        cache.save()
     return [f for f in found.values() if f is not None]
 
 

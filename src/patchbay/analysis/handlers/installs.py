@@ -65,7 +65,7 @@ def cmd_python(w: Walker, cmd: Cmd) -> Stream | None:
             return setup_py(w, cmd, words[1:])
         repo = w.repo_file(words[0])
         if repo is not None and w.root is not None:
-            text = repo.read_text(encoding="utf-8", errors="replace")
+            text = w.inputs.read_text(repo)
             saved = w.chain
             # the statements are the file's own, reached from this script
             w.chain = (*w.chain, repo.relative_to(w.root.resolve()).as_posix())
