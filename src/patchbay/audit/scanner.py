@@ -26,7 +26,8 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from ..analysis import EngineNames, Mechanism, Modification, ScriptAnalysis, analyse
+from ..analysis.engines import EngineNames
+from ..analysis.model import Mechanism, Modification, ScriptAnalysis
 from ..analysis.values import display
 from ..errors import InputError
 from .cache import ScriptCache
@@ -478,6 +479,8 @@ def scan_tree(
             continue
         findings = cache.get(rel, kind, data) if cache is not None else None
         if findings is None:
+            from ..analysis import analyse  # the parser and the walk, when a file needs them
+
             try:
                 analysis = analyse(data.decode("utf-8", "replace"), rel, kind, engines, root)
             except InputError as exc:  # not cached: it is cheap, and rare
