@@ -10,6 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 from .model import Mechanism
@@ -35,6 +36,7 @@ def handles(*names: str) -> Callable[[Handler], Handler]:
     return register
 
 
+@lru_cache(maxsize=1024)
 def inert_command(name: str) -> bool:
     """A command name no handler judges (``vllm``, ``mkdir``, ``kill``): it changes an engine
     only through its redirections, and is neither a wrapper (``sudo``, ``env``...), an

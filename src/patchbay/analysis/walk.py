@@ -34,6 +34,8 @@ _MAX_DEPTH = 12
 _MAY_ACT = re.compile(rb"\$[({]|[`<>]")
 """Bytes of a command that may run code, assign or redirect when its words are expanded."""
 _LITERAL_NAME = re.compile(rb"[A-Za-z0-9_./+:-]+")
+_DUP = re.compile(r">&\s*-?\d*$")
+_REDIRECT_OP = re.compile(r"^\d*(&>>|&>|>>|>\||>|<)")
 
 
 class Walker(ListsMixin, WordsMixin):
@@ -76,6 +78,7 @@ class Walker(ListsMixin, WordsMixin):
         self.last_removal: Modification | None = None
         self._root_text: str | None = None
         self.inputs = Inputs()  # the repository files looked at, for the audit's cache
+        self._repo_files: dict[tuple[str, str, str | None], Path | None] = {}
         self.fn_stdin: list[Stdin | None] = []  # the standard input of each function call
         self.uninstalled: dict[str, int] = {}  # distribution -> line of its pip uninstall
 
@@ -118,15 +121,19 @@ class Walker(ListsMixin, WordsMixin):
     ) -> None:
         """``patchbay-reviewed`` comments (comment nodes of the grammar, never text in a
         string): on a line, or on a comment line right above one."""
-        if b"patchbay-reviewed" not in source.data:
+        data = source.data
+        at = data.find(b"patchbay-reviewed")
+        if at == -1:
             return
-        lines = source.data.decode("utf-8", "replace").split("\n")
-        stack = [source.root]
-        while stack:
-            node = stack.pop()
-            if node.type != "comment":
-                stack.extend(node.children)
-                continue
+        comments: dict[int, Node] = {}  # the comment nodes that hold the word, by start
+        while at != -1:
+            node = source.root.descendant_for_byte_range(at, at + len(b"patchbay-reviewed"))
+            if node is not None and node.type == "comment":
+                comments.setdefault(node.start_byte, node)
+            at = data.find(b"patchbay-reviewed", at + 1)
+        lines = data.decode("utf-8", "replace").split("\n")
+        for start in sorted(comments, reverse=True):  # a later one reviewing a line yields
+            node = comments[start]
             text = source.text(node)
             row = node.start_point[0]
             before = lines[row][: node.start_point[1]] if row < len(lines) else ""
@@ -545,9 +552,9 @@ class Walker(ListsMixin, WordsMixin):
                 dest = r.child_by_field_name("destination") or (
                     r.named_children[-1] if r.named_children else None
                 )
-                if dest is None or re.search(r">&\s*-?\d*$", text) or dest.type == "number":
+                if dest is None or _DUP.search(text) or dest.type == "number":
                     continue
-                op = re.match(r"^\d*(&>>|&>|>>|>\||>|<)", text)
+                op = _REDIRECT_OP.match(text)
                 if op is None:
                     continue
                 if dest.type == "process_substitution":
@@ -571,17 +578,17 @@ class Walker(ListsMixin, WordsMixin):
         name, no ``VAR=x`` prefix, no redirection, and no word whose expansion runs code or
         assigns (``$(...)``, backticks, ``${X:=y}``, ``<(...)``). Walking it would record
         nothing and change no state."""
-        first = node.children[0] if node.child_count else None
+        first = node.child(0)
         if first is None or first.type != "command_name":
             return False
         data = self.src.data
-        if _MAY_ACT.search(data, node.start_byte, node.end_byte) is not None:
-            return False
         name = data[first.start_byte : first.end_byte]
         if _LITERAL_NAME.fullmatch(name) is None:
             return False
         base = name.rsplit(b"/", 1)[-1].decode("ascii")
-        return base not in self.functions and commands.inert_command(base)
+        if base in self.functions or not commands.inert_command(base):
+            return False
+        return _MAY_ACT.search(data, node.start_byte, node.end_byte) is None
 
     def interpreter_name(self, name: Val, cmd: Cmd) -> str:
         base = name.text.rsplit("/", 1)[-1]
@@ -734,7 +741,13 @@ class Walker(ListsMixin, WordsMixin):
         the working folder, or the repository), or None."""
         if self.root is None or not val.known:
             return None
-        text = val.text
+        cwd = self.state.cwd.text if self.state.cwd is not None else None
+        key = (val.text, self.chain[-1], cwd)
+        if key not in self._repo_files:
+            self._repo_files[key] = self._repo_file(val.text)
+        return self._repo_files[key]
+
+    def _repo_file(self, text: str) -> Path | None:
         script_dir = posixpath.dirname(self.chain[-1])
         candidates = []
         if text.startswith(SCRIPT_DIR):
