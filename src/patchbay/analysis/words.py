@@ -21,6 +21,10 @@ class WordsMixin:
     def fields(self, node: Node) -> list[Val]:
         """A word as the arguments it becomes (``"${arr[@]}"`` and ``$@`` become several)."""
         t = node.type
+        if t == "word":  # the common case: a literal (backslashes removed)
+            data = self.src.data[node.start_byte : node.end_byte]
+            if b"\\" not in data:
+                return [Val(data.decode("utf-8", "replace"))]
         if t in ("string", "expansion", "simple_expansion", "concatenation"):
             many = self.many(node)
             if many is not None:
