@@ -44,6 +44,7 @@ _SOURCES = (
     "audit/scanner.py",
     "audit/rules.py",
     "audit/cache.py",
+    "audit/config.py",
     "waivers/placeholders.py",
 )
 """What the findings of a script depend on besides its inputs: their source is in the digest."""
@@ -57,7 +58,9 @@ def cache_disabled() -> bool:
 
 @cache
 def _code_digest() -> str:
-    h = hashlib.sha256(f"format {FORMAT} python {sys.version_info[:2]}".encode())
+    from .. import __version__
+
+    h = hashlib.sha256(f"format {FORMAT} patchbay {__version__} {sys.version_info[:2]}".encode())
     for entry in _SOURCES:
         path = _PACKAGE / entry
         files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
@@ -137,13 +140,14 @@ class ScriptCache:
 
     Args:
         folder: the cache folder (``~/.cache/patchbay/audit``); created when first written.
-        root: the audited root (resolved); its path names the cache file.
+        root: the audited root; its resolved path names the cache file (the paths an analysis
+            looked at are resolved ones: a root that now points elsewhere has another file).
         engines: what counts as an engine (part of every key).
     """
 
     def __init__(self, folder: Path, root: Path, engines: EngineNames) -> None:
         self.folder = folder
-        self.root = str(root)
+        self.root = str(root.resolve())
         self.path = folder / f"scripts-{hashlib.sha256(self.root.encode()).hexdigest()[:24]}.json"
         self.analyser = analyser_digest(engines)
         self.entries: dict[str, dict[str, object]] = {}
