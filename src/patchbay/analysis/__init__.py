@@ -20,6 +20,7 @@ Both get their answer here, from one parse and one walk:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .engines import DEFAULT_ENGINES, EngineNames, normalise_name
 from .model import (
@@ -31,7 +32,20 @@ from .model import (
     ScriptAnalysis,
     Target,
 )
-from .syntax import ShellSyntaxError, parse_shell
+
+if TYPE_CHECKING:
+    from .syntax import ShellSyntaxError, parse_shell  # noqa: F401
+
+
+def __getattr__(name: str) -> object:
+    # the grammars (tree-sitter) load on first use: an audit whose scripts are all cached, or
+    # that only needs the model and the engine names, never loads them
+    if name in ("ShellSyntaxError", "parse_shell"):
+        from . import syntax
+
+        return getattr(syntax, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_ENGINES",
@@ -67,6 +81,7 @@ def analyse_shell(
         ShellSyntaxError: an unterminated here-document (``path:line``).
     """
     from . import commands  # noqa: F401  (registers the handlers)
+    from .syntax import parse_shell
     from .walk import Walker
 
     source = parse_shell(text, path)
@@ -75,6 +90,7 @@ def analyse_shell(
     result.modifications = _finish(walker, result.modifications)
     result.installs = list(walker.installs)
     result.packages = list(walker.packages)
+    result.inputs = walker.inputs.probes
     return result
 
 
@@ -96,6 +112,7 @@ def analyse_python(
     from . import commands  # noqa: F401
     from .handlers.installs import python_effects
     from .python import read_python
+    from .syntax import parse_shell
     from .walk import Cmd, Walker
 
     walker = Walker(parse_shell("", path), path, engines or EngineNames.build(), root)
@@ -109,6 +126,7 @@ def analyse_python(
     result = walker.result
     result.modifications = _finish(walker, sorted(walker.mods, key=lambda m: m.line))
     result.installs = list(walker.installs)
+    result.inputs = walker.inputs.probes
     return result
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 from .model import Mechanism
@@ -33,6 +34,20 @@ def handles(*names: str) -> Callable[[Handler], Handler]:
         return fn
 
     return register
+
+
+@lru_cache(maxsize=1024)
+def inert_command(name: str) -> bool:
+    """A command name no handler judges (``vllm``, ``mkdir``, ``kill``): it changes an engine
+    only through its redirections, and is neither a wrapper (``sudo``, ``env``...), an
+    interpreter, ``pip`` nor ``patchbay`` (see :func:`run_command`)."""
+    return (
+        name not in HANDLERS
+        and name not in _WRAPPERS
+        and name != "patchbay"
+        and not name.startswith("python")
+        and re.match(r"^pip\d", name) is None
+    )
 
 
 def split_options(
@@ -142,7 +157,7 @@ def write_file(w: Walker, cmd: Cmd, dest: Val, op: str, stream: Stream | None = 
             text = src.text if src else None
             if src is None and cmd.stdin.value is not None:
                 repo = w.repo_file(cmd.stdin.value)  # `tr -d '\r' < patches/x.patch > tmp`
-                text = _read(repo) if repo is not None else None
+                text = _read(w, repo) if repo is not None else None
             if text is not None and "\\r" in cmd.text and cmd.name in ("tr", "sed"):
                 text = text.replace("\r\n", "\n")
             info = FileInfo(
@@ -250,19 +265,15 @@ def _harmless_entry(w: Walker, entry: str) -> bool:
 
 
 def _repo_folder_harmless(w: Walker, entry: str) -> bool:
-    import os
-
     if w.root is None:
         return False
     entry = entry.replace(SCRIPT_DIR, ".")
     entry = re.sub(r"^\$\{?PWD\}?|^\$\(pwd\)", ".", entry)
     script_dir = (w.root / w.chain[0]).parent
     for base in (script_dir, w.root):
-        folder = (base / entry).resolve()
-        if folder.is_dir():
-            try:
-                names = os.listdir(folder)
-            except OSError:
+        is_dir, names = w.inputs.folder(base / entry)
+        if is_dir:
+            if names is None:
                 return False
             for item in names:
                 if item in _HOOKS or item.endswith(".pth"):
@@ -273,9 +284,10 @@ def _repo_folder_harmless(w: Walker, entry: str) -> bool:
     return False
 
 
-def _read(path: Path) -> str | None:
+def _read(w: Walker, path: Path) -> str | None:
+    """A repository file's text (recorded in the walk's inputs), None when unreadable."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        return w.inputs.read_text(path)
     except OSError:
         return None
 

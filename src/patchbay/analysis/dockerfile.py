@@ -71,6 +71,7 @@ def analyse_dockerfile(
     result = walker.result
     result.modifications = sorted(walker.mods, key=lambda m: m.line)
     result.installs = list(walker.installs)
+    result.inputs = walker.inputs.probes
     return result
 
 

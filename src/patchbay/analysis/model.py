@@ -178,6 +178,8 @@ class ScriptAnalysis:
             ``globbed`` (a glob over checked-in files, listed now).
         packages: top-level packages the script's Python names (``find_spec``, imports,
             ``__file__``), first met first.
+        inputs: the repository files the analysis looked at besides the script, with what it
+            saw (:data:`~.inputs.Probe`): what a cached result depends on.
     """
 
     path: str
@@ -194,6 +196,7 @@ class ScriptAnalysis:
     installs: list[Modification] = field(default_factory=list)
     loops: dict[int, dict[str, object]] = field(default_factory=dict)
     packages: list[str] = field(default_factory=list)
+    inputs: list[tuple[str, str, object]] = field(default_factory=list)
 
     @property
     def uncalled(self) -> list[FunctionInfo]:

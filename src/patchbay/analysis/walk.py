@@ -13,13 +13,13 @@ commands themselves are judged in :mod:`.commands`; what they change is recorded
 from __future__ import annotations
 
 import glob as globbing
-import os
 import posixpath
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 from .engines import EngineNames
+from .inputs import Inputs
 from .lists import ListsMixin, same_place
 from .model import TMP, FunctionInfo, Mechanism, Modification, ScriptAnalysis, Target
 from .streams import Cmd, FileInfo, Frame, Stdin, Stream, _Function
@@ -31,6 +31,11 @@ _ANNOTATION = re.compile(r"patchbay-reviewed\b(?P<codes>(?:[\s,]*PB\d{3})*)\s*:?
 _SOURCE_SUFFIXES = (".py", ".pyi", ".so", ".co", ".hsaco", ".cubin", ".cu", ".cuh", ".pth")
 _DATA_SUFFIXES = (".csv", ".json", ".yaml", ".yml", ".txt", ".cfg", ".toml", ".h", ".hpp", ".cpp")
 _MAX_DEPTH = 12
+_MAY_ACT = re.compile(rb"\$[({]|[`<>]")
+"""Bytes of a command that may run code, assign or redirect when its words are expanded."""
+_LITERAL_NAME = re.compile(rb"[A-Za-z0-9_./+:-]+")
+_DUP = re.compile(r">&\s*-?\d*$")
+_REDIRECT_OP = re.compile(r"^\d*(&>>|&>|>>|>\||>|<)")
 
 
 class Walker(ListsMixin, WordsMixin):
@@ -72,7 +77,8 @@ class Walker(ListsMixin, WordsMixin):
         self.pending: dict[str, FileInfo] = {}  # downloads to a temporary name in the engine
         self.last_removal: Modification | None = None
         self._root_text: str | None = None
-        self._isfile: dict[str, bool] = {}
+        self.inputs = Inputs()  # the repository files looked at, for the audit's cache
+        self._repo_files: dict[tuple[str, str, str | None], Path | None] = {}
         self.fn_stdin: list[Stdin | None] = []  # the standard input of each function call
         self.uninstalled: dict[str, int] = {}  # distribution -> line of its pip uninstall
 
@@ -115,15 +121,19 @@ class Walker(ListsMixin, WordsMixin):
     ) -> None:
         """``patchbay-reviewed`` comments (comment nodes of the grammar, never text in a
         string): on a line, or on a comment line right above one."""
-        if b"patchbay-reviewed" not in source.data:
+        data = source.data
+        at = data.find(b"patchbay-reviewed")
+        if at == -1:
             return
-        lines = source.data.decode("utf-8", "replace").split("\n")
-        stack = [source.root]
-        while stack:
-            node = stack.pop()
-            if node.type != "comment":
-                stack.extend(node.children)
-                continue
+        comments: dict[int, Node] = {}  # the comment nodes that hold the word, by start
+        while at != -1:
+            node = source.root.descendant_for_byte_range(at, at + len(b"patchbay-reviewed"))
+            if node is not None and node.type == "comment":
+                comments.setdefault(node.start_byte, node)
+            at = data.find(b"patchbay-reviewed", at + 1)
+        lines = data.decode("utf-8", "replace").split("\n")
+        for start in sorted(comments, reverse=True):  # a later one reviewing a line yields
+            node = comments[start]
             text = source.text(node)
             row = node.start_point[0]
             before = lines[row][: node.start_point[1]] if row < len(lines) else ""
@@ -462,7 +472,7 @@ class Walker(ListsMixin, WordsMixin):
         if self.root is not None and pattern.known and text.startswith(SCRIPT_DIR + "/"):
             folder = posixpath.join(self.root_text, posixpath.dirname(self.chain[-1]))
             rel = text[len(SCRIPT_DIR) + 1 :]
-            found = sorted(globbing.glob(posixpath.join(globbing.escape(folder), rel)))
+            found = self.inputs.glob(posixpath.join(globbing.escape(folder), rel))
             if found:
                 return [Val(SCRIPT_DIR + "/" + posixpath.relpath(f, folder)) for f in found]
         return [pattern]
@@ -516,6 +526,8 @@ class Walker(ListsMixin, WordsMixin):
         return Cmd(name, words, name, env or {}, [], stdin, self.src.line(node), end, text, node)
 
     def command(self, node: Node, stdin: Stdin | None, outer: Node | None = None) -> Stream:
+        if outer is None and self.inert(node):
+            return Stream()
         env: dict[str, Val] = {}
         name_node = node.child_by_field_name("name")
         for child in node.children:
@@ -540,9 +552,9 @@ class Walker(ListsMixin, WordsMixin):
                 dest = r.child_by_field_name("destination") or (
                     r.named_children[-1] if r.named_children else None
                 )
-                if dest is None or re.search(r">&\s*-?\d*$", text) or dest.type == "number":
+                if dest is None or _DUP.search(text) or dest.type == "number":
                     continue
-                op = re.match(r"^\d*(&>>|&>|>>|>\||>|<)", text)
+                op = _REDIRECT_OP.match(text)
                 if op is None:
                     continue
                 if dest.type == "process_substitution":
@@ -558,9 +570,25 @@ class Walker(ListsMixin, WordsMixin):
         cmd.raw = self.src.text(name_node)
         cmd.redirects = redirects
         cmd.name = self.interpreter_name(name_val, cmd)
-        from .commands import run_command
+        return commands.run_command(self, cmd) or Stream()
 
-        return run_command(self, cmd) or Stream()
+    def inert(self, node: Node) -> bool:
+        """A command that changes nothing whatever its words are, judged on its bytes without
+        expanding them: a literal name with no handler, no wrapper and no function of that
+        name, no ``VAR=x`` prefix, no redirection, and no word whose expansion runs code or
+        assigns (``$(...)``, backticks, ``${X:=y}``, ``<(...)``). Walking it would record
+        nothing and change no state."""
+        first = node.child(0)
+        if first is None or first.type != "command_name":
+            return False
+        data = self.src.data
+        name = data[first.start_byte : first.end_byte]
+        if _LITERAL_NAME.fullmatch(name) is None:
+            return False
+        base = name.rsplit(b"/", 1)[-1].decode("ascii")
+        if base in self.functions or not commands.inert_command(base):
+            return False
+        return _MAY_ACT.search(data, node.start_byte, node.end_byte) is None
 
     def interpreter_name(self, name: Val, cmd: Cmd) -> str:
         base = name.text.rsplit("/", 1)[-1]
@@ -641,10 +669,8 @@ class Walker(ListsMixin, WordsMixin):
         if append:
             value = (previous[0] if previous else Val("")) + value
         self.set_var(name, [value], line)
-        from .commands import environment_change
-
         before = previous[0].text if previous else ""
-        environment_change(self, name, value, line, self.src.text(node), before=before)
+        commands.environment_change(self, name, value, line, self.src.text(node), before=before)
 
     def declaration(self, node: Node) -> Stream:
         kind = node.children[0].type if node.children else ""
@@ -684,7 +710,7 @@ class Walker(ListsMixin, WordsMixin):
         if relpath in self.chain or len(self.chain) > 8:
             return True
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            text = self.inputs.read_text(path)
             source = parse_shell(text, relpath)
         except (OSError, ValueError):
             return False
@@ -715,7 +741,13 @@ class Walker(ListsMixin, WordsMixin):
         the working folder, or the repository), or None."""
         if self.root is None or not val.known:
             return None
-        text = val.text
+        cwd = self.state.cwd.text if self.state.cwd is not None else None
+        key = (val.text, self.chain[-1], cwd)
+        if key not in self._repo_files:
+            self._repo_files[key] = self._repo_file(val.text)
+        return self._repo_files[key]
+
+    def _repo_file(self, text: str) -> Path | None:
         script_dir = posixpath.dirname(self.chain[-1])
         candidates = []
         if text.startswith(SCRIPT_DIR):
@@ -730,10 +762,7 @@ class Walker(ListsMixin, WordsMixin):
             full = posixpath.normpath(posixpath.join(root, c))
             if not full.startswith(root + "/"):
                 continue
-            found = self._isfile.get(full)
-            if found is None:
-                found = self._isfile[full] = os.path.isfile(full)
-            if found:
+            if self.inputs.isfile(full):
                 return Path(full)
         return None
 
@@ -753,3 +782,6 @@ def iter_nodes(node: Node) -> Iterator[Node]:
 
 
 __all__ = ["Cmd", "FileInfo", "Stdin", "Stream", "Walker", "display"]
+
+# the handlers import the walker; the walker reaches them through the module once both exist
+from . import commands  # noqa: E402

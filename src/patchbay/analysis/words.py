@@ -11,25 +11,33 @@ from .streams import Stream
 from .syntax import Node, statements
 from .values import Val, basename, dirname, unknown
 
+_SPACE = re.compile(r"\s")
+_MANY = re.compile(r'"?\$\{?(@|\*|[A-Za-z_]\w*\[[@*]\])\}?"?')
+
 
 class WordsMixin:
     """Word expansion for :class:`~.walk.Walker` (it holds the state these methods read)."""
 
     def fields(self, node: Node) -> list[Val]:
         """A word as the arguments it becomes (``"${arr[@]}"`` and ``$@`` become several)."""
-        if node.type in ("string", "expansion", "simple_expansion", "concatenation"):
+        t = node.type
+        if t == "word":  # the common case: a literal (backslashes removed)
+            data = self.src.data[node.start_byte : node.end_byte]
+            if b"\\" not in data:
+                return [Val(data.decode("utf-8", "replace"))]
+        if t in ("string", "expansion", "simple_expansion", "concatenation"):
             many = self.many(node)
             if many is not None:
                 return many
         val = self.word(node)
-        unquoted = node.type in ("simple_expansion", "expansion", "command_substitution")
-        if unquoted and val.known and re.search(r"\s", val.text.strip()):
+        unquoted = t in ("simple_expansion", "expansion", "command_substitution")
+        if unquoted and val.known and _SPACE.search(val.text.strip()):
             return [Val(p, val.how, val.unknown) for p in val.text.split()]
         return [val]
 
     def many(self, node: Node) -> list[Val] | None:
         text = self.src.text(node)
-        m = re.fullmatch(r'"?\$\{?(@|\*|[A-Za-z_]\w*\[[@*]\])\}?"?', text)
+        m = _MANY.fullmatch(text) if "@" in text or "*" in text else None
         if not m:
             return None
         what = m.group(1)

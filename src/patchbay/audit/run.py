@@ -16,6 +16,7 @@ from ..errors import InputError
 from ..model import PATCHSET_FILENAMES, Patchset, load_patchset
 from ..projects import DEFAULT_PROJECTS
 from ..waivers import Translation, Waiver, parse_waiver, waiver_files
+from .cache import ScriptCache, cache_disabled
 from .changes import Change, read_change
 from .checks import check_coverage, check_patchsets, check_waivers, relative
 from .config import AuditConfig, LoadedConfig, load_config, matches_any
@@ -279,6 +280,7 @@ def run_audit(
     cache_dir: Path | None = None,
     changed_since: str | None = None,
     pull_request: int | None = None,
+    script_cache: bool = True,
 ) -> AuditResult:
     """Audit a repository.
 
@@ -289,11 +291,15 @@ def run_audit(
         upstream: ask the forge about every patch's upstream references (PB501).
         api_url: the GitHub API base for ``upstream`` (default ``$PATCHBAY_GITHUB_API`` or
             api.github.com).
-        cache_dir: the cache folder for ``upstream`` (default ``~/.cache/patchbay``).
+        cache_dir: the cache folder (default ``$XDG_CACHE_HOME/patchbay``, else
+            ``~/.cache/patchbay``): the forge's answers for ``upstream`` under ``github/``,
+            the findings of scripts analysed before under ``audit/`` (:mod:`.cache`).
         changed_since: audit the change since the merge base of this ref and HEAD (work tree
             included, see :mod:`.changes`): script findings of its files only, and PB107 for
             the patching it adds without a waiver of its own (:mod:`.pull_request`).
         pull_request: the change's pull request number (``change-waiver`` names its waiver).
+        script_cache: reuse (and record) the findings of scripts analysed before; off when
+            False or when ``PATCHBAY_NO_CACHE`` is set (:func:`.cache.cache_disabled`).
 
     Returns:
         The :class:`AuditResult`.
@@ -333,7 +339,13 @@ def run_audit(
         *check_patchsets(patchsets, root),
         *check_coverage(patchsets, waivers, root, scripts=links.by_waiver),
         *check_waivers(waivers, root, today=today, warning_days=cfg.expiry_warning_days),
-        *scan_tree(root, cfg.scripts, cfg.exclude, engines),
+        *scan_tree(
+            root,
+            cfg.scripts,
+            cfg.exclude,
+            engines,
+            _script_cache(script_cache, cache_dir, root, engines),
+        ),
     ]
     if upstream:
         findings += upstream_checks(
@@ -349,6 +361,16 @@ def run_audit(
     return AuditResult(
         root, loaded, patchsets, waivers, kept, today, translations, links.by_waiver, change
     )
+
+
+def _script_cache(
+    wanted: bool, cache_dir: Path | None, root: Path, engines: EngineNames
+) -> ScriptCache | None:
+    if not wanted or cache_disabled():
+        return None
+    from ..options import default_cache_dir
+
+    return ScriptCache((cache_dir or default_cache_dir()) / "audit", root, engines)
 
 
 def _configured(findings: list[Finding], cfg: AuditConfig) -> list[Finding]:

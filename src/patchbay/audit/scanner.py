@@ -26,9 +26,11 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from ..analysis import EngineNames, Mechanism, Modification, ScriptAnalysis, analyse
+from ..analysis.engines import EngineNames
+from ..analysis.model import Mechanism, Modification, ScriptAnalysis
 from ..analysis.values import display
 from ..errors import InputError
+from .cache import ScriptCache
 from .config import SKIPPED_DIRS, globs_regex, normalise_name
 from .rules import Finding, Suppression
 
@@ -95,59 +97,77 @@ _PIP_SOURCE = re.compile(r"(?:\s-e\s|--editable|@|://|\./|\s/|\$)")
 
 
 class _Gate:
-    """Which files are worth analysing: a conservative substring test per file, and per
-    distinct line for the two triggers harness lines repeat (``pip install``, ``PYTHONPATH``).
-    A file that fails it has no statement that can reach an engine."""
+    """Which files are worth analysing: a conservative test of each distinct line of the run.
+
+    A file is worth it when one of its lines names a marker (:data:`MARKERS`, an engine folder
+    ``name/``, a module's ``__file__``), defines a shell helper (its arguments may carry
+    anything), or installs an engine, adds to ``PYTHONPATH`` or runs another script of the tree.
+    Every test looks inside one line, so the run judges each distinct line once (per kind of
+    file) and a file costs one split into lines and two set operations in C: the lines judged
+    harmless before are never looked at again, and a line judged worth it decides at once.
+    A line that runs another script is worth it only when that script exists, which depends on
+    the folder of the file (``bash helper.sh``): those are judged per folder.
+    """
 
     def __init__(self, engines: EngineNames, root: Path) -> None:
         self.engines = engines
         self.root = root
-        self.rel = ""
         self.folders = tuple(f"{name}/" for name in sorted(engines.imports))
-        self.lines: dict[str, bool] = {}
-        self.decided: dict[tuple[str, str], bool] = {}  # (script folder, line) -> worth it?
+        self.verdicts: dict[tuple[str, bytes], bool | str] = {}  # (kind, line) -> judge()
+        self.worth: dict[str, set[bytes]] = {}  # kind -> lines that make any file worth it
+        self.never: dict[tuple[str, str], set[bytes]] = {}  # (kind, folder) -> harmless lines
         self.files: dict[tuple[str, str], bool] = {}  # (script folder, word) -> a file?
 
-    def __call__(self, text: str, rel: str, kind: str) -> bool:
-        self.rel = rel
-        if kind == "dockerfile" and ("COPY" in text or "ADD" in text):
-            return True
-        if any(m in text for m in MARKERS) or any(f in text for f in self.folders):
-            return True
-        if "__" in text and _MODULE_FILE.search(text):
-            return True
-        if kind == "shell" and ("()" in text or "function " in text):
-            return True  # shell helpers: their arguments may carry anything
+    def __call__(self, data: bytes, rel: str, kind: str) -> bool:
+        """Whether the file ``rel`` (its bytes, newlines as :func:`read_bytes` reads them)
+        may change an engine."""
+        lines = data.split(b"\n")  # no set: the first two tests walk the list in C
         folder = os.path.dirname(rel)
-        seen: set[int] = set()
-        for needle in _NEEDLES:
-            at = text.find(needle)
-            while at != -1:
-                ls = text.rfind("\n", 0, at) + 1
-                le = text.find("\n", at)
-                le = len(text) if le == -1 else le
-                if ls not in seen:
-                    seen.add(ls)
-                    line = text[ls:le]
-                    key = (folder, line)
-                    known = self.decided.get(key)
-                    if known is None:
-                        known = self.line(line) and self.follows_a_file(line)
-                        self.decided[key] = known
-                    if known:
-                        return True
-                at = text.find(needle, le)
+        never = self.never.get((kind, folder))
+        if never is None:
+            never = self.never[(kind, folder)] = set()
+        elif never.issuperset(lines):
+            return False
+        worth = self.worth.get(kind)
+        if worth is None:
+            worth = self.worth[kind] = set()
+        elif not worth.isdisjoint(lines):
+            return True
+        for raw in set(lines) - never:
+            verdict = self.verdicts.get((kind, raw))
+            if verdict is None:
+                verdict = self.verdicts[(kind, raw)] = self.judge(
+                    raw.decode("utf-8", "replace"), kind
+                )
+            if verdict is True:
+                worth.add(raw)
+                return True
+            if verdict is not False and self.is_file(folder, verdict):
+                return True
+            never.add(raw)
         return False
 
-    def follows_a_file(self, line: str) -> bool:
-        """A line that runs another script counts only when that script is in the tree."""
+    def judge(self, line: str, kind: str) -> bool | str:
+        """True: the line makes any file of ``kind`` worth analysing; False: never; a word:
+        when the script that word names exists next to the file or in the tree."""
+        if kind == "dockerfile" and ("COPY" in line or "ADD" in line):
+            return True
+        if any(m in line for m in MARKERS) or any(f in line for f in self.folders):
+            return True
+        if "__" in line and _MODULE_FILE.search(line):
+            return True
+        if kind == "shell" and ("()" in line or "function " in line):
+            return True  # shell helpers: their arguments may carry anything
+        if not any(n in line for n in _NEEDLES) or not self.judge_needle(line):
+            return False
         m = _FOLLOWS.search(line)
         if m is None or "pip" in line or "PYTHONPATH" in line:
             return True
         word = line[m.end() - 1 :].split()[0].strip("\"'")
-        if "$" in word:
-            return True
-        folder = os.path.dirname(self.rel)
+        return True if "$" in word else word
+
+    def is_file(self, folder: str, word: str) -> bool:
+        """A line that runs another script counts only when that script is in the tree."""
         key = (folder, word)
         known = self.files.get(key)
         if known is None:
@@ -156,13 +176,7 @@ class _Gate:
             )
         return known
 
-    def line(self, line: str) -> bool:
-        known = self.lines.get(line)
-        if known is None:
-            known = self.lines[line] = self.judge(line)
-        return known
-
-    def judge(self, line: str) -> bool:
+    def judge_needle(self, line: str) -> bool:
         code = line.split("#", 1)[0] if line.lstrip().startswith("#") else line
         if "PYTHONPATH" in code and re.search(r"PYTHONPATH[=\s]+['\"]?[^\s'\":;&|]",
                                               _PYTHONPATH_SELF.sub("", code)):  # fmt: skip
@@ -407,61 +421,81 @@ def script_files(
     return out
 
 
-def read_script(path: str) -> str | None:
-    """A file's text as ``open(path, encoding="utf-8", errors="replace")`` reads it (universal
-    newlines), or None when it cannot be read; one read of the bytes, one decode."""
+def read_bytes(path: str) -> bytes | None:
+    """A file's bytes with universal newlines (``\\r\\n`` and ``\\r`` become ``\\n``, as
+    ``open()`` in text mode reads them), or None when it cannot be read; one ``os.read`` for a
+    file under 64 KiB."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     try:
         data = os.read(fd, 1 << 16)
-        if data:
+        if len(data) == 1 << 16:
             chunks = [data]
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
-            if len(chunks) > 1:
-                data = b"".join(chunks)
+            data = b"".join(chunks)
     except OSError:
         return None
     finally:
         os.close(fd)
-    text = data.decode("utf-8", "replace")
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return data
+
+
+def read_script(path: str) -> str | None:
+    """A file's text as ``open(path, encoding="utf-8", errors="replace")`` reads it (universal
+    newlines), or None when it cannot be read; one read of the bytes, one decode."""
+    data = read_bytes(path)
+    return None if data is None else data.decode("utf-8", "replace")
 
 
 def scan_tree(
-    root: Path, include: list[str], exclude: list[str], engines: EngineNames
+    root: Path,
+    include: list[str],
+    exclude: list[str],
+    engines: EngineNames,
+    cache: ScriptCache | None = None,
 ) -> list[Finding]:
     """The PB4xx findings of every script under ``root`` (see :func:`script_files`).
 
     Each file is read once; one that names no trigger is skipped; the rest are analysed
-    (following ``source``/``bash`` into scripts of ``root``). A statement reached from several
-    scripts (a sourced helper) is one finding, at its own file and line, with the chain of the
-    first script that reached it.
+    (following ``source``/``bash`` into scripts of ``root``), or their findings taken from
+    ``cache`` when neither they nor a file their analysis looked at changed (the cache is
+    saved at the end). A statement reached from several scripts (a sourced helper) is one
+    finding, at its own file and line, with the chain of the first script that reached it.
 
     Returns:
-        Findings of PB401-PB410, annotated ones carrying their suppression.
+        Findings of PB401-PB411, annotated ones carrying their suppression.
     """
     found: dict[tuple[str, int | None, str], Finding] = {}
     base = os.path.join(os.fspath(root), "")
     gate = _Gate(engines, root)
     for rel, kind in script_files(root, include, exclude):
-        text = read_script(base + rel)
-        if text is None or not gate(text, rel, kind):
+        data = read_bytes(base + rel)
+        if data is None or not gate(data, rel, kind):
             continue
-        try:
-            analysis = analyse(text, rel, kind, engines, root)
-        except InputError as exc:
-            found[(rel, exc.line, "PB400")] = _unreadable(rel, exc)
-            continue
-        for finding in findings_of(analysis):
+        findings = cache.get(rel, kind, data) if cache is not None else None
+        if findings is None:
+            from ..analysis import analyse  # the parser and the walk, when a file needs them
+
+            try:
+                analysis = analyse(data.decode("utf-8", "replace"), rel, kind, engines, root)
+            except InputError as exc:  # not cached: it is cheap, and rare
+                found[(rel, exc.line, "PB400")] = _unreadable(rel, exc)
+                continue
+            findings = findings_of(analysis)
+            if cache is not None:
+                cache.put(rel, kind, data, findings, analysis.inputs)
+        for finding in findings:
             key = (finding.path, finding.line, finding.code)
             old = found.get(key)
             if old is None or len(finding.chain) > len(old.chain):
                 found[key] = finding
+    if cache is not None:
+        cache.save()
     return [f for f in found.values() if f is not None]
 
 

@@ -34,7 +34,7 @@ def _diff_content(w: Walker, files: list[Val], stdin: Stdin | None) -> tuple[str
             repo = w.repo_file(f)
             if repo is not None and w.root is not None:
                 facts["repo_file"] = repo.relative_to(w.root.resolve()).as_posix()
-                return _read(repo), facts
+                return _read(w, repo), facts
             return None, facts
         return _info_content(info, facts)
     if stdin is not None:
@@ -53,7 +53,7 @@ def _diff_content(w: Walker, files: list[Val], stdin: Stdin | None) -> tuple[str
             repo = w.repo_file(stdin.value)
             if repo is not None and w.root is not None:
                 facts["repo_file"] = repo.relative_to(w.root.resolve()).as_posix()
-                return _read(repo), facts
+                return _read(w, repo), facts
     return None, facts
 
 

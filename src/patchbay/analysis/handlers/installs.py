@@ -10,6 +10,7 @@ local tree, or an index); harness packages are listed apart, never as engine cha
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from packaging.requirements import InvalidRequirement, Requirement
 
@@ -65,7 +66,7 @@ def cmd_python(w: Walker, cmd: Cmd) -> Stream | None:
             return setup_py(w, cmd, words[1:])
         repo = w.repo_file(words[0])
         if repo is not None and w.root is not None:
-            text = repo.read_text(encoding="utf-8", errors="replace")
+            text = w.inputs.read_text(repo)
             saved = w.chain
             # the statements are the file's own, reached from this script
             w.chain = (*w.chain, repo.relative_to(w.root.resolve()).as_posix())
@@ -521,18 +522,25 @@ def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> 
             details=details,
         )
         return
+    req = _requirement(text)
+    if req is None or not w.engines.is_engine(req[0]):
+        harness(w, cmd, text, details)
+        return
+    name, specifier = req
+    details.update({"source": "index", "engine": name, "pin": specifier or "latest"})
+    w.emit(Mechanism.PIP, "pip install", cmd, None, content=text,
+           pinned=specifier.startswith("=="), details=details)  # fmt: skip
+
+
+@lru_cache(maxsize=4096)
+def _requirement(text: str) -> tuple[str, str] | None:
+    """(name, specifier) of a PEP 508 requirement, or None: not one (scripts repeat the same
+    harness installs; parsing one is the dearest step of a ``pip install``)."""
     try:
         req = Requirement(text)
     except InvalidRequirement:
-        harness(w, cmd, text, details)
-        return
-    if not w.engines.is_engine(req.name):
-        harness(w, cmd, text, details)
-        return
-    pin = str(req.specifier) or "latest"
-    details.update({"source": "index", "engine": req.name, "pin": pin})
-    w.emit(Mechanism.PIP, "pip install", cmd, None, content=text,
-           pinned=str(req.specifier).startswith("=="), details=details)  # fmt: skip
+        return None
+    return req.name, str(req.specifier)
 
 
 __all__ = ["Modification", "cmd_pip", "cmd_python"]

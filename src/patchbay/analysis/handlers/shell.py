@@ -146,7 +146,7 @@ def cmd_cat(w: Walker, cmd: Cmd) -> Stream | None:
         if info is None:
             repo = w.repo_file(f)
             if repo is not None:
-                info = FileInfo("repo", _read(repo), source=str(repo), line=cmd.line)
+                info = FileInfo("repo", _read(w, repo), source=str(repo), line=cmd.line)
         return Stream(unknown(f"$(cat {f.display()})", "the content of a file"), info)
     if cmd.stdin is not None:
         if cmd.stdin.kind in ("heredoc", "herestring"):
