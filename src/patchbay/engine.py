@@ -34,7 +34,9 @@ from typing import Any
 
 from . import __version__
 from .errors import ApplyFailed, InputError, PatchbayError, RefusedError
-from .hunks import HunkState
+from .hunks import PRESENT, HunkState
+from .hunkview import closest_lines, counts_text, hunk_counts, hunk_sentence, mixed
+from .identity import same_patch
 from .kinds import KINDS, ContentState, Inspection, LoadedPatch, PendingPatch
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
@@ -77,23 +79,45 @@ class PatchReport:
     def id(self) -> str:
         return str(self.patch.id)
 
+    @property
+    def by_patchbay(self) -> bool:
+        """Whether what is present of this patch was written by patchbay: the ledger records
+        it and it is applied (or an older version of it is)."""
+        return self.entry is not None and self.status in (
+            PatchStatus.APPLIED,
+            PatchStatus.OUTDATED,
+        )
+
+    @property
+    def applied_by(self) -> str | None:
+        """``patchbay``, ``image`` (present, not applied by patchbay) or None (not present);
+        never ``patchbay`` beside a status that says the patch is not there."""
+        if self.by_patchbay:
+            return "patchbay"
+        return "image" if self.status is PatchStatus.REDUNDANT else None
+
     def to_json(self) -> dict[str, Any]:
+        from .hunkview import hunk_counts
+
+        kind = self.patch.kind
         return {
             "id": self.id,
-            "kind": self.patch.kind,
+            "kind": kind,
             "status": self.status.value,
             "content_state": self.inspection.state.value,
             "patch_sha256": self.loaded.sha256,
-            "applied_by": "patchbay"
-            if self.entry
-            else ("image" if self.status is PatchStatus.REDUNDANT else None),
+            "patch_identity": self.loaded.identity,
+            "applied_by": self.applied_by,
             "ledger": None
             if self.entry is None
             else {
                 "patch_sha256": self.entry.patch_sha256,
+                "patch_identity": self.entry.patch_identity,
                 "applied_at": self.entry.applied_at,
                 "tool_version": self.entry.tool_version,
+                "matches_tree": self.by_patchbay,
             },
+            "hunk_counts": hunk_counts(self.inspection.hunks, kind, by_patchbay=self.by_patchbay),
             "hunks": [h.to_json() for h in self.inspection.hunks],
             "notes": self.notes,
         }
@@ -399,7 +423,7 @@ def _check_reaches_applied(
     if again.state is ContentState.APPLIED:
         return
     mode_only = {c.path for c in inspection.changes if c.before == c.after}  # not in the trial
-    units = [h for h in again.hunks if h.state is not HunkState.APPLIED and h.file not in mode_only]
+    units = [h for h in again.hunks if h.state not in PRESENT and h.file not in mode_only]
     if not units:
         return
     where = (
@@ -436,13 +460,21 @@ def _status(
 ) -> tuple[PatchStatus, list[str]]:
     notes = list(inspection.notes)
     state = inspection.state
-    if entry is not None and entry.patch_sha256 != loaded.sha256:
+    if entry is not None and not same_patch(entry, loaded):
+        recorded = entry.patch_identity or entry.patch_sha256
+        now = loaded.identity if entry.patch_identity else loaded.sha256
         notes.append(
-            f"the patch changed since it was applied on {entry.applied_at} (recorded sha256 "
-            f"{entry.patch_sha256[:12]}, now {loaded.sha256[:12]}); "
+            f"the patch changed since it was applied on {entry.applied_at} (recorded "
+            f"{'identity' if entry.patch_identity else 'sha256'} {recorded[:12]}, now "
+            f"{now[:12]}); "
             "`patchbay apply --upgrade` reverts the recorded version and applies this one"
         )
         return PatchStatus.OUTDATED, notes
+    if entry is not None and entry.patch_sha256 != loaded.sha256:
+        notes.append(
+            "the patch file's bytes changed since it was applied, not its content (same "
+            "identity: index lines, hunk headers or mail headers differ)"
+        )
     if entry is not None:
         for rec in entry.files:
             last_written = history[(rec.target, rec.path)][1]  # a later patch may touch it too
@@ -531,15 +563,15 @@ def _refuse_blocking(plan: Plan, upgrade: bool) -> None:
                 details.append(f"{report.id}: {report.loaded.unlocked}")
                 continue
             source = report.loaded.source or str(plan.patchset.path)
-            for h in report.inspection.hunks:
-                unit = "edit" if report.patch.kind == "replace" else "hunk"
-                where = f"{unit} {h.index}" if h.index else "whole file"
-                line = f" at line {h.line}" if h.line else ""
-                extra = f": {h.detail}" if h.detail else ""
+            kind, mine = report.patch.kind, report.by_patchbay
+            hunks = report.inspection.hunks
+            if mixed(hunks, kind, by_patchbay=mine):
+                counts = counts_text(hunk_counts(hunks, kind, by_patchbay=mine))
+                details.append(f"{report.id}: {counts}")
+            for h in hunks:
                 origin = f"{source}:{h.patch_line}: " if h.patch_line else ""
-                details.append(
-                    f"{origin}{report.id}: {h.file} {where}: {h.state.value}{line}{extra}"
-                )
+                details.append(f"{origin}{report.id}: {hunk_sentence(h, kind, by_patchbay=mine)}")
+                details.extend(f"    {line}" for line in closest_lines(h))
         raise RefusedError(
             f"{first.status.value}: {len(blocking)} patch(es) cannot be applied as they stand; "
             "nothing was changed",
@@ -802,6 +834,7 @@ def _write_pending(
                 patch_id=report.id,
                 kind=report.patch.kind,
                 patch_sha256=report.loaded.sha256,
+                patch_identity=report.loaded.identity,
                 applied_at=now,
                 tool_version=__version__,
                 files=records,

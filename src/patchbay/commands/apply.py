@@ -10,6 +10,7 @@ from rich.markup import escape
 from ..bundle import check_bundle
 from ..engine import PatchStatus, apply_patchset, make_plan
 from ..options import RunOptions
+from ..output import apply_notes
 from ..provenance import check_record_path, provenance, write_record
 from .common import console, environment, load
 
@@ -46,10 +47,8 @@ def run(
         console.print(f"[green]applied[/] {escape(pid)}")
     redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
     already = [r.id for r in plan.with_status(PatchStatus.APPLIED)]
-    for report in plan.reports:
-        for note in report.notes:
-            if report.status is not PatchStatus.REDUNDANT:
-                console.print(f"note: {report.id}: {note}", markup=False)
+    for line in apply_notes(plan):
+        console.print(line, markup=False)
     if redundant:
         console.print(
             f"[cyan]{len(redundant)} patch(es) redundant[/] (already in the image, not applied "
