@@ -476,10 +476,20 @@ def _status(
             "identity: index lines, hunk headers or mail headers differ)"
         )
     if entry is not None:
+        back = []
         for rec in entry.files:
-            last_written = history[(rec.target, rec.path)][1]  # a later patch may touch it too
-            if sha256_or_none(tree.on_disk(rec.target, rec.path)) != last_written:
+            first_before, last_written = history[(rec.target, rec.path)]  # later patches too
+            current = sha256_or_none(tree.on_disk(rec.target, rec.path))
+            if current in (rec.before, first_before) and current != last_written:
+                back.append(rec.path)
+            elif current != last_written:
                 notes.append(f"{rec.path} changed since patchbay wrote it")
+        if back:
+            notes.append(
+                f"the ledger records it as applied, but its files are back to what they were "
+                f"before it ({', '.join(back)}; the package was reinstalled?): `patchbay "
+                "apply` applies it again, `patchbay revert` clears the record"
+            )
     if state is ContentState.APPLIED:
         if entry is None:
             notes.append(
@@ -581,6 +591,26 @@ def _refuse_blocking(plan: Plan, upgrade: bool) -> None:
         )
 
 
+def plan_apply(
+    patchset: Patchset,
+    env: Environment,
+    *,
+    upgrade: bool = False,
+    options: RunOptions | None = None,
+) -> Plan:
+    """The plan ``apply`` would carry out, with the same refusals; nothing is written (no
+    lock is taken, no pip dry run or download is made): ``apply --dry-run``.
+
+    Raises:
+        InputError: missing or corrupt patch content.
+        RefusedError: as :func:`apply_patchset` (guard, conflicts, a stale ledger entry
+            without ``upgrade``).
+    """
+    plan = make_plan(patchset, env, load_patches(patchset), options=options)
+    _refuse_blocking(plan, upgrade)
+    return plan
+
+
 def apply_patchset(
     patchset: Patchset,
     env: Environment,
@@ -641,7 +671,7 @@ def apply_patchset(
                     ledger,
                     txn,
                     options,
-                )
+                ).ids
                 txn.doing = "writing the ledger"
                 ledger.save(txn)
                 plan = make_plan(patchset, env, loaded, options=options)
@@ -925,6 +955,25 @@ def _drop_bytecode(path: Path, txn: Transaction) -> None:
         pyc.unlink()
 
 
+@dataclass
+class RevertResult:
+    """What a revert did.
+
+    Attributes:
+        ids: every patch id taken off the ledger, newest first.
+        cleared: those whose files were already back to what they were before the patch
+            (the package was reinstalled): their ledger entries were removed, nothing written.
+    """
+
+    ids: list[str] = field(default_factory=list)
+    cleared: list[str] = field(default_factory=list)
+
+    @property
+    def reverted(self) -> list[str]:
+        """The ids whose recorded files were restored, newest first."""
+        return [pid for pid in self.ids if pid not in self.cleared]
+
+
 def _revert_entries(
     patchset: str,
     entries: list[LedgerEntry],
@@ -932,14 +981,26 @@ def _revert_entries(
     ledger: Ledger,
     txn: Transaction,
     options: RunOptions | None = None,
-) -> list[str]:
+) -> RevertResult:
     """Undo ``entries`` newest first, restoring recorded bytes (and, through the kind, effects
-    beyond files, e.g. a package version); every file is checked before anything is written."""
+    beyond files, e.g. a package version); every file is checked before anything is written.
+
+    A file already back to what it was before (its recorded ``before``, or the original the
+    oldest of these entries started from: a reinstall put the pristine file back) is left as
+    it is; an entry whose every file is back is cleared from the ledger without a write, as
+    quilt would not pop what is no longer pushed.
+    """
     tree = Tree(env.roots, env, options)
+    originals: dict[tuple[str, str], str | None] = {}
+    for entry in entries:
+        for rec in entry.files:
+            originals.setdefault((rec.target, rec.path), rec.before)
     steps: list[tuple[LedgerEntry, list[tuple[str, str, bytes | None, list[str], int | None]]]]
     steps = []
+    result = RevertResult(ids=[e.patch_id for e in reversed(entries)])
     for entry in reversed(entries):
         writes = []
+        back = 0
         for rec in reversed(entry.files):
             if rec.target not in env.roots:
                 raise RefusedError(
@@ -949,12 +1010,16 @@ def _revert_entries(
                 )
             current = sha256_or_none(tree.read(rec.target, rec.path))
             if current != rec.after:
+                if current in (rec.before, originals[(rec.target, rec.path)]):
+                    back += 1  # already as it was before patchbay wrote it
+                    continue
                 original = ledger.blob_dir / rec.before if rec.before else None
                 hint = f"; its original is kept at {original}" if original else ""
                 raise RefusedError(
                     f"{rec.path} changed since patchbay wrote it (sha256 {current or 'absent'}, "
-                    f"recorded {rec.after or 'absent'}); refusing to revert over it; nothing "
-                    f"was changed. Undo the edit by hand (or reinstall the package){hint}",
+                    f"recorded {rec.after or 'absent'}, and not what it was before either); "
+                    f"refusing to revert over it; nothing was changed. Undo the edit by hand "
+                    f"(or reinstall the package){hint}",
                     file=tree.resolve(rec.target, rec.path),
                     patch_id=entry.patch_id,
                 )
@@ -970,7 +1035,10 @@ def _revert_entries(
                     )
             tree.stage(rec.target, rec.path, before)
             writes.append((rec.target, rec.path, before, rec.created_dirs, rec.mode_before))
-        steps.append((entry, writes))
+        if entry.files and back == len(entry.files):
+            result.cleared.append(entry.patch_id)
+        else:
+            steps.append((entry, writes))
     flat = [(tree.resolve(t, rel), data) for _, writes in steps for t, rel, data, *_ in writes]
     txn.check_space(_space_needed(env, ledger, [(p, None, d) for p, d in flat]))
     txn.doing = "journaling the files this run changes"
@@ -1000,76 +1068,55 @@ def _revert_entries(
         raise ApplyFailed(f"write failed: {exc.strerror or exc}", file=exc.filename) from None
     for entry in entries:
         ledger.remove(patchset, entry.patch_id)
-    return [e.patch_id for e in reversed(entries)]
+    return result
 
 
 def revert_patchset(
     patchset: Patchset,
     env: Environment,
+    patch_ids: list[str] | None = None,
     *,
     lock_timeout: float = 0.0,
     options: RunOptions | None = None,
-) -> list[str]:
-    """Undo everything the ledger records for ``patchset``, newest first, as one transaction.
+) -> RevertResult:
+    """Undo what the ledger records for ``patchset``, newest first, as one transaction.
+
+    Args:
+        patchset: the loaded patchset.
+        env: the resolved environment.
+        patch_ids: None: everything the ledger records; else these patches and every entry
+            recorded after the oldest of them (they may build on it), as quilt's ``pop`` down
+            to a patch. Ids the ledger does not record are ignored.
+        lock_timeout: seconds to wait for another run's lock.
+        options: network and bundle options (a package pin's previous version).
 
     Returns:
-        The reverted patch ids, in the order they were undone (empty: nothing recorded).
+        The :class:`RevertResult` (empty: nothing recorded). Entries whose files a reinstall
+        already put back are cleared, not refused.
 
     Raises:
-        RefusedError: a file changed since patchbay wrote it (named), a recorded original is
-            missing, or the lock is held; nothing changed.
+        RefusedError: a file changed since patchbay wrote it into something that is neither
+            its recorded result nor its original (named), a recorded original is missing, or
+            the lock is held; nothing changed.
         ApplyFailed: a write failed; every file touched was restored.
     """
     with state_lock(env.state_dir, lock_timeout):
         _recover(env, patchset)
         ledger = Ledger(env.state_dir)
         entries = ledger.entries(patchset.name)
+        if patch_ids is not None:
+            wanted = set(patch_ids)
+            chosen = [e for e in entries if e.patch_id in wanted]
+            entries = _entries_from(ledger, patchset.name, chosen) if chosen else []
         if not entries:
-            return []
+            return RevertResult()
         with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
-            reverted = _revert_entries(patchset.name, entries, env, ledger, txn, options)
+            result = _revert_entries(patchset.name, entries, env, ledger, txn, options)
             txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()
         ledger.prune_blobs()
-    return reverted
-
-
-def revert_patches(
-    patchset: Patchset,
-    env: Environment,
-    patch_ids: list[str],
-    *,
-    lock_timeout: float = 0.0,
-    options: RunOptions | None = None,
-) -> list[str]:
-    """Undo the ledger entries of ``patch_ids`` and every entry recorded after the oldest of
-    them (they may build on it), newest first, as one transaction: quilt's ``pop`` down to a
-    patch. Ids the ledger does not record are ignored.
-
-    Returns:
-        The reverted patch ids, in the order they were undone (empty: none recorded).
-
-    Raises:
-        RefusedError: a file changed since patchbay wrote it, a recorded original is missing,
-            or the lock is held; nothing changed.
-        ApplyFailed: a write failed; every file touched was restored.
-    """
-    with state_lock(env.state_dir, lock_timeout):
-        _recover(env, patchset)
-        ledger = Ledger(env.state_dir)
-        wanted = set(patch_ids)
-        chosen = [e for e in ledger.entries(patchset.name) if e.patch_id in wanted]
-        if not chosen:
-            return []
-        entries = _entries_from(ledger, patchset.name, chosen)
-        with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
-            reverted = _revert_entries(patchset.name, entries, env, ledger, txn, options)
-            txn.doing = "writing the ledger"
-            ledger.save(txn)
-            txn.commit()
-        ledger.prune_blobs()
-    return reverted
+    return result
 
 
 # -- verify ---------------------------------------------------------------------------------

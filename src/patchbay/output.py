@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .check import CLEAR, CheckItem, CheckResult, Verdict
-from .engine import PatchReport, PatchStatus, Plan
+from .engine import PatchReport, PatchStatus, Plan, RevertResult
 from .hunks import HunkResult
 from .hunkview import closest_lines, counts_text, hunk_counts, hunk_sentence, mixed, unit_name
 
@@ -95,6 +95,23 @@ def closest_block(report_id: str, h: HunkResult, kind: str) -> list[str]:
     head = f"{report_id}: {h.file} {unit} ({h.state.value}):"
     view = closest_lines(h)
     return [head, *(view or [h.text.rstrip("\n")])]
+
+
+def revert_lines(result: RevertResult, patchset: str, patch_ids: list[str] | None) -> list[str]:
+    """What ``revert`` prints: each patch undone or cleared, newest first, or why nothing."""
+    if not result.ids:
+        named = f" for {', '.join(patch_ids)}" if patch_ids else ""
+        return [f"nothing to revert: the ledger records no patch of {patchset}{named}"]
+    out = []
+    for pid in result.ids:
+        if pid in result.cleared:
+            out.append(
+                f"cleared {pid}: its files were already back to what they were before it "
+                "(reinstalled?); removed its ledger entry, wrote nothing"
+            )
+        else:
+            out.append(f"reverted {pid}")
+    return out
 
 
 def print_guard(plan: Plan, console: Console) -> None:
