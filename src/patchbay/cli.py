@@ -407,6 +407,23 @@ def audit(
             help="GitHub API base for --upstream (default https://api.github.com).",
         ),
     ] = None,
+    image_python: Annotated[
+        str | None,
+        typer.Option(
+            "--python",
+            metavar="PATH",
+            help="With --upstream: the pinned image's interpreter; its files are content "
+            "evidence for PB501, as in `patchbay report --python`.",
+        ),
+    ] = None,
+    image_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--image-root",
+            metavar="DIR",
+            help="With --upstream: the pinned image as an unpacked folder (as --root elsewhere).",
+        ),
+    ] = None,
     changed_since: Annotated[
         str | None,
         typer.Option(
@@ -438,6 +455,8 @@ def audit(
         output=output,
         today=today.date() if today else None,
         upstream=upstream,
+        image_python=image_python,
+        image_root=image_root,
         api_url=api_url,
         changed_since=changed_since,
         pull_request=pull_request,
