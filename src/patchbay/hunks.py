@@ -13,7 +13,9 @@ A hunk found neither way may still have landed: upstream merged the same change 
 refactor moved its context. Such a hunk is *upstream* when the content says so beyond doubt
 (:func:`moved_context`). git's ``patch-id`` and ``git cherry`` already ignore line numbers to
 recognise a change that landed elsewhere; this goes one step further and ignores the context
-that moved, but only on strong evidence, and such a hunk is never reverse-applied.
+that moved, but only on strong evidence, and such a hunk is never reverse-applied. A hunk
+whose preimage is found while its change is also there with its context moved is
+*ambiguous*: applying it would make the change twice.
 """
 
 from __future__ import annotations
@@ -455,6 +457,17 @@ def classify_hunk(index: LineIndex, hunk: Hunk, path: str) -> HunkResult:
     if len(pre_only) == 1 and not post_only:
         result.state, result.start = HunkState.PENDING, pre_only[0]
         result.offset = pre_only[0] - _declared_start(hunk.old_start, hunk.old_count)
+        moved = moved_context(index, hunk)
+        if moved is not None and not pre_only[0] <= moved[0] < pre_only[0] + len(pre):
+            # it would apply, and its change is already there with its context moved: applying
+            # would make the change twice, skipping it would be a guess
+            result.state, result.start, result.offset = HunkState.AMBIGUOUS, None, 0
+            result.candidates = [pre_only[0] + 1, moved[0] + 1]
+            result.detail = (
+                f"it applies at line {pre_only[0] + 1}, but its change is already at lines "
+                f"{moved[0] + 1}-{moved[1]} (context moved): applying would make it twice; "
+                "refusing to guess (give the patch more context, or drop it)"
+            )
     elif len(post_only) == 1 and not pre_only:
         result.state, result.start = HunkState.APPLIED, post_only[0]
         result.offset = post_only[0] - _declared_start(hunk.new_start, hunk.new_count)
