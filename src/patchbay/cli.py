@@ -129,6 +129,10 @@ def apply(
             help="Revert recorded versions of edited or removed patches, then apply, in one step.",
         ),
     ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Print the unified diff apply would write; write nothing."),
+    ] = False,
     lock_timeout: LockOpt = 0.0,
     record: RecordOpt = None,
     offline: OfflineOpt = False,
@@ -147,6 +151,7 @@ def apply(
         root=root,
         state_dir=state_dir,
         upgrade=upgrade,
+        dry_run=dry_run,
         lock_timeout=lock_timeout,
         record=record,
         options=lambda: _options(offline, bundle, cache_dir, mirror),
@@ -182,6 +187,13 @@ def status(
 @app.command()
 def revert(
     patchset: PatchsetArg,
+    patch_ids: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[ID]...",
+            help="Revert these patches and those applied after them (default: all).",
+        ),
+    ] = None,
     python: PythonOpt = None,
     root: RootOpt = None,
     state_dir: StateOpt = None,
@@ -196,6 +208,7 @@ def revert(
     _run(
         cmd.run,
         patchset,
+        patch_ids=patch_ids or None,
         python=python,
         root=root,
         state_dir=state_dir,
@@ -394,6 +407,23 @@ def audit(
             help="GitHub API base for --upstream (default https://api.github.com).",
         ),
     ] = None,
+    image_python: Annotated[
+        str | None,
+        typer.Option(
+            "--python",
+            metavar="PATH",
+            help="With --upstream: the pinned image's interpreter; its files are content "
+            "evidence for PB501, as in `patchbay report --python`.",
+        ),
+    ] = None,
+    image_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--image-root",
+            metavar="DIR",
+            help="With --upstream: the pinned image as an unpacked folder (as --root elsewhere).",
+        ),
+    ] = None,
     changed_since: Annotated[
         str | None,
         typer.Option(
@@ -425,6 +455,8 @@ def audit(
         output=output,
         today=today.date() if today else None,
         upstream=upstream,
+        image_python=image_python,
+        image_root=image_root,
         api_url=api_url,
         changed_since=changed_since,
         pull_request=pull_request,

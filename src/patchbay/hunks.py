@@ -8,25 +8,45 @@ found. Matching is exact (zero fuzz, whitespace significant), as ``git apply`` d
 
 Anchoring follows git apply: a hunk whose old start line is 0 or 1 must match at the beginning
 of the file, and a hunk without trailing context must match at its end.
+
+A hunk found neither way may still have landed: upstream merged the same change and a later
+refactor moved its context. Such a hunk is *upstream* when the content says so beyond doubt
+(:func:`moved_context`). git's ``patch-id`` and ``git cherry`` already ignore line numbers to
+recognise a change that landed elsewhere; this goes one step further and ignores the context
+that moved, but only on strong evidence, and such a hunk is never reverse-applied. A hunk
+whose preimage is found while its change is also there with its context moved is
+*ambiguous*: applying it would make the change twice.
 """
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from .diffparse import Hunk, split_lines
 
 
 class HunkState(str, Enum):
-    """State of one hunk (or of one edit of a ``replace`` patch) on the current content."""
+    """State of one hunk (or of one edit of a ``replace`` patch) on the current content.
+
+    ``upstream``: the hunk's change is present by content although its context moved (see
+    :func:`moved_context`); it counts as applied but is never reverse-applied.
+    """
 
     PENDING = "pending"
     APPLIED = "applied"
+    UPSTREAM = "upstream"
     CONFLICT = "conflict"
     AMBIGUOUS = "ambiguous"
+
+
+#: states in which a hunk's change is in the file
+PRESENT = frozenset({HunkState.APPLIED, HunkState.UPSTREAM})
 
 
 @dataclass
@@ -44,6 +64,11 @@ class HunkResult:
         candidates: 1-based lines of every occurrence, when ambiguous.
         text: the hunk as written in the patch, for conflicts and ambiguities.
         patch_line: line of the hunk's header in the patch file (0: not from a patch file).
+        offset: lines between where the hunk was found and where its header says it is
+            (git apply's "succeeded at N (offset K lines)"); 0 when found where declared.
+        moved: for an ``upstream`` hunk, the 1-based first and last line of its change in the
+            file (its context moved).
+        closest: for a conflict, the closest place line by line (a ``.rej``-like view).
     """
 
     file: str
@@ -56,6 +81,9 @@ class HunkResult:
     candidates: list[int] = field(default_factory=list)
     text: str = ""
     patch_line: int = 0
+    offset: int = 0
+    moved: tuple[int, int] | None = None
+    closest: list[CloseLine] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -65,15 +93,51 @@ class HunkResult:
             "state": self.state.value,
             "line": self.line,
         }
+        if self.line is not None and self.index:
+            out["offset"] = self.offset
+        if self.moved is not None:
+            out["moved"] = {"first_line": self.moved[0], "last_line": self.moved[1]}
         if self.detail:
             out["detail"] = self.detail
         if self.candidates:
             out["candidates"] = self.candidates
+        if self.closest:
+            out["closest"] = [c.to_json() for c in self.closest]
         if self.text:
             out["text"] = self.text
         if self.patch_line:
             out["patch_line"] = self.patch_line
         return out
+
+
+@dataclass(frozen=True)
+class CloseLine:
+    """One line of a conflicting hunk's preimage beside the file at the closest place.
+
+    Attributes:
+        tag: the hunk line's tag (``' '`` context, ``'-'`` removed).
+        hunk: the line the hunk expects (with its ending).
+        line: 1-based line of the file it is compared with (None: past the end of the file).
+        file: that file line (None: past the end).
+    """
+
+    tag: str
+    hunk: str
+    line: int | None
+    file: str | None
+
+    @property
+    def same(self) -> bool:
+        return self.hunk == self.file
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tag": self.tag,
+            "hunk": self.hunk,
+            "line": self.line,
+            "file": self.file,
+            "same": self.same,
+        }
 
 
 class LineIndex:
@@ -257,6 +321,115 @@ class LineIndex:
         return (best_start + 1, best) if best else (0, 0)
 
 
+# Words that say nothing about which change a line belongs to: flow keywords and literals
+# found in every language a patch touches (a lone ``return``, ``else:``, ``fi``, ``None``).
+_GENERIC_WORDS = frozenset(
+    [
+        "return",
+        "pass",
+        "break",
+        "continue",
+        "else",
+        "elif",
+        "try",
+        "finally",
+        "except",
+        "end",
+        "fi",
+        "done",
+        "do",
+        "then",
+        "esac",
+        "begin",
+        "None",
+        "True",
+        "False",
+        "null",
+        "nullptr",
+        "true",
+        "false",
+        "self",
+        "this",
+    ]
+)
+_WORD = re.compile(r"\w+")
+
+
+def is_generic(line: str) -> bool:
+    """Whether a line is too common to be evidence that a change is present: blank, only
+    punctuation (a closing bracket), only flow keywords and literals (a lone ``return``,
+    ``return []``, ``else:``), or fewer than three word characters in all (``x = 1``)."""
+    words = _WORD.findall(line)
+    return all(w in _GENERIC_WORDS for w in words) or sum(map(len, words)) < 3
+
+
+def moved_context(index: LineIndex, hunk: Hunk) -> tuple[int, int] | None:
+    """Where a hunk's change is in the file although its context moved: the 0-based start and
+    end (exclusive) of its changed block, or None when the content does not prove it.
+
+    The rule, every part required:
+
+    - the block from the hunk's first to its last changed line, as it reads after the change
+      (added lines and the context between them), occurs exactly once in the file;
+    - at least one added line is evidence: not generic (:func:`is_generic`: blank, a lone
+      ``return``, a closing bracket) and found once in the whole file; a line that occurs
+      more than once never counts;
+    - at least part of the hunk's context (a line that is not generic) is nearby: within the
+      hunk's length before or after the block;
+    - none of the removed lines (not generic, not re-added by the hunk) is nearby.
+
+    A variant in which only some of the added lines are present fails the first rule and stays
+    a conflict. Cost: the occurrences of the block's rarest line and of the hunk's context and
+    removed lines (through the shared :class:`LineIndex`), never a scan per hunk.
+    """
+    lines = hunk.lines
+    changed = [k for k, (tag, _) in enumerate(lines) if tag != " "]
+    if not changed:
+        return None
+    first, last = changed[0], changed[-1]
+    block = [text for tag, text in lines[first : last + 1] if tag != "-"]
+    added = {text for tag, text in lines if tag == "+"}
+    if not any(not is_generic(t) and index.count(t) == 1 for t in added):
+        return None
+    near = max(hunk.new_start - 1, 0) + sum(1 for tag, _ in lines[:first] if tag != "-")
+    hits = index.find(block, at_start=False, at_end=False, near=near)
+    if len(hits) != 1:
+        return None
+    start, end = hits[0], hits[0] + len(block)
+    reach = max(len(lines), 6)
+    lo, hi = max(0, start - reach), end + reach
+
+    def nearby(text: str) -> bool:
+        places = index.positions(text, start)
+        k = bisect_left(places, lo)
+        return any(p < start or p >= end for p in places[k : bisect_left(places, hi)])
+
+    context = {text for tag, text in lines if tag == " " and not is_generic(text)}
+    if not any(nearby(t) for t in context):
+        return None
+    removed = {text for tag, text in lines if tag == "-" and text not in added}
+    if any(nearby(t) for t in removed if not is_generic(t)):
+        return None
+    return start, end
+
+
+def _declared_start(start: int, count: int) -> int:
+    """The 0-based line a hunk header's ``start,count`` points at (a count of 0 names the
+    line after which the hunk goes)."""
+    return start - 1 if count else start
+
+
+def _closest_view(index: LineIndex, pre: list[str], tags: list[str], line: int) -> list[CloseLine]:
+    n = len(index.lines)
+    rows = []
+    for k, (tag, text) in enumerate(zip(tags, pre, strict=True)):
+        i = line - 1 + k
+        rows.append(
+            CloseLine(tag, text, i + 1 if i < n else None, index.lines[i] if i < n else None)
+        )
+    return rows
+
+
 def classify_hunk(index: LineIndex, hunk: Hunk, path: str) -> HunkResult:
     """Classify one hunk on a file's lines (see the module docstring for the rules)."""
     pre, post = hunk.preimage, hunk.postimage
@@ -283,9 +456,28 @@ def classify_hunk(index: LineIndex, hunk: Hunk, path: str) -> HunkResult:
     post_only = [j for j in post_hits if not any(_inside(j, post, i, pre) for i in pre_hits)]
     if len(pre_only) == 1 and not post_only:
         result.state, result.start = HunkState.PENDING, pre_only[0]
+        result.offset = pre_only[0] - _declared_start(hunk.old_start, hunk.old_count)
+        moved = moved_context(index, hunk)
+        if moved is not None and not pre_only[0] <= moved[0] < pre_only[0] + len(pre):
+            # it would apply, and its change is already there with its context moved: applying
+            # would make the change twice, skipping it would be a guess
+            result.state, result.start, result.offset = HunkState.AMBIGUOUS, None, 0
+            result.candidates = [pre_only[0] + 1, moved[0] + 1]
+            result.detail = (
+                f"it applies at line {pre_only[0] + 1}, but its change is already at lines "
+                f"{moved[0] + 1}-{moved[1]} (context moved): applying would make it twice; "
+                "refusing to guess (give the patch more context, or drop it)"
+            )
     elif len(post_only) == 1 and not pre_only:
         result.state, result.start = HunkState.APPLIED, post_only[0]
+        result.offset = post_only[0] - _declared_start(hunk.new_start, hunk.new_count)
     elif not pre_only and not post_only:
+        moved = moved_context(index, hunk)
+        if moved is not None:
+            result.state = HunkState.UPSTREAM
+            result.line, result.moved = moved[0] + 1, (moved[0] + 1, moved[1])
+            result.detail = f"context moved: lines {moved[0] + 1}-{moved[1]}"
+            return result
         result.state = HunkState.CONFLICT
         loose = index.find(pre, at_start=False, at_end=False, near=old_at)
         if loose and (hunk.old_start <= 1 or at_end):
@@ -303,6 +495,9 @@ def classify_hunk(index: LineIndex, hunk: Hunk, path: str) -> HunkResult:
                 if matched
                 else "context does not match anywhere in the file"
             )
+            if matched:
+                tags = [tag for tag, _ in hunk.lines if tag != "+"]
+                result.closest = _closest_view(index, pre, tags, line)
     else:
         result.state = HunkState.AMBIGUOUS
         result.candidates = sorted(i + 1 for i in pre_only + post_only)
@@ -320,6 +515,19 @@ def classify_hunk(index: LineIndex, hunk: Hunk, path: str) -> HunkResult:
     else:
         result.text = hunk.render()
     return result
+
+
+def set_offsets(results: list[HunkResult], hunks: list[Hunk]) -> None:
+    """Each located hunk's offset from where its header puts it, the hunks of one file patch
+    taken together: a hunk is expected at its old start moved by what the present hunks before
+    it added or removed (so, with every hunk applied, at its new start), as git apply counts
+    an offset from where the earlier hunks left it."""
+    delta = 0
+    for result, hunk in zip(results, hunks, strict=True):
+        if result.start is not None:
+            result.offset = result.start - (_declared_start(hunk.old_start, hunk.old_count) + delta)
+        if result.state in PRESENT:
+            delta += hunk.new_count - hunk.old_count
 
 
 def _slices(data: bytes, size: int) -> Iterator[bytes]:

@@ -60,7 +60,10 @@ class LedgerEntry:
     Attributes:
         patch_id: the patch's id in its patchset.
         kind: the patch kind (``diff``, ``replace``, ...).
-        patch_sha256: sha256 of the patch content when it was applied.
+        patch_sha256: sha256 of the patch content when it was applied (the diff file's raw
+            bytes).
+        patch_identity: the patch's identity then (:mod:`patchbay.identity`); None in an
+            entry an older patchbay wrote (compared by ``patch_sha256`` then).
         applied_at: UTC time, ISO 8601.
         tool_version: the patchbay version that applied it.
         files: the files it changed, in the order it changed them.
@@ -74,6 +77,7 @@ class LedgerEntry:
     tool_version: str
     files: list[FileRecord] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    patch_identity: str | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LedgerEntry:

@@ -3,7 +3,9 @@
 ``patchbay.lock`` (JSON) sits in the patchset folder next to ``patchset.yaml``. For every diff
 patch with an upstream ``source`` it records the resolved commit (a PR resolves to its head
 commit, with its base), the URL the diff came from, the vendored file and its sha256, as
-nixpkgs' ``fetchpatch`` pins upstream patches by hash. For artifact files declared without a
+nixpkgs' ``fetchpatch`` pins upstream patches by hash, and the diff's identity
+(:mod:`patchbay.identity`), so that upstream serving the same diff in another form (``index``
+lines abbreviated differently) is no moved pin. For artifact files declared without a
 hash it records the sha256 and size of what was downloaded. For every ``pip`` patch built from a
 ``source`` named by a tag or branch (or the default branch), it records the commit the ref
 pointed at (``revisions``). ``apply`` only ever reads vendored files whose hash matches and
@@ -39,6 +41,7 @@ class LockedSource:
     sha256: str
     base: str | None = None  # a PR's base commit
     paths: list[str] = field(default_factory=list)
+    identity: str | None = None  # the diff's identity (patchbay.identity); None: older lock
 
 
 @dataclass
@@ -62,6 +65,15 @@ class LockedRevision:
     def matches(self, repo: str, ref: str | None) -> bool:
         """Whether this entry pins ``repo`` at ``ref`` (a changed declaration is unlocked)."""
         return self.repo == repo and self.ref == ref
+
+
+def _source_json(source: LockedSource) -> dict[str, Any]:
+    """A source entry as saved; without ``identity`` when it has none (an older lock stays
+    byte for byte as it was until vendor locks that source again)."""
+    data = asdict(source)
+    if data["identity"] is None:
+        del data["identity"]
+    return data
 
 
 def _check_types(entry: LockedSource | LockedArtifact | LockedRevision) -> None:
@@ -133,7 +145,7 @@ class Lock:
         """Write ``folder/patchbay.lock`` (sorted, so diffs of it stay small)."""
         data: dict[str, Any] = {
             "format": LOCK_FORMAT,
-            "sources": {k: asdict(v) for k, v in sorted(self.sources.items())},
+            "sources": {k: _source_json(v) for k, v in sorted(self.sources.items())},
             "artifacts": {k: asdict(v) for k, v in sorted(self.artifacts.items())},
         }
         if self.revisions:  # absent when empty: older locks stay byte for byte as they were

@@ -16,7 +16,9 @@ default branch's name from ``GET /repos/{owner}/{repo}``), recorded under ``revi
 Requests go through :class:`~patchbay.upstream.github.GitHubClient` (configurable API base,
 retries, rate limits; the token from ``GITHUB_TOKEN`` or ``GH_TOKEN`` is never printed and is
 sent only over https or to a loopback stand-in). A pin that is already in the lock never moves
-silently: if upstream serves other bytes, vendor refuses unless ``--update``.
+silently: if upstream serves another diff, vendor refuses unless ``--update``; the same diff
+in another form (another ``index`` abbreviation, hunk-header text, mail headers: the same
+identity, :mod:`patchbay.identity`) is re-locked with a note.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from urllib.parse import quote
 from .diffparse import parse_diff
 from .errors import InputError, RefusedError
 from .fetch import fetch_pinned
+from .identity import diff_identity
 from .ledger import sha256_bytes
 from .lockfile import Lock, LockedArtifact, LockedRevision, LockedSource
 from .model import ArtifactPatch, BuildSource, DiffPatch, Patchset, PipPatch, RemoteSource
@@ -46,12 +49,15 @@ class VendorResult:
         artifacts: URLs of artifacts locked.
         revisions: patch id -> ``owner/repo@ref -> <commit>`` for source builds locked.
         left_out: patch id -> paths of the upstream diff its ``paths`` filter did not keep.
+        relocked: patch id -> a note, for a source whose bytes changed upstream while its
+            identity did not (re-locked, not refused).
     """
 
     sources: list[str] = field(default_factory=list)
     artifacts: list[str] = field(default_factory=list)
     revisions: dict[str, str] = field(default_factory=dict)
     left_out: dict[str, list[str]] = field(default_factory=dict)
+    relocked: dict[str, str] = field(default_factory=dict)
 
 
 def filter_paths(diff: str, paths: list[str]) -> str:
@@ -129,10 +135,18 @@ def vendor_patchset(
             locked, content, left = _fetch_source(gh, patch, patch.source)
             if left:
                 result.left_out[patch.id] = left
-            parse_diff(content, source=patchset.folder / locked.file, strip=patch.strip)
+            parsed = parse_diff(content, source=patchset.folder / locked.file, strip=patch.strip)
+            locked.identity = diff_identity(parsed)
             old = lock.sources.get(patch.id)
             if old is not None and old.ref == locked.ref and old.sha256 != locked.sha256:
-                _refuse_moved(patch.id, locked.url, old.sha256, locked.sha256, update)
+                if _old_identity(patchset, patch, old) == locked.identity:
+                    result.relocked[patch.id] = (
+                        f"upstream serves the same diff in another form (sha256 "
+                        f"{locked.sha256[:12]}, was {old.sha256[:12]}; same identity "
+                        f"{locked.identity[:12]}): re-locked"
+                    )
+                else:
+                    _refuse_moved(patch.id, locked.url, old.sha256, locked.sha256, update)
             pending_files.append((patchset.folder / locked.file, content))
             lock.sources[patch.id] = locked
             result.sources.append(patch.id)
@@ -151,6 +165,24 @@ def vendor_patchset(
         write_atomic(path, content, mode=0o644)
     lock.save(patchset.folder)
     return result
+
+
+def _old_identity(patchset: Patchset, patch: DiffPatch, old: LockedSource) -> str | None:
+    """The identity of what the lock pinned: recorded, or (a lock written before identities)
+    computed from the vendored file when it still has the locked bytes."""
+    if old.identity:
+        return old.identity
+    path = patchset.folder / old.file
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if sha256_bytes(data) != old.sha256:
+        return None
+    try:
+        return diff_identity(parse_diff(data, source=path, strip=patch.strip))
+    except InputError:
+        return None
 
 
 def _refuse_moved(patch_id: str, url: str, old: str, new: str, update: bool) -> None:

@@ -229,9 +229,14 @@ def upstream_checks(
     api_url: str | None = None,
     cache_dir: Path | None = None,
     today: date | None = None,
+    image_python: str | None = None,
+    image_root: Path | None = None,
 ) -> list[Finding]:
     """PB501: every patch whose upstream verdict is ``remove`` (the fix is in the pinned
-    commit), from :func:`patchbay.upstream.status.upstream_findings`.
+    commit), from :func:`patchbay.upstream.status.upstream_findings`. With the pinned image
+    (``image_python`` or ``image_root``), its files are content evidence exactly as in
+    ``patchbay report --python`` (:mod:`patchbay.upstream.evidence`): a patch only part of
+    which the image ships is no PB501, as the report calls it ``refresh``.
 
     Raises:
         InputError: ``api_url`` is not an http(s) URL (exit 2).
@@ -240,12 +245,26 @@ def upstream_checks(
     """
     from ..options import default_cache_dir
     from ..upstream import GitHubClient, GitHubError, upstream_findings
+    from ..upstream.evidence import pinned_evidence
+
+    evidence = {}
+    if image_python is not None or image_root is not None:
+        if image_python is not None and image_root is not None:
+            raise InputError("give --python or --image-root, not both")
+        for ps in patchsets:
+            by_id = pinned_evidence(ps, python=image_python, root=image_root)
+            evidence.update({(ps.name, pid): [ev] for pid, ev in by_id.items()})
 
     # the client upstream_findings would make, kept to see whether the forge answered at all
     client = GitHubClient.from_env(api_url, cache_dir=(cache_dir or default_cache_dir()) / "github")
     try:
         found = upstream_findings(
-            patchsets, client=client, api_url=api_url, cache_dir=cache_dir, today=today
+            patchsets,
+            client=client,
+            api_url=api_url,
+            cache_dir=cache_dir,
+            today=today,
+            evidence=evidence,
         )
     finally:
         client.close()
@@ -281,6 +300,8 @@ def run_audit(
     changed_since: str | None = None,
     pull_request: int | None = None,
     script_cache: bool = True,
+    image_python: str | None = None,
+    image_root: Path | None = None,
 ) -> AuditResult:
     """Audit a repository.
 
@@ -300,6 +321,8 @@ def run_audit(
         pull_request: the change's pull request number (``change-waiver`` names its waiver).
         script_cache: reuse (and record) the findings of scripts analysed before; off when
             False or when ``PATCHBAY_NO_CACHE`` is set (:func:`.cache.cache_disabled`).
+        image_python, image_root: with ``upstream``, the pinned image (content evidence for
+            PB501, see :func:`upstream_checks`).
 
     Returns:
         The :class:`AuditResult`.
@@ -349,8 +372,16 @@ def run_audit(
     ]
     if upstream:
         findings += upstream_checks(
-            patchsets, root, api_url=api_url, cache_dir=cache_dir, today=today
+            patchsets,
+            root,
+            api_url=api_url,
+            cache_dir=cache_dir,
+            today=today,
+            image_python=image_python,
+            image_root=image_root,
         )
+    elif image_python is not None or image_root is not None:
+        raise InputError("--python and --image-root are content evidence for --upstream")
     if change is not None:
         findings = limit_to_change(findings, change)
     kept = _configured(findings, cfg)

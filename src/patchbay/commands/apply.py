@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from rich.markup import escape
 
 from ..bundle import check_bundle
-from ..engine import PatchStatus, apply_patchset, make_plan
+from ..engine import PatchStatus, apply_patchset, make_plan, plan_apply
 from ..options import RunOptions
+from ..output import apply_notes
+from ..preview import dry_run_text
 from ..provenance import check_record_path, provenance, write_record
+from ..redaction import redact
 from .common import console, environment, load
 
 
@@ -22,6 +26,7 @@ def run(
     state_dir: Path | None,
     upgrade: bool,
     lock_timeout: float,
+    dry_run: bool = False,
     record: Path | None,
     options: Callable[[], RunOptions] | None = None,
     probe_timeout: float | None = None,
@@ -33,6 +38,11 @@ def run(
     if run_options.bundle is not None:
         check_bundle(run_options.bundle)
     patchset = load(patchset_arg)
+    if dry_run:
+        env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
+        plan = plan_apply(patchset, env, upgrade=upgrade, options=run_options)
+        sys.stdout.write(redact(dry_run_text(plan)))
+        return 0
     env = environment(patchset, python, root, state_dir, writable=True, probe_timeout=probe_timeout)
     result = apply_patchset(
         patchset, env, upgrade=upgrade, lock_timeout=lock_timeout, options=run_options
@@ -46,10 +56,8 @@ def run(
         console.print(f"[green]applied[/] {escape(pid)}")
     redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
     already = [r.id for r in plan.with_status(PatchStatus.APPLIED)]
-    for report in plan.reports:
-        for note in report.notes:
-            if report.status is not PatchStatus.REDUNDANT:
-                console.print(f"note: {report.id}: {note}", markup=False)
+    for line in apply_notes(plan):
+        console.print(line, markup=False)
     if redundant:
         console.print(
             f"[cyan]{len(redundant)} patch(es) redundant[/] (already in the image, not applied "

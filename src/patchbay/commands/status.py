@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..engine import BLOCKING, PatchStatus, interrupted, make_plan, upgrade_command
-from ..output import print_guard, status_table
+from ..output import print_guard, status_epilogue, status_table
 from ..provenance import check_record_path, provenance, write_record
 from .common import console, environment, err_console, load, print_json
 
@@ -46,6 +46,8 @@ def run(
     else:
         print_guard(plan, console)
         console.print(status_table(plan))
+        for line in status_epilogue(plan):
+            console.print(line, markup=False, highlight=False)
         for entry in plan.stale:
             if entry.patch_id not in {r.id for r in plan.reports}:
                 console.print(

@@ -26,6 +26,8 @@ def run(
         left = result.left_out.get(pid)
         if left:
             console.print(f"  left out by its paths filter: {', '.join(left)}", markup=False)
+        if pid in result.relocked:
+            console.print(f"  note: {result.relocked[pid]}", markup=False)
     for url in result.artifacts:
         console.print(f"locked {url}", markup=False)
     for pid, what in result.revisions.items():

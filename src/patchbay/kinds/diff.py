@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from ..diffparse import FilePatch, Hunk, ParsedDiff, parse_diff
 from ..errors import InputError
 from ..gitapply import git_apply
-from ..hunks import HunkResult, HunkState, apply_hunks, classify_hunk
+from ..hunks import PRESENT, HunkResult, HunkState, apply_hunks, classify_hunk, set_offsets
+from ..identity import diff_identity
 from ..inputfiles import read_input
 from ..ledger import sha256_bytes
 from ..lockfile import Lock
@@ -178,7 +179,13 @@ class DiffKind(FileKind):
                 f"{patch.content_path} has CRLF line endings (a checkout conversion); read as "
                 "LF and matched to each target file's own line endings"
             )
-        return LoadedPatch(sha256=sha256_bytes(data), source=str(path), data=parsed, notes=notes)
+        return LoadedPatch(
+            sha256=sha256_bytes(data),
+            source=str(path),
+            data=parsed,
+            notes=notes,
+            identity=diff_identity(parsed),
+        )
 
     def describe(self, patch: DiffPatch, loaded: LoadedPatch) -> str:
         parsed: ParsedDiff = loaded.data
@@ -251,7 +258,7 @@ class DiffKind(FileKind):
                 results, after = [self._file_result(fp, HunkState.PENDING)], old
             else:
                 results, after, placed = self._modify(fp, old, notes, tree)
-                if all(r.state is HunkState.APPLIED for r in results):
+                if all(r.state in PRESENT for r in results):
                     detail = "content already changed, but not renamed"
                     return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
             if after is None:
@@ -289,6 +296,7 @@ class DiffKind(FileKind):
             notes.append(f"{fp.path} uses CRLF line endings; the patch was matched with CRLF")
         index = tree.line_index(data)
         results = [classify_hunk(index, h, fp.path) for h in hunks]
+        set_offsets(results, hunks)
         if not results or any(r.state is not HunkState.PENDING for r in results):
             return results, None, None
         placed: list[tuple[int | None, Hunk]] = [
