@@ -16,23 +16,32 @@ twenty gets one to three undeclared engine modifications (``sed -i`` into site-p
 over an installed file, ``git apply`` after ``cd "$SITE"``, ``pip install`` of a fork, a
 ``PYTHONPATH`` hook), one of them reviewed with an annotation.
 
-It then times, ``--repeat`` times after one untimed warm-up of each, and reports the median:
+It then times, ``--repeat`` times after one untimed warm-up of each:
 
-- ``patchbay in-process``: :func:`patchbay.audit.run_audit` on the tree (imports done);
-- ``patchbay CLI``: ``patchbay audit ROOT --format json`` (wall time, start-up included);
 - ``grep -rE``: ``grep -rEn PATTERN ROOT`` with :data:`patchbay.audit.scanner.GREP_PATTERN`, the
-  scanner's trigger substrings as one extended regex, over the same tree.
+  scanner's trigger substrings as one extended regex, over the same tree;
+- ``in-process, no cache``: :func:`patchbay.audit.run_audit` with ``script_cache=False`` (every
+  script that passes the gate is parsed and walked; imports done);
+- ``in-process, cold cache``: ``run_audit`` with an empty cache folder each run (the walk, and
+  the cache file written);
+- ``in-process, warm cache``: ``run_audit`` with the cache the warm-up filled (no script
+  changed: every entry reused);
+- ``scripts only, no cache`` and ``scripts only, warm cache``: the script rules alone
+  (:func:`patchbay.audit.scanner.scan_tree` with the audit's engine names: listing, reading,
+  the gate, the analysis or the cache), the part of the audit that reads what grep reads;
+- ``CLI, no cache`` and ``CLI, warm cache``: ``patchbay audit ROOT --format json`` (wall time,
+  start-up included) with ``PATCHBAY_NO_CACHE=1``, and with the warm cache (``XDG_CACHE_HOME``
+  points into the benchmark's folder either way: the user's cache is not touched).
 
-The three are timed in rounds (one run of each per round), so that other load on the machine
-while the benchmark runs weighs on all three alike.
-
-It prints both ratios of the medians against grep (target <= 3.0), each marked PASS or MISS, with
-the ratio of the fastest runs beside it, and exits 1 when a correctness check fails: the audit
-must report exactly the planted modifications (file and line, the reviewed one suppressed) and no
-other finding, the CLI must agree, and every generated waiver must parse the same with the plain
-front matter and Markdown paths of the waiver parser as with PyYAML and markdown-it. How many
-planted lines grep matches is printed (it cannot follow ``$SITE``). ``--profile`` adds a
-cProfile of one in-process audit.
+They are timed in rounds (one run of each per round) so that other load on the machine weighs on
+all of them alike, and each run is compared with grep's run of the same round. It prints each
+one's times (median, min..max) and its ratios to grep (median, min..max over the rounds; target
+<= 3.0 on the median, PASS or MISS), and exits 1 when a correctness check fails: every variant
+must report exactly the planted modifications (file and line, the reviewed one suppressed) and
+no other finding, the CLI must agree, and every generated waiver must parse the same with the
+plain front matter and Markdown paths of the waiver parser as with PyYAML and markdown-it. How
+many planted lines grep matches is printed (it cannot follow ``$SITE``). ``--profile`` adds a
+cProfile of one in-process audit without the cache and one with the warm cache.
 
 Run it as ``.venv/bin/python benchmarks/bench_audit.py`` from the repository root; no network.
 """
@@ -42,6 +51,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import pstats
 import random
 import shutil
@@ -53,8 +63,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from patchbay.analysis import EngineNames
 from patchbay.audit import AuditResult, run_audit
-from patchbay.audit.scanner import GREP_PATTERN
+from patchbay.audit.cache import ScriptCache
+from patchbay.audit.config import load_config
+from patchbay.audit.run import find_patchsets
+from patchbay.audit.scanner import GREP_PATTERN, scan_tree
 from patchbay.waivers import parse_waiver
 
 TARGET = 3.0
@@ -231,12 +245,12 @@ def generate(root: Path, scripts: int, patches: int, waivers: int, seed: int) ->
 def timed(
     fns: dict[str, Callable[[], object]], repeat: int
 ) -> dict[str, tuple[list[float], object]]:
-    """Time each function ``repeat`` times after one untimed warm-up (file cache, imports), in
-    rounds (one run of each per round), so that a change of load on the machine while the
-    benchmark runs weighs on all of them alike.
+    """Time each function ``repeat`` times after one untimed warm-up (file cache, imports, the
+    warm cache), in rounds (one run of each per round), so that a change of load on the machine
+    while the benchmark runs weighs on all of them alike.
 
     Returns:
-        name -> (wall times, the last result).
+        name -> (wall times, round by round; the last result).
     """
     out: dict[str, tuple[list[float], object]] = {}
     for name, fn in fns.items():
@@ -250,6 +264,26 @@ def timed(
     return out
 
 
+def scripts_only(root: Path) -> Callable[[Path | None], list]:
+    """``scan_tree`` as :func:`run_audit` calls it (its engine names, includes and excludes),
+    with a cache in the given folder (None: no cache)."""
+    root = root.resolve()
+    cfg = load_config(root, None).config
+    patchsets = find_patchsets(root, cfg.patchsets, explicit=False)
+    components = [c for ps in patchsets for c in ps.spec.components]
+    engines = EngineNames.build(
+        cfg.engine_names(c.distribution for c in components),
+        [t.package for ps in patchsets for t in ps.spec.targets.values()],
+        [c.repository for c in components if c.repository],
+    )
+
+    def scan(folder: Path | None) -> list:
+        cache = None if folder is None else ScriptCache(folder / "audit", root, engines)
+        return scan_tree(root, cfg.scripts, cfg.exclude, engines, cache)
+
+    return scan
+
+
 def plain_paths_agree(root: Path) -> bool:
     """True when the plain front matter and Markdown paths of the waiver parser give the same
     waivers as PyYAML and markdown-it on the generated ones."""
@@ -260,11 +294,17 @@ def plain_paths_agree(root: Path) -> bool:
     return True
 
 
-def profile(root: Path) -> None:
-    """cProfile of one in-process audit: the 25 functions with the most time of their own."""
-    profiler = cProfile.Profile()
-    profiler.runcall(run_audit, root)
-    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+def profile(root: Path, cache_dir: Path) -> None:
+    """cProfile of one in-process audit without the cache and one with the warm cache: the 25
+    functions with the most time of their own."""
+    for label, kwargs in (
+        ("no cache", {"script_cache": False}),
+        ("warm cache", {"cache_dir": cache_dir}),
+    ):
+        print(f"-- profile: in-process, {label}")
+        profiler = cProfile.Profile()
+        profiler.runcall(run_audit, root, **kwargs)
+        pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
 def fmt(times: list[float]) -> str:
@@ -276,7 +316,7 @@ def fmt(times: list[float]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--scripts", type=int, default=2000)
+    parser.add_argument("--scripts", type=int, default=500)
     parser.add_argument("--patches", type=int, default=100)
     parser.add_argument("--waivers", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=5)
@@ -299,58 +339,83 @@ def main() -> int:
         )
         grep = ["grep", "-rEn", GREP_PATTERN, str(root)]
         cli = [str(PATCHBAY), "audit", str(root), "--format", "json"]
-        runs = timed(
-            {
-                "grep": lambda: (
-                    subprocess.run(grep, capture_output=True, text=True, check=False).stdout
-                ),
-                "lib": lambda: run_audit(root),
-                "cli": lambda: subprocess.run(cli, capture_output=True, text=True, check=False),
-            },
-            args.repeat,
-        )
+        warm = work / "cache"
+        cli_env = {**os.environ, "XDG_CACHE_HOME": str(work / "cli-cache")}
+        no_cache_env = {**cli_env, "PATCHBAY_NO_CACHE": "1"}
+
+        def fresh_cache() -> Path:
+            return Path(tempfile.mkdtemp(prefix="cold-", dir=work))
+
+        scan = scripts_only(root)
+
+        def run_cli(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(cli, capture_output=True, text=True, check=False, env=env)
+
+        variants: dict[str, Callable[[], object]] = {
+            "grep": lambda: (
+                subprocess.run(grep, capture_output=True, text=True, check=False).stdout
+            ),
+            "in-process, no cache": lambda: run_audit(root, script_cache=False),
+            "in-process, cold cache": lambda: run_audit(root, cache_dir=fresh_cache()),
+            "in-process, warm cache": lambda: run_audit(root, cache_dir=warm),
+            "scripts only, no cache": lambda: scan(None),
+            "scripts only, warm cache": lambda: scan(warm),
+            "CLI, no cache": lambda: run_cli(no_cache_env),
+            "CLI, warm cache": lambda: run_cli(cli_env),
+        }
+        runs = timed(variants, args.repeat)
         t_grep, grep_out = runs["grep"]
-        t_lib, result = runs["lib"]
-        t_cli, cli_out = runs["cli"]
-        assert isinstance(grep_out, str) and isinstance(result, AuditResult)
-        assert isinstance(cli_out, subprocess.CompletedProcess)
+        assert isinstance(grep_out, str)
 
         ok = plain_paths_agree(root)
-        found = sorted((f.path, f.line, f.code, f.suppression is not None) for f in result.findings)
-        if found != planted:
-            ok = False
-            print("FAIL: audit findings differ from the planted modifications")
-            for item in sorted(set(found) ^ set(planted))[:10]:
-                print("  ", "found" if item in found else "missed", item)
-        doc = json.loads(cli_out.stdout)
-        if len(doc["findings"]) != len(planted) or cli_out.returncode != 1:
-            ok = False
-            print(
-                f"FAIL: CLI reported {len(doc['findings'])} finding(s), exit {cli_out.returncode}"
-            )
+        for name, (_times, result) in runs.items():
+            if name.startswith(("in-process", "scripts only")):
+                findings = result.findings if isinstance(result, AuditResult) else result
+                assert isinstance(findings, list)
+                found = sorted(
+                    (f.path, f.line, f.code, f.suppression is not None) for f in findings
+                )
+                if found != planted:
+                    ok = False
+                    print(f"FAIL: {name}: audit findings differ from the planted modifications")
+                    for item in sorted(set(found) ^ set(planted))[:10]:
+                        print("  ", "found" if item in found else "missed", item)
+            elif name.startswith("CLI"):
+                assert isinstance(result, subprocess.CompletedProcess)
+                doc = json.loads(result.stdout)
+                got = sorted(
+                    (f["path"], f["line"], f["code"], f["suppressed"] is not None)
+                    for f in doc["findings"]
+                )
+                if got != planted or result.returncode != 1:
+                    ok = False
+                    print(
+                        f"FAIL: {name}: {len(got)} finding(s), exit {result.returncode}, "
+                        f"not the {len(planted)} planted"
+                    )
         grep_hits = {
             (line.split(":", 2)[0], int(line.split(":", 2)[1])) for line in grep_out.splitlines()
         }
         seen = sum((str(root / p[0]), p[1]) in grep_hits for p in planted)
         print(
             f"grep: {len(grep_hits)} line(s) matched, {seen} of the {len(planted)} planted ones "
-            f"(a line using $SITE has no pattern to match); audit: {len(found)} finding(s)"
+            f"(a line using $SITE has no pattern to match); audit: the {len(planted)} planted "
+            "finding(s) and no other" + ("" if ok else " NOT in every variant")
         )
-
-        print(f"grep -rE              {fmt(t_grep)}")
-        print(f"patchbay in-process   {fmt(t_lib)}")
-        print(f"patchbay CLI          {fmt(t_cli)}")
-        base = statistics.median(t_grep)
-        for name, times in (("in-process", t_lib), ("CLI", t_cli)):
-            ratio = statistics.median(times) / base
-            mark = "PASS" if ratio <= TARGET else "MISS"
-            fastest = min(times) / min(t_grep)  # less sensitive to other load on the machine
+        for name, (times, _result) in runs.items():
+            print(f"{name:26s} {fmt(times)}")
+        for name, (times, _result) in runs.items():
+            if name == "grep":
+                continue
+            per_round = [t / g for t, g in zip(times, t_grep, strict=True)]
+            median = statistics.median(per_round)
+            mark = "PASS" if median <= TARGET else "MISS"
             print(
-                f"ratio patchbay {name} / grep: {ratio:.2f} (target <= {TARGET}) {mark}; "
-                f"fastest runs {fastest:.2f}"
+                f"ratio {name} / grep: {median:.2f} ({min(per_round):.2f}..{max(per_round):.2f}) "
+                f"(target <= {TARGET}) {mark}"
             )
         if args.profile:
-            profile(root)
+            profile(root, warm)
         return 0 if ok else 1
     finally:
         if args.keep:

@@ -89,6 +89,12 @@ def copy_engine(template: Path, prefix: Path) -> Engine:
     return Engine(prefix=prefix, python=prefix / "bin" / "python", site=_site_packages(prefix))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The suite's audits cache into a folder of the run, never the user's ``~/.cache``."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
+
+
 @pytest.fixture(scope="session")
 def demo_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """demo/engine built into a wheel, once per test session."""

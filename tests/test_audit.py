@@ -839,11 +839,6 @@ def test_the_first_waiver_in_order_covers_a_script_linked_twice() -> None:
     assert finding.waived_by is not None and finding.waived_by.id == "2490"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="chain from wt-10a: today's scanner does not follow `bash path` into the script it "
-    "runs, so the inner script's findings carry no chain",
-)
 def test_a_waiver_naming_the_benchmark_script_covers_the_patch_script_it_runs(
     tmp_path: Path,
 ) -> None:

@@ -656,6 +656,150 @@ def refusals() -> Iterator[Input]:
     )  # fmt: skip
 
 
+def git_headers() -> Iterator[Input]:
+    """Extended ``diff --git`` headers that are malformed or contradict each other."""
+    git = "diff --git a/demo_engine/envs.py b/demo_engine/envs.py\n"
+    plain = "--- a/demo_engine/envs.py\n+++ b/demo_engine/envs.py\n" + HUNK
+    shapes = {
+        "old-mode-not-octal": git + "old mode 10064x\nnew mode 100755\n" + plain,
+        "mode-of-a-folder": git + "old mode 100644\nnew mode 040000\n" + plain,
+        "new-file-mode-junk": git + "new file mode 999\n" + plain,
+        "index-not-hex": git + "index zzzzzzz..yyyyyyy 100644\n" + plain,
+        "index-no-dots": git + "index 1234567 100644\n" + plain,
+        "rename-from-only": (
+            "diff --git a/demo_engine/envs.py b/demo_engine/e2.py\n"
+            "rename from demo_engine/envs.py\n"
+        ),
+        "copy-from-only": (
+            "diff --git a/demo_engine/envs.py b/demo_engine/e2.py\ncopy from demo_engine/envs.py\n"
+        ),
+        "names-disagree-with-minus-plus": (
+            "diff --git a/demo_engine/envs.py b/demo_engine/envs.py\n"
+            "--- a/demo_engine/other.py\n+++ b/demo_engine/other.py\n" + HUNK
+        ),
+        "deleted-file-with-new-lines": (
+            git + "deleted file mode 100644\n--- a/demo_engine/envs.py\n+++ /dev/null\n"
+            "@@ -1 +0,0 @@\n-import os\n+x\n"
+        ),
+        "binary-without-payload": git + "GIT binary patch\n",
+        "binary-literal-size-junk": git + "GIT binary patch\nliteral abc\nzcmZ?\n\n",
+        "binary-delta-no-data": git + "GIT binary patch\ndelta 12\n\n",
+        "same-file-twice": GOOD_DIFF + GOOD_DIFF.replace("+ASM_PADDING", "+OTHER_PADDING"),
+        "diff-git-one-path": "diff --git a/demo_engine/envs.py\n" + plain,
+        "quoted-path-unterminated": '--- "a/demo_engine/envs.py\n+++ b/demo_engine/envs.py\n'
+        + HUNK,
+        "hunk-negative-start": HEADER + "@@ --3,3 +3,4 @@\n" + HUNK.split("\n", 1)[1],
+    }
+    for name, text in shapes.items():
+        yield diff_file(f"git-{name}", text)
+
+
+# credentials a user puts in a URL: refused inputs must never print them (see SECRETS)
+CREDENTIAL_URL = "https://patchbay-user:s3cr3t-corpus-pw@downloads.example.invalid/k.co"
+
+
+def credentials_in_urls() -> Iterator[Input]:
+    """Bad inputs whose URLs carry credentials: the message names the file, never the
+    password."""
+    art = {
+        "id": "art", "kind": "artifact", "target": "engine", "description": "k",
+        "upstream": ["a/b#1"],
+        "files": [{"url": CREDENTIAL_URL, "dest": "demo_engine/k.co", "sha256": "a" * 64}],
+    }  # fmt: skip
+    pin = {
+        "id": "pin", "kind": "pip", "description": "p", "upstream": ["a/b#1"],
+        "requirement": "tinypkg==1.0",
+        "index_url": CREDENTIAL_URL.replace("/k.co", "/simple/"),
+    }  # fmt: skip
+
+    def add(item: dict, **changes: object) -> Callable[[dict], None]:
+        def edit(d: dict) -> None:
+            entry = {**item, **changes}
+            d["patches"].append(entry)
+
+        return edit
+
+    http = CREDENTIAL_URL.replace("https://", "http://")
+    art_files = art["files"][0]
+    yield with_doc("cred-artifact-plain-http", add(art, files=[{**art_files, "url": http}]))
+    yield with_doc("cred-artifact-bad-sha", add(art, files=[{**art_files, "sha256": "xyz"}]))
+    yield with_doc("cred-artifact-ftp", add(art, files=[{**art_files, "url": "ftp" + http[4:]}]))
+    yield with_doc(
+        "cred-artifact-no-dest", add(art, files=[{"url": CREDENTIAL_URL, "sha256": "a" * 64}])
+    )
+    yield with_doc("cred-artifact-size-text", add(art, files=[{**art_files, "size": "big"}]))
+    yield with_doc("cred-pin-unpinned", add(pin, requirement="tinypkg"))
+    yield with_doc("cred-pin-index-int", add(pin, extra_index_urls=[3]))
+    yield with_doc("cred-pin-bad-requirement", add(pin, requirement="tiny pkg ==="))
+    yield with_doc("cred-pin-vcs-branch", add(pin, requirement=f"x @ git+{CREDENTIAL_URL}@main"))
+    yield with_doc("cred-pin-unknown-key", add(pin, index=CREDENTIAL_URL))
+    yield with_doc(
+        "cred-source-repo-url",
+        lambda d: (patch0(d).pop("file"), patch0(d).update(source={"repo": CREDENTIAL_URL})),
+    )
+    yield with_doc(
+        "cred-upstream-url-int", lambda d: patch0(d).update(upstream=[CREDENTIAL_URL, 1])
+    )
+
+
+def upstream_fields() -> Iterator[Input]:
+    """``upstream``/``upstream_status`` values a waiver audit could not use."""
+    cases: dict[str, Callable[[dict], None]] = {
+        "upstream-empty-list-no-status": lambda d: patch0(d).update(upstream=[]),
+        "upstream-string": lambda d: patch0(d).update(upstream="demo-org/demo-engine#101"),
+        "upstream-int": lambda d: patch0(d).update(upstream=[101]),
+        "upstream-mapping": lambda d: patch0(d).update(upstream=[{"pr": 101}]),
+        "upstream-missing-both": lambda d: patch0(d).pop("upstream"),
+        "status-unknown-word": lambda d: patch0(d).update(
+            upstream_status={"status": "Maybe", "reason": "xyz"}
+        ),
+        "status-string": lambda d: patch0(d).update(upstream_status="Pending"),
+        "status-no-status": lambda d: patch0(d).update(upstream_status={"reason": "xyz"}),
+        "status-reason-int": lambda d: patch0(d).update(
+            upstream_status={"status": "Pending", "reason": 3}
+        ),
+        "status-extra-key": lambda d: patch0(d).update(
+            upstream_status={"status": "Pending", "reason": "xyz", "when": "soon"}
+        ),
+        "description-missing": lambda d: patch0(d).pop("description"),
+        "description-int": lambda d: patch0(d).update(description=5),
+        "id-duplicate": lambda d: patch1(d).update(id="envs-padding"),
+        "id-with-slash": lambda d: patch0(d).update(id="a/b"),
+        "id-empty": lambda d: patch0(d).update(id=""),
+        "kind-unknown": lambda d: patch0(d).update(kind="sed"),
+        "waiver-int": lambda d: patch0(d).update(waiver=3),
+        "after-unknown": lambda d: patch1(d).update(after=["nope"]),
+        "after-later-patch": lambda d: patch0(d).update(after=["full-graph"]),
+        "after-itself": lambda d: patch0(d).update(after=["envs-padding"]),
+    }
+    for name, edit in cases.items():
+        yield with_doc(name, edit)
+
+
+def target_fields() -> Iterator[Input]:
+    """Targets that name no folder patchbay may write, and patches naming targets wrongly."""
+    targets: dict[str, object] = {
+        "package-dotted-start": {"package": ".demo_engine"},
+        "package-with-slash": {"package": "demo_engine/ops"},
+        "package-empty": {"package": ""},
+        "path-with-nul": {"package": "demo_engine", "path": "meta\x00x"},
+        "path-backslash": {"package": "demo_engine", "path": "meta\\x"},
+        "path-dot-git": {"package": "demo_engine", "path": ".git/hooks"},
+        "path-list": {"package": "demo_engine", "path": ["meta"]},
+        "home-absolute": {"env": "DEMO_JIT_DIR", "home": "/root/.jit"},
+        "home-dotdot": {"env": "DEMO_JIT_DIR", "home": "../.jit"},
+        "home-env-lowercase-space": {"env": "demo jit", "home": ".jit"},
+        "home-and-package": {"package": "demo_engine", "home": ".jit"},
+        "nothing": {},
+        "unknown-key": {"package": "demo_engine", "root": "/"},
+    }
+    for name, target in targets.items():
+        yield with_doc(f"targets-{name}", lambda d, t=target: d["targets"].update(engine=t))
+    yield with_doc("patch-target-unknown", lambda d: patch0(d).update(target="nope"))
+    yield with_doc("patch-target-missing", lambda d: patch0(d).pop("target"))
+    yield with_doc("patch-target-list", lambda d: patch0(d).update(target=["engine"]))
+
+
 # (category, commands per input): None runs each input under all its commands; a number
 # runs it under validate and that many more, rotating, so every command sees every category
 CATEGORIES: list[tuple[Callable[[], Iterator[Input]], int | None]] = [
@@ -673,7 +817,18 @@ CATEGORIES: list[tuple[Callable[[], Iterator[Input]], int | None]] = [
     (interpreters, None),
     (journals, None),
     (refusals, None),
+    (git_headers, 2),
+    (credentials_in_urls, 2),
+    (upstream_fields, 2),
+    (target_fields, 2),
 ]
+
+# secrets in the environment of every run and in inputs: no output may show one
+SECRETS = {
+    "GITHUB_TOKEN": "ghp_corpusSENTINEL0123456789abcdefABCDEF",
+    "HF_TOKEN": "hf_corpusSENTINEL0123456789abcdefghij",
+}
+SECRET_VALUES = [*SECRETS.values(), "s3cr3t-corpus-pw"]
 
 # inputs that fail on this branch because the path gate is another branch's (see the docstring)
 
@@ -763,9 +918,19 @@ def scratch_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("inputs")
 
 
+@pytest.fixture
+def secrets_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+
+
 @pytest.mark.parametrize(("item", "command"), RUNS)
 def test_bad_input(
-    item: Input, command: str, scratch_root: Path, shared_tree: tuple[Path, str]
+    item: Input,
+    command: str,
+    scratch_root: Path,
+    shared_tree: tuple[Path, str],
+    secrets_in_env: None,
 ) -> None:
     # a folder of its own per input (pytest's tmp_path costs more than most inputs)
     tmp_path = Path(tempfile.mkdtemp(dir=scratch_root))
@@ -795,6 +960,7 @@ def test_bad_input(
     assert res.crash is None, res.crash
     assert "Traceback" not in res.err
     assert not changed, "the engine tree changed"
+    assert not [v for v in SECRET_VALUES if v in res.out + res.err], "a secret was printed"
     assert res.code == item.expected(command), res.out + res.err
     lines = res.err.strip().splitlines()
     assert lines and lines[0].startswith("patchbay: error: "), res.err
@@ -820,6 +986,8 @@ def test_the_base_patchset_is_valid_and_applies(tmp_path: Path) -> None:
 
 def test_the_corpus_is_large_and_spread_over_every_command() -> None:
     per_command = {c: sum(1 for p in RUNS if p.values[1] == c) for c in COMMANDS}
+    inputs = {p.values[0].name for p in RUNS}
+    assert len(inputs) >= 300, len(inputs)
     assert sum(per_command.values()) >= 300
     assert all(n >= 20 for n in per_command.values()), per_command
 

@@ -226,7 +226,8 @@ def test_008_partly_upstream_reports_hunks_and_refuses(tmp_path: Path) -> None:
     res = run_cli("apply", ps, "--root", root)
     assert res.code == 1
     assert "partial" in res.err
-    assert "hunk 2: applied at line 20" in res.err
+    assert "hunk 2: upstream at line 20" in res.err
+    assert "mla-backport: 1 upstream, 2 pending" in res.err
     assert snapshot(root) == before
 
     # the author drops hunk 2 from the patch; it then applies

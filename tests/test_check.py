@@ -93,8 +93,13 @@ def test_check_against_a_newer_image(candidate: Engine) -> None:
 def test_check_table_names_hunks_and_droppable_patches(candidate: Engine) -> None:
     res = run_cli("check", DEMO, "--python", candidate.python)
     assert res.code == 1
-    assert "demo_engine/attention/mla.py hunk 2: present at line 20" in res.out
-    assert "demo_engine/attention/mla.py hunk 1: pending at line 6" in res.out
+    assert "demo_engine/attention/mla.py hunk 2: upstream at line 20" in res.out
+    assert "demo_engine/attention/mla.py hunk 1: applies at line 6" in res.out
+    assert "1 upstream, 2 pending" in res.out
+    # the conflict's closest place, the file's lines beside the hunk's
+    assert "scheduler-padding: demo_engine/scheduler.py hunk 1 (conflict):" in res.out
+    assert "closest place: line 4 (" in res.out
+    print(res.out)
     assert "1 patch(es) can be dropped with this image: envs-asm-padding" in res.out
 
 

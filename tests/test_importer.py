@@ -802,7 +802,11 @@ def test_downloads_pins_and_checked_in_patches(tmp_path: Path) -> None:
 
 
 def test_shell_reader_keeps_lines_and_here_documents() -> None:
-    from patchbay.importer.shell import For, FunctionDef, If, Simple, parse_script
+    """The grammar the importer reads with (tree-sitter-bash, through the analyser) keeps the
+    statements' lines, ``<<-`` here-documents with every leading tab removed, a loop's items
+    (quoted, ``$'...'``), functions, ``case`` and the comments."""
+    from patchbay.analysis import analyse_shell
+    from patchbay.analysis.syntax import parse_shell
 
     text = dedent(
         """
@@ -823,24 +827,32 @@ def test_shell_reader_keeps_lines_and_here_documents() -> None:
         esac
         """
     )
-    script = parse_script(text, Path("t.sh"))
-    kinds = [(type(n).__name__, n.line, n.last_line()) for n in script.nodes]
+    source = parse_shell(text, "t.sh")
+    nodes = [n for n in source.root.named_children if n.type != "comment"]
+    kinds = [(n.type, source.line(n), source.end_line(n)) for n in nodes]
     assert kinds == [
-        ("Simple", 3, 4),
-        ("FunctionDef", 5, 5),
-        ("If", 6, 10),
-        ("For", 11, 11),
-        ("Case", 12, 15),
+        ("variable_assignment", 3, 4),
+        ("function_definition", 5, 5),
+        ("if_statement", 6, 10),
+        ("for_statement", 11, 11),
+        ("case_statement", 12, 15),
     ]
-    cond = script.nodes[2]
-    assert isinstance(cond, If)
-    [body] = cond.clauses[0][1]
-    assert isinstance(body, Simple) and body.heredoc is not None
-    assert body.heredoc.body == "tabbed $x\n" and not body.heredoc.quoted  # every tab goes
-    loop = script.nodes[3]
-    assert isinstance(loop, For) and [w.literal for w in loop.words or []] == ["a", "b c", "d\te"]
-    assert isinstance(script.nodes[1], FunctionDef)
-    assert script.comments[2].text == " header" and script.comments[11].text == " trailing"
+    [redirect] = [n for n in _walk_nodes(nodes[2]) if n.type == "heredoc_redirect"]
+    assert source.heredoc_body(redirect) == "tabbed $x\n"  # every tab goes
+    assert source.text(next(c for c in redirect.children if c.type == "heredoc_start")) == "EOF"
+    analysis = analyse_shell(text, "t.sh")
+    assert analysis.loops[11] == {"items": 3, "computed": [], "globbed": False}
+    assert [f.name for f in analysis.functions] == ["f"]
+    assert analysis.functions[0].calls == (11,)
+    comments = {source.line(n): source.text(n) for n in _walk_nodes(source.root)
+                if n.type == "comment"}  # fmt: skip
+    assert comments[2] == "# header" and comments[11] == "# trailing"
+
+
+def _walk_nodes(node):  # type: ignore[no-untyped-def]
+    yield node
+    for child in node.children:
+        yield from _walk_nodes(child)
 
 
 def test_import_refuses_bad_out_and_bad_interpreter_before_writing(tmp_path: Path) -> None:
@@ -854,3 +866,85 @@ def test_import_refuses_bad_out_and_bad_interpreter_before_writing(tmp_path: Pat
     assert res.code == 2
     assert "engine interpreter not found" in res.err
     assert not out.exists()
+
+
+FALLBACK = (
+    """\
+#!/bin/bash
+# Patches for the MI300X run:
+#   demo-org/demo-engine #20112  padding of the fp8 envs
+set -e
+SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+apply() { (cd "$SITE" && git apply "$1") || patch -d "$SITE" -p1 -N < "$1"; }
+old_fix() { sed -i 's/MAX_BATCH = 256/MAX_BATCH = 512/' "$SITE/demo_engine/envs.py"; }
+cat > /tmp/envs.diff <<'EOF'
+"""
+    + ENVS_DIFF
+    + """\
+EOF
+apply /tmp/envs.diff
+"""
+)
+
+
+def test_fallback_is_one_patch_header_reference_and_uncalled_helper_listed(tmp_path: Path) -> None:
+    """A helper that tries `git apply` and falls back to `patch` is one patch; the header's
+    `owner/repo #N  what` line gives it its upstream and description; a helper the script never
+    calls that would change the engine is listed, so the import is partial."""
+    script = tmp_path / "fallback.sh"
+    script.write_text(FALLBACK)
+    result = import_script(script, tmp_path / "out", projects=parse_projects([]))
+    doc = yaml.safe_load((tmp_path / "out" / "patchset.yaml").read_text())
+    [patch] = doc["patches"]
+    assert (patch["kind"], patch["upstream"]) == ("diff", ["demo-org/demo-engine#20112"])
+    assert patch["description"] == "padding of the fp8 envs"
+    assert (tmp_path / "out" / patch["file"]).read_text() == ENVS_DIFF
+    assert result.partial
+    [missing] = result.unconverted
+    assert (missing.start, missing.end) == (7, 7)
+    assert "old_fix() is never called, and it would change the engine" in missing.text
+
+
+HELPERS = """\
+#!/bin/bash
+set -e
+python3 - <<'PY'
+import importlib.util, os
+
+
+def engine_file(rel):
+    root = importlib.util.find_spec("demo_engine").submodule_search_locations[0]
+    return os.path.join(root, rel)
+
+
+def replace_in(path, pairs):
+    with open(path) as fh:
+        text = fh.read()
+    for old, new in pairs:
+        text = text.replace(old, new)
+    with open(path, "w") as fh:
+        fh.write(text)
+
+
+replace_in(engine_file("scheduler.py"), [("limit = envs.MAX_BATCH\\n", "limit = 64\\n")])
+PY
+"""
+
+
+def test_literal_edits_through_python_helper_functions(tmp_path: Path) -> None:
+    """A path computed by one helper and rewritten by another, with literal `.replace` edits:
+    a `replace` patch (with a note to check it), and the import is complete."""
+    script = tmp_path / "helpers.sh"
+    script.write_text(HELPERS)
+    result = import_script(script, tmp_path / "out", projects=parse_projects([]))
+    assert not result.partial, [o.text for o in result.unconverted]
+    doc = yaml.safe_load((tmp_path / "out" / "patchset.yaml").read_text())
+    [patch] = doc["patches"]
+    assert patch["edits"] == [
+        {
+            "file": "demo_engine/scheduler.py",
+            "old": "limit = envs.MAX_BATCH\n",
+            "new": "limit = 64\n",
+        }
+    ]
+    assert "helper functions" in (tmp_path / "out" / "IMPORT-NOTES.md").read_text()

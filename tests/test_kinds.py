@@ -88,7 +88,7 @@ def test_new_deleted_renamed_and_binary_files(tmp_path: Path, trees: tuple[Path,
     assert statuses(ps, root) == {"all": PatchStatus.APPLIED}
     assert apply(ps, root).nothing_to_do
     patchset, env = _run(ps, root)
-    assert revert_patchset(patchset, env) == ["all"]
+    assert revert_patchset(patchset, env).ids == ["all"]
     assert snapshot_bytes(root / "pkg") == snapshot_bytes(old / "pkg")
     assert not (root / "pkg" / "sub").exists()  # the folder the patch created is gone too
 
@@ -242,6 +242,6 @@ def test_later_patch_builds_on_an_earlier_one_in_the_same_file(tmp_path: Path) -
     assert (root / "pkg" / "new" / "mod.py").read_text() == "X = 1\n"
     assert statuses(ps, root) == dict.fromkeys(("one", "two", "new"), PatchStatus.APPLIED)
     patchset, env = _run(ps, root)
-    assert revert_patchset(patchset, env) == ["new", "two", "one"]
+    assert revert_patchset(patchset, env).ids == ["new", "two", "one"]
     assert (root / "pkg" / "f.txt").read_text() == base
     assert not (root / "pkg" / "new").exists()

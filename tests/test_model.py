@@ -148,12 +148,19 @@ def test_kimi_k3_patchset_validates_offline_with_unlocked_content_marked() -> No
     assert res.code == 0, res.err
     unlocked = [line for line in res.out.splitlines() if line.startswith("NOT LOCKED:")]
     assert [line.split(":")[1].strip() for line in unlocked] == [
-        "kda-state-indices-stride",
         "mla-gluon-int64-kv-strides",
+        "aiter-a16w16-splitk-semaphore-cudagraph",
+        "aiter-mla-full-cudagraph-spec-decode",
+        "aiter-mla-asm-decode-small-heads",
+        "aiter-mla-fp8-kv-decode",
+        "aiter-mla-fp8-asm-prefill-small-heads",
+        "kimi-k3-gpu-worker-mla",
+        "kda-state-indices-stride",
         "aiter-fp8-verify-kernels",
-        "aiter-fp8-verify-kernel-table",
+        "aiter-fp8-verify-mla-python",
+        "aiter-fp8-verify-mla-meta",
     ]
     ps = load_patchset(REPO / "patchsets" / "kimik3-mi355x-vllm")
-    assert {p.kind for p in ps.patches} == {"diff", "replace", "artifact", "command", "pip"}
+    assert {p.kind for p in ps.patches} == {"diff", "artifact", "command", "pip"}
     assert ps.spec.protected == ["vllm", "torch", "amd-aiter"]
     assert not (REPO / "patchsets" / "kimik3-mi355x-vllm" / "patchbay.lock").exists()

@@ -140,7 +140,7 @@ def test_report_in_three_formats_with_history(
         "local": "keep",  # Upstream-Status Inappropriate with a reason: carried by design
         "uncommitted": "keep",
     }
-    assert doc["counts"] == {"remove": 1, "bump": 1, "keep": 2, "attention": 2}
+    assert doc["counts"] == {"remove": 1, "bump": 1, "refresh": 0, "keep": 2, "attention": 2}
     # days carried from the first commit holding the patch; days since the upstream merge
     assert rows["squash"]["days_carried"] == 62
     assert rows["squash"]["days_since_merged"] == 58
@@ -152,13 +152,13 @@ def test_report_in_three_formats_with_history(
     yaml_lines = (project / "patchsets/engine/patchset.yaml").read_text().splitlines()
     assert yaml_lines[rows["squash"]["line"] - 1].startswith("    upstream: [https://github.com/")
     assert doc["previous"] is None and doc["changes"] == []
-    assert "6 patches: 1 remove, 1 bump, 2 keep, 2 attention" in first.stderr
+    assert "6 patches: 1 remove, 1 bump, 0 refresh, 2 keep, 2 attention" in first.stderr
 
     second = cli(*args)  # markdown, nothing changed upstream
     assert second.returncode == 0, second.stderr
     md = second.stdout
     assert "As of 2026-09-01: 6 carried patches in 1 patchset:" in md
-    assert "**1 remove** · 1 bump · 2 keep · 2 attention." in md
+    assert "**1 remove** · 1 bump · 0 refresh · 2 keep · 2 attention." in md
     assert "No change since the last run (2026-09-01)." in md
     assert (
         "| engine | `squash` | [acme/engine#11](https://github.com/acme/engine/pull/11) | "
@@ -199,7 +199,7 @@ def test_report_in_three_formats_with_history(
     history = (tmp_path / "history.jsonl").read_text().splitlines()
     assert len(history) == 3
     last = json.loads(history[-1])
-    assert last["counts"] == {"remove": 1, "bump": 2, "keep": 1, "attention": 2}
+    assert last["counts"] == {"remove": 1, "bump": 2, "refresh": 0, "keep": 1, "attention": 2}
     assert last["patches"]["engine/uncommitted"]["verdict"] == "bump"
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import CASES, REPO, dedent, run_cli
-from patchbay.audit.scanner import tokenize
+from patchbay.analysis.syntax import parse_shell
 
 POSITIVE_SH = dedent(
     """
@@ -224,21 +224,34 @@ def test_harness_work_is_not_a_finding(scanned: dict[str, list[dict]]) -> None:
     assert "tools/report.py" not in scanned
 
 
-def test_tokenize_keeps_words_and_operators() -> None:
-    commands, comment = tokenize(
-        """cd "$SITE" && patch -p1 -d "$SITE" < x.diff 2>&1 || true  # note"""
+def test_parser_keeps_words_and_operators() -> None:
+    """The grammar (tree-sitter-bash) splits a line into commands, words, redirections and
+    operators, keeps the comment apart, and keeps `$(...)` and here-document words whole."""
+    source = parse_shell(
+        """cd "$SITE" && patch -p1 -d "$SITE" < x.diff 2>&1 || true  # note\n""", "t.sh"
     )
-    assert [c.words for c in commands] == [
-        ["cd", "$SITE"],
-        ["patch", "-p1", "-d", "$SITE"],
+    commands = [n for n in _nodes(source.root) if n.type == "command"]
+    assert [[source.text(c) for c in cmd.named_children if c.type != "file_redirect"]
+            for cmd in commands] == [
+        ["cd", '"$SITE"'],
+        ["patch", "-p1", "-d", '"$SITE"'],
         ["true"],
-    ]
-    assert commands[1].redirects == [("<", "x.diff")]
-    assert [c.op for c in commands] == ["&&", "||", None]
-    assert comment == " note"
-    commands, _ = tokenize("python3 - \"$(python3 -c 'print(1)')\" <<'PY'")
-    assert commands[0].words == ["python3", "-", "$(python3 -c 'print(1)')"]
-    assert commands[0].heredocs == ["PY"]
+    ]  # fmt: skip
+    redirects = [source.text(n) for n in _nodes(source.root) if n.type == "file_redirect"]
+    assert redirects == ["< x.diff", "2>&1"]
+    assert [n.type for n in _nodes(source.root) if n.type in ("&&", "||")] == ["&&", "||"]
+    assert [source.text(n) for n in _nodes(source.root) if n.type == "comment"] == ["# note"]
+    source = parse_shell("python3 - \"$(python3 -c 'print(1)')\" <<'PY'\nprint(2)\nPY\n", "t.sh")
+    [subst] = [n for n in _nodes(source.root) if n.type == "command_substitution"]
+    assert source.text(subst) == "$(python3 -c 'print(1)')"
+    [redirect] = [n for n in _nodes(source.root) if n.type == "heredoc_redirect"]
+    assert source.heredoc_body(redirect) == "print(2)\n"
+
+
+def _nodes(node):  # type: ignore[no-untyped-def]
+    yield node
+    for child in node.children:
+        yield from _nodes(child)
 
 
 RECALL_SH = dedent(

@@ -28,7 +28,11 @@ GOOD: dict[str, Any] = {
     "name": "every-kind",
     "image": {"reference": "example.invalid/engine:1", "digest": f"sha256:{SHA}"},
     "components": [{"distribution": "engine", "repository": "o/engine", "commit": COMMIT}],
-    "targets": {"engine": {"package": "engine"}, "meta": {"package": "engine", "path": "meta"}},
+    "targets": {
+        "engine": {"package": "engine"},
+        "meta": {"package": "engine", "path": "meta"},
+        "user_jit": {"env": "ENGINE_JIT_DIR", "home": ".engine/jit"},
+    },
     "base": {
         "distributions": {"engine": "==1.0"},
         "files": [{"target": "engine", "path": "engine/a.py", "sha256": SHA}],
@@ -49,6 +53,15 @@ GOOD: dict[str, Any] = {
             "description": "a diff from upstream",
             "source": {"repo": "o/engine", "pr": 3, "paths": ["engine/"]},
             "upstream_status": {"status": "Backport", "reason": "merged after the pin"},
+            "after": ["d-file"],
+        },
+        {
+            "id": "d-pr-at-commit",
+            "kind": "diff",
+            "target": "meta",
+            "description": "the other half of a PR, at a head commit",
+            "source": {"repo": "o/engine", "pr": 3, "commit": COMMIT, "paths": ["csrc"]},
+            "upstream": ["o/engine#3"],
         },
         {
             "id": "r",
@@ -65,6 +78,17 @@ GOOD: dict[str, Any] = {
             "upstream": ["o/engine#4"],
             "requirement": "helper==2.0",
             "no_deps": True,
+        },
+        {
+            "id": "p-src",
+            "kind": "pip",
+            "description": "a source build",
+            "upstream": ["o/engine#7"],
+            "requirement": "helper",
+            "source": {"repo": "o/helper", "ref": "v1.2"},
+            "build_requirements": "requirements/build.txt",
+            "no_build_isolation": True,
+            "build_env": {"BUILD_WITH_HIP": "1"},
         },
         {
             "id": "a",
@@ -92,7 +116,7 @@ GOOD: dict[str, Any] = {
             "argv": ["make -C build"],
             "shell": True,
             "cwd": ".",
-            "remove": ["build/cache"],
+            "remove": ["build/cache", {"target": "user_jit", "path": "build/mod"}],
             "after": ["r"],
         },
     ],
@@ -136,6 +160,21 @@ def _source(**changes: Any) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
     return _patch("d-source", source={"repo": "o/engine", **changes})
 
 
+def _target(name: str, **changes: Any) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """Set keys of one target; a rule across its keys is reported at the target."""
+
+    def mutate(data: dict[str, Any]) -> tuple[str | int, ...]:
+        data["targets"][name].update(changes)
+        return ("targets", name)
+
+    return mutate
+
+
+def _remove(entry: dict[str, Any]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """A command whose ``remove`` holds ``entry`` (reported at ``remove``)."""
+    return _patch("c", remove=["build/cache", entry])
+
+
 A = INDEX["a"]
 WRONG: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {
     "diff with file and source": _patch("d-file", source={"repo": "o/engine", "pr": 1}),
@@ -160,7 +199,6 @@ WRONG: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {
     "diff file leaving the folder": _patch("d-file", file="../outside.patch"),
     "diff strip as a boolean": _patch("d-file", strip=True),
     "unknown patch key (a typo)": _patch("d-file", strp=1),
-    "source with pr and commit": _source(pr=1, commit=COMMIT),
     "source with neither pr nor commit": _source(),
     "source commit not 40 hex": _source(commit="abc1234"),
     "pip without requirement": _patch("p", requirement=...),
@@ -179,6 +217,15 @@ WRONG: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {
     "image digest not sha256": _at(("image", "digest"), "md5:abc"),
     "no targets": _at(("targets",), {}),
     "target path with ..": _at(("targets", "meta", "path"), "meta/../.."),
+    "target with package and home": _target("user_jit", package="engine"),
+    "target with neither package nor home": _at(("targets", "user_jit", "home"), ...),
+    "home target with a path": _target("user_jit", path="jit"),
+    "home target leaving the home directory": _at(("targets", "user_jit", "home"), "../jit"),
+    "package target with env": _target("meta", env="META_DIR"),
+    "build requirements without a source": _patch("p", build_requirements="build.txt"),
+    "build requirements leaving the source": _patch("p-src", build_requirements="../b.txt"),
+    "remove under another target leaving it": _remove({"target": "user_jit", "path": "../m"}),
+    "remove entry with a typo": _remove({"target": "user_jit", "pth": "mod"}),
     "base file guard sha256 not hex": _at(("base", "files", 0, "sha256"), "z" * 64),
     "unknown top-level key": _at(("patchs",), []),
 }
@@ -188,6 +235,14 @@ LOADER_ONLY: dict[str, Callable[[dict[str, Any]], tuple[Any, ...]]] = {
     "two patches with one id": _patch("p", id="r"),
     "after naming a later patch": _patch("c", after=["later"]),
     "a pin that pins nothing": _patch("p", requirement="helper"),
+    "a source build that names a version": _patch("p-src", requirement="helper==1.0"),
+    "a source build at a ref that is no ref name": _patch(
+        "p-src", source={"repo": "o/helper", "ref": "v1..2"}
+    ),
+    "after naming the patch itself": _patch("d-source", after=["d-source"]),
+    "remove under an unknown target": _patch(
+        "c", remove=[{"target": "nowhere", "path": "build/mod"}]
+    ),
     "an edit that changes nothing": _patch(
         "r", edits=[{"file": "engine/b.py", "old": "a", "new": "a"}]
     ),

@@ -46,6 +46,7 @@ def record_made_patch(
     state_dir: Path,
     *,
     patch_id: str,
+    sha256: str,
     identity: str,
     files: list[MadeFile],
     writes: dict[Path, bytes | None],
@@ -54,14 +55,15 @@ def record_made_patch(
     roots: list[Path] | None = None,
 ) -> None:
     """Write ``writes`` (patchset files: bytes, or None to delete) and record ``patch_id`` as
-    applied with ``identity`` (the kind's content hash, :attr:`LoadedPatch.sha256`), all in one
+    applied with ``sha256`` and ``identity`` (the hashes ``load`` computed from the patch file
+    written: :attr:`LoadedPatch.sha256` and :attr:`LoadedPatch.identity`), all in one
     transaction.
 
     Args:
         patchset_name: the patchset the ledger files the entry under.
         state_dir: the environment's state folder.
         patch_id: the patch.
-        identity: its content identity, as ``load`` computed it from the patch file written.
+        sha256: the patch file's raw sha256; identity: its identity (:mod:`patchbay.identity`).
         files: what the patch changed, with the originals kept as blobs.
         writes: absolute path -> new bytes (None: delete), e.g. the patch file and the YAML.
         keep_position: replace an existing entry where it stands (a refresh in the middle of a
@@ -106,7 +108,8 @@ def record_made_patch(
             entry = LedgerEntry(
                 patch_id=patch_id,
                 kind="diff",
-                patch_sha256=identity,
+                patch_sha256=sha256,
+                patch_identity=identity,
                 applied_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 tool_version=__version__,
                 files=records,

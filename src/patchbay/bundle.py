@@ -132,6 +132,13 @@ def _fill(
 def _download(
     patch: PipPatch, requirement: str, python: str, dest: Path, tree: Tree, no_deps: bool
 ) -> None:
+    if patch.source is not None:
+        raise RefusedError(
+            f"{patch.source.label}: source builds are not bundled (the build needs the "
+            "repository and its build requirements); build a wheel of the locked commit and pin "
+            "its version instead",
+            patch_id=patch.id,
+        )
     if vcs_commit(Requirement(requirement)) is not None:
         raise RefusedError(
             f"{patch.requirement}: VCS pins are not bundled (offline, the installed commit could "

@@ -41,6 +41,7 @@ from .adopt import MadeFile, record_made_patch
 from .engine import PatchReport, load_patches, make_plan
 from .errors import InputError, PatchbayError, RefusedError
 from .gitdiff import FileVersions, write_diff
+from .identity import same_patch
 from .installed import verify_installed
 from .kinds import KINDS, ContentState, LoadedPatch
 from .ledger import Ledger, sha256_or_none
@@ -263,7 +264,8 @@ def capture_patch(
             patchset.name,
             env.state_dir,
             patch_id=patch_id,
-            identity=made_diff.loaded.sha256,
+            sha256=made_diff.loaded.sha256,
+            identity=made_diff.loaded.identity,
             files=made,
             writes={patch_file: made_diff.data, patchset.path: new_text.encode("utf-8")},
             lock_timeout=lock_timeout,
@@ -398,7 +400,7 @@ def state_before(
             file=path,
         )
     index = next((i for i, p in enumerate(patchset.patches) if p.id == entry.patch_id), None)
-    if index is None or loaded[index].sha256 != entry.patch_sha256:
+    if index is None or not same_patch(entry, loaded[index]):
         raise RefusedError(
             f"{rel} was last written by {who}, which the patchset no longer has as applied "
             "(edited or removed since); run `patchbay apply --upgrade` first",

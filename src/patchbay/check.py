@@ -21,6 +21,7 @@ from enum import Enum
 from typing import Any
 
 from .engine import PatchReport, PatchStatus, Plan, make_plan
+from .hunkview import hunk_counts
 from .model import Patchset
 from .targets import Environment
 
@@ -61,6 +62,9 @@ class CheckItem:
             "id": self.report.id,
             "kind": self.report.patch.kind,
             "verdict": self.verdict.value,
+            "hunk_counts": hunk_counts(
+                self.report.inspection.hunks, self.report.patch.kind, by_patchbay=False
+            ),
             "hunks": [h.to_json() for h in self.report.inspection.hunks],
             "notes": self.report.inspection.notes,
         }

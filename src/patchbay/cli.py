@@ -288,6 +288,7 @@ def _apply(args: argparse.Namespace) -> int:
         root=args.root,
         state_dir=args.state_dir,
         upgrade=args.upgrade,
+        dry_run=args.dry_run,
         lock_timeout=args.lock_timeout,
         record=args.record,
         options=lambda: _options(args),
@@ -315,6 +316,7 @@ def _revert(args: argparse.Namespace) -> int:
 
     return revert.run(
         args.patchset,
+        patch_ids=args.patch_ids or None,
         python=args.python,
         root=args.root,
         state_dir=args.state_dir,
@@ -402,6 +404,8 @@ def _audit(args: argparse.Namespace) -> int:
         output=args.output,
         today=args.today,
         upstream=args.upstream,
+        image_python=args.python,
+        image_root=args.image_root,
         api_url=args.api_url,
         changed_since=args.changed_since,
         pull_request=args.pr,
@@ -590,6 +594,11 @@ def _build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple
         action="store_true",
         help="revert recorded versions of edited or removed patches, then apply, in one step",
     )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the unified diff apply would write; write nothing",
+    )
     _lock(p)
     _record(p)
     _network(p)
@@ -613,6 +622,12 @@ def _build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple
 
     p = command("revert", "Undo what the ledger says patchbay applied, newest first.", _revert)
     _patchset(p)
+    p.add_argument(
+        "patch_ids",
+        metavar="ID",
+        nargs="*",
+        help="revert these patches and those applied after them (default: all)",
+    )
     _python(p)
     _root(p)
     _state(p)
@@ -820,6 +835,17 @@ def _build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple
         help="ask GitHub about every patch's upstream fix: PB501 when it is in the pin",
     )
     _api(p, "GitHub API base for --upstream")
+    _python(
+        p,
+        "with --upstream: the pinned image's interpreter; its files are content evidence for "
+        "PB501, as in `patchbay report --python`",
+    )
+    p.add_argument(
+        "--image-root",
+        metavar="DIR",
+        type=_path,
+        help="with --upstream: the pinned image as an unpacked folder (as --root elsewhere)",
+    )
     p.add_argument(
         "--changed-since",
         metavar="REF",

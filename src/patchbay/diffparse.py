@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from .errors import InputError
@@ -30,11 +31,13 @@ _INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: 1[0-7]{5})?$")
 _BINARY_BLOCK = re.compile(r"^(literal|delta) \d+\r?\n?$")
 _BASE85_LINE = re.compile(r"^[A-Za-z][0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]+$")
 NULL_PATH = "/dev/null"
+# what str.splitlines splits on besides "\n"
+_OTHER_LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Hunk:
-    """One hunk of a file patch.
+    """One hunk of a file patch; immutable, so what is derived from its lines is computed once.
 
     Attributes:
         index: 1-based position among the hunks of its file patch.
@@ -52,12 +55,12 @@ class Hunk:
     lines: list[tuple[str, str]]
     line: int
 
-    @property
+    @cached_property
     def preimage(self) -> list[str]:
         """The lines the hunk expects (context and removed), in order."""
         return [text for tag, text in self.lines if tag != "+"]
 
-    @property
+    @cached_property
     def postimage(self) -> list[str]:
         """The lines the hunk leaves (context and added), in order."""
         return [text for tag, text in self.lines if tag != "-"]
@@ -73,7 +76,7 @@ class Hunk:
             )
         return "".join(out)
 
-    @property
+    @cached_property
     def leading_context(self) -> int:
         n = 0
         for tag, _ in self.lines:
@@ -82,7 +85,7 @@ class Hunk:
             n += 1
         return n
 
-    @property
+    @cached_property
     def trailing_context(self) -> int:
         n = 0
         for tag, _ in reversed(self.lines):
@@ -143,6 +146,8 @@ class ParsedDiff:
 def split_lines(text: str) -> list[str]:
     """Lines with their endings, split on ``\n`` only (as git and patch do; ``str.splitlines``
     would also split on form feeds and other characters that are content in a diff)."""
+    if not any(c in text for c in _OTHER_LINE_BREAKS):  # one memchr-like scan each
+        return text.splitlines(keepends=True)  # the same split, done in one pass in C
     parts = text.split("\n")
     lines = [part + "\n" for part in parts[:-1]]
     if parts[-1]:
@@ -356,10 +361,14 @@ class _Parser:
                     raise self.error("'GIT binary patch' without a literal or delta block")
                 break
             payload.append(line if line.endswith("\n") else line + "\n")
+            header = self.i + 1
             self.i += 1
+            data = 0
             while True:
                 line = self.peek()
                 if line is None or line.strip() == "":
+                    if not data:  # git: "No valid patches in input"
+                        raise self.error("binary patch block without data", line=header)
                     payload.append("\n")
                     if line is not None:
                         self.i += 1
@@ -367,6 +376,7 @@ class _Parser:
                 if not _BASE85_LINE.match(line.rstrip("\r\n")):
                     raise self.error("binary patch data is not git's base85 encoding")
                 payload.append(line if line.endswith("\n") else line + "\n")
+                data += 1
                 self.i += 1
         while payload and payload[-1].strip() == "":
             payload.pop()

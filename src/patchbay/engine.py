@@ -34,7 +34,9 @@ from typing import Any
 
 from . import __version__
 from .errors import ApplyFailed, InputError, PatchbayError, RefusedError
-from .hunks import HunkState
+from .hunks import PRESENT, HunkState
+from .hunkview import closest_lines, counts_text, hunk_counts, hunk_sentence, mixed
+from .identity import same_patch
 from .kinds import KINDS, ContentState, Inspection, LoadedPatch, PendingPatch
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
@@ -43,7 +45,7 @@ from .options import RunOptions
 from .paths import PathRejected, resolve_under
 from .targets import Environment
 from .transaction import ENTRY_BYTES, MANIFEST, Transaction, fault_point, recover, write_atomic
-from .tree import Tree
+from .tree import DiskView, Tree
 
 
 class PatchStatus(str, Enum):
@@ -78,23 +80,45 @@ class PatchReport:
     def id(self) -> str:
         return str(self.patch.id)
 
+    @property
+    def by_patchbay(self) -> bool:
+        """Whether what is present of this patch was written by patchbay: the ledger records
+        it and it is applied (or an older version of it is)."""
+        return self.entry is not None and self.status in (
+            PatchStatus.APPLIED,
+            PatchStatus.OUTDATED,
+        )
+
+    @property
+    def applied_by(self) -> str | None:
+        """``patchbay``, ``image`` (present, not applied by patchbay) or None (not present);
+        never ``patchbay`` beside a status that says the patch is not there."""
+        if self.by_patchbay:
+            return "patchbay"
+        return "image" if self.status is PatchStatus.REDUNDANT else None
+
     def to_json(self) -> dict[str, Any]:
+        from .hunkview import hunk_counts
+
+        kind = self.patch.kind
         return {
             "id": self.id,
-            "kind": self.patch.kind,
+            "kind": kind,
             "status": self.status.value,
             "content_state": self.inspection.state.value,
             "patch_sha256": self.loaded.sha256,
-            "applied_by": "patchbay"
-            if self.entry
-            else ("image" if self.status is PatchStatus.REDUNDANT else None),
+            "patch_identity": self.loaded.identity,
+            "applied_by": self.applied_by,
             "ledger": None
             if self.entry is None
             else {
                 "patch_sha256": self.entry.patch_sha256,
+                "patch_identity": self.entry.patch_identity,
                 "applied_at": self.entry.applied_at,
                 "tool_version": self.entry.tool_version,
+                "matches_tree": self.by_patchbay,
             },
+            "hunk_counts": hunk_counts(self.inspection.hunks, kind, by_patchbay=self.by_patchbay),
             "hunks": [h.to_json() for h in self.inspection.hunks],
             "notes": self.notes,
         }
@@ -125,6 +149,7 @@ class Plan:
     guard: GuardResult
     reports: list[PatchReport]
     stale: list[LedgerEntry]
+    seen: DiskView | None = None
 
     def with_status(self, *statuses: PatchStatus) -> list[PatchReport]:
         return [r for r in self.reports if r.status in statuses]
@@ -199,6 +224,8 @@ def _whole_file_overlaps(patchset: Patchset, loaded: list[LoadedPatch]) -> list[
 
     def key(target: str, rel: str) -> tuple[str, str]:
         t = targets[target]
+        if t.package is None:  # a home folder: its own root, shared with no package
+            return f"~{target}", rel
         return t.package, f"{t.path}/{rel}" if t.path else rel
 
     whole: dict[tuple[str, str], str] = {}
@@ -232,11 +259,14 @@ def _overlap(patchset: Patchset, index: int, patch_id: str, rel: str, other: str
     )
 
 
-def check_guard(patchset: Patchset, env: Environment, ledger: Ledger) -> GuardResult:
+def check_guard(
+    patchset: Patchset, env: Environment, ledger: Ledger, tree: Tree | None = None
+) -> GuardResult:
     """Check the base guard: distribution versions and pristine file hashes.
 
     A guarded file that patchbay itself patched passes when the ledger shows it started from
-    the pristine hash and the file still has the hash patchbay last wrote.
+    the pristine hash and the file still has the hash patchbay last wrote. ``tree``: the run's
+    tree, to read the guarded files through (and record them as seen); a fresh one by default.
     """
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
@@ -267,7 +297,7 @@ def check_guard(patchset: Patchset, env: Environment, ledger: Ledger) -> GuardRe
                 message=f"{name} {installed} {'satisfies' if ok else 'does not satisfy'} {spec}",
             )
         result.checks.append(check)
-    tree = Tree(env.roots)
+    tree = tree or Tree(env.roots)
     history = _file_history(ledger, patchset.name)
     for fg in guard.files:
         data = tree.on_disk(fg.target, fg.path)
@@ -326,7 +356,7 @@ def make_plan(
     tree = Tree(env.roots, env, options)
     tree.protected = set(patchset.spec.protected)
     tree.folder = patchset.folder
-    guard = check_guard(patchset, env, ledger)
+    guard = check_guard(patchset, env, ledger, tree)
     history = _file_history(ledger, patchset.name)
     pairs = list(zip(patchset.patches, loaded, strict=True))
     # Backward pass, as quilt pops a stack: a patch is judged on the tree with every later
@@ -334,14 +364,20 @@ def make_plan(
     # hide an earlier one. Only content the kind can take off again is unwound.
     unwound = tree.fork()
     present: dict[str, Inspection] = {}
+    # inspections that hold on the forward tree too when it reads the same contents (most
+    # patches of a cold apply: nothing before them is staged on their files)
+    judged: dict[str, tuple[list[tuple[str, str, bytes | None]], Inspection]] = {}
     for patch, lp in reversed(pairs):
         if lp.unlocked:
             continue
-        inspection = _inspect(patch, lp, unwound)
+        with unwound.tracing() as reads:
+            inspection = _inspect(patch, lp, unwound)
         if inspection.state is ContentState.APPLIED and inspection.undo:
             present[patch.id] = inspection
             for change in inspection.undo:
                 unwound.stage(change.target, change.path, change.before)
+        elif getattr(KINDS[patch.kind], "content_only", False):
+            judged[patch.id] = (reads, inspection)
     reports = []
     for i, (patch, lp) in enumerate(pairs):
         entry = ledger.find(patchset.name, patch.id)
@@ -351,7 +387,11 @@ def make_plan(
                 PatchReport(i, patch, lp, inspection, PatchStatus.UNLOCKED, entry, [lp.unlocked])
             )
             continue
-        inspection = present.get(patch.id) or _inspect(patch, lp, tree)
+        inspection = present.get(patch.id)
+        if inspection is None:
+            reads, inspection = judged.pop(patch.id, ([], None))  # type: ignore[assignment]
+            if inspection is None or not tree.reads_same(reads):
+                inspection = _inspect(patch, lp, tree)
         if (
             inspection.state is ContentState.PENDING
             and getattr(KINDS[patch.kind], "recheck", False)
@@ -369,7 +409,7 @@ def make_plan(
     stale = [
         e for e in ledger.entries(patchset.name) if e.patch_id not in ids or e.patch_id in outdated
     ]
-    return Plan(patchset, env, ledger, guard, reports, stale)
+    return Plan(patchset, env, ledger, guard, reports, stale, tree.seen)
 
 
 def _check_reaches_applied(
@@ -378,14 +418,13 @@ def _check_reaches_applied(
     """A pending patch must leave the tree in a state recognised as applied; otherwise a re-run
     would apply it again (e.g. an edit whose result contains its own old text). Such a patch is
     turned into a conflict here, before anything is written."""
-    trial = tree.fork()
-    for change in inspection.changes:
-        trial.stage(change.target, change.path, change.after)
-    again = _inspect(patch, loaded, trial)
+    trial = [(c.target, c.path, c.after) for c in inspection.changes]
+    with tree.trying(trial):
+        again = _inspect(patch, loaded, tree)
     if again.state is ContentState.APPLIED:
         return
     mode_only = {c.path for c in inspection.changes if c.before == c.after}  # not in the trial
-    units = [h for h in again.hunks if h.state is not HunkState.APPLIED and h.file not in mode_only]
+    units = [h for h in again.hunks if h.state not in PRESENT and h.file not in mode_only]
     if not units:
         return
     where = (
@@ -422,18 +461,36 @@ def _status(
 ) -> tuple[PatchStatus, list[str]]:
     notes = list(inspection.notes)
     state = inspection.state
-    if entry is not None and entry.patch_sha256 != loaded.sha256:
+    if entry is not None and not same_patch(entry, loaded):
+        recorded = entry.patch_identity or entry.patch_sha256
+        now = loaded.identity if entry.patch_identity else loaded.sha256
         notes.append(
-            f"the patch changed since it was applied on {entry.applied_at} (recorded sha256 "
-            f"{entry.patch_sha256[:12]}, now {loaded.sha256[:12]}); "
+            f"the patch changed since it was applied on {entry.applied_at} (recorded "
+            f"{'identity' if entry.patch_identity else 'sha256'} {recorded[:12]}, now "
+            f"{now[:12]}); "
             "`patchbay apply --upgrade` reverts the recorded version and applies this one"
         )
         return PatchStatus.OUTDATED, notes
+    if entry is not None and entry.patch_sha256 != loaded.sha256:
+        notes.append(
+            "the patch file's bytes changed since it was applied, not its content (same "
+            "identity: index lines, hunk headers or mail headers differ)"
+        )
     if entry is not None:
+        back = []
         for rec in entry.files:
-            last_written = history[(rec.target, rec.path)][1]  # a later patch may touch it too
-            if sha256_or_none(tree.on_disk(rec.target, rec.path)) != last_written:
+            first_before, last_written = history[(rec.target, rec.path)]  # later patches too
+            current = sha256_or_none(tree.on_disk(rec.target, rec.path))
+            if current in (rec.before, first_before) and current != last_written:
+                back.append(rec.path)
+            elif current != last_written:
                 notes.append(f"{rec.path} changed since patchbay wrote it")
+        if back:
+            notes.append(
+                f"the ledger records it as applied, but its files are back to what they were "
+                f"before it ({', '.join(back)}; the package was reinstalled?): `patchbay "
+                "apply` applies it again, `patchbay revert` clears the record"
+            )
     if state is ContentState.APPLIED:
         if entry is None:
             notes.append(
@@ -517,15 +574,15 @@ def _refuse_blocking(plan: Plan, upgrade: bool) -> None:
                 details.append(f"{report.id}: {report.loaded.unlocked}")
                 continue
             source = report.loaded.source or str(plan.patchset.path)
-            for h in report.inspection.hunks:
-                unit = "edit" if report.patch.kind == "replace" else "hunk"
-                where = f"{unit} {h.index}" if h.index else "whole file"
-                line = f" at line {h.line}" if h.line else ""
-                extra = f": {h.detail}" if h.detail else ""
+            kind, mine = report.patch.kind, report.by_patchbay
+            hunks = report.inspection.hunks
+            if mixed(hunks, kind, by_patchbay=mine):
+                counts = counts_text(hunk_counts(hunks, kind, by_patchbay=mine))
+                details.append(f"{report.id}: {counts}")
+            for h in hunks:
                 origin = f"{source}:{h.patch_line}: " if h.patch_line else ""
-                details.append(
-                    f"{origin}{report.id}: {h.file} {where}: {h.state.value}{line}{extra}"
-                )
+                details.append(f"{origin}{report.id}: {hunk_sentence(h, kind, by_patchbay=mine)}")
+                details.extend(f"    {line}" for line in closest_lines(h))
         raise RefusedError(
             f"{first.status.value}: {len(blocking)} patch(es) cannot be applied as they stand; "
             "nothing was changed",
@@ -533,6 +590,26 @@ def _refuse_blocking(plan: Plan, upgrade: bool) -> None:
             patch_id=first.id,
             details=details,
         )
+
+
+def plan_apply(
+    patchset: Patchset,
+    env: Environment,
+    *,
+    upgrade: bool = False,
+    options: RunOptions | None = None,
+) -> Plan:
+    """The plan ``apply`` would carry out, with the same refusals; nothing is written (no
+    lock is taken, no pip dry run or download is made): ``apply --dry-run``.
+
+    Raises:
+        InputError: missing or corrupt patch content.
+        RefusedError: as :func:`apply_patchset` (guard, conflicts, a stale ledger entry
+            without ``upgrade``).
+    """
+    plan = make_plan(patchset, env, load_patches(patchset), options=options)
+    _refuse_blocking(plan, upgrade)
+    return plan
 
 
 def apply_patchset(
@@ -574,9 +651,12 @@ def apply_patchset(
     if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
         return ApplyResult(plan, recovered=recovered)
     with state_lock(env.state_dir, lock_timeout):
-        recovered += _recover(env, patchset)
-        plan = make_plan(patchset, env, loaded, options=options)  # the tree may have moved
-        _refuse_blocking(plan, upgrade)
+        rolled_back = _recover(env, patchset)
+        recovered += rolled_back
+        if rolled_back or not _still_as_judged(plan):
+            # another run moved the tree between the plan and the lock: judge it as it is now
+            plan = make_plan(patchset, env, loaded, options=options)
+            _refuse_blocking(plan, upgrade)
         if not plan.stale:
             _preflight(plan, options)
         result = ApplyResult(plan, recovered=recovered)
@@ -592,7 +672,7 @@ def apply_patchset(
                     ledger,
                     txn,
                     options,
-                )
+                ).ids
                 txn.doing = "writing the ledger"
                 ledger.save(txn)
                 plan = make_plan(patchset, env, loaded, options=options)
@@ -663,6 +743,22 @@ def finish_journal(state_dir: Path, roots: list[Path]) -> list[Path]:
             details=rest,
         )
     return outcome.restored
+
+
+def _still_as_judged(plan: Plan) -> bool:
+    """Whether the environment is still what ``plan`` judged: every file it read has the same
+    bytes and mode (files it found absent are still absent), and the ledger the same entries.
+
+    A plan is made before the lock is taken (a run with nothing to do needs no lock); under the
+    lock this check stands in for planning again. Another run that wrote has changed the
+    ledger; one that failed restored its files, and bytes are compared, never times.
+    """
+    if plan.seen is None or not plan.seen.unchanged():
+        return False
+    try:
+        return Ledger(plan.env.state_dir).all_entries() == plan.ledger.all_entries()
+    except InputError:
+        return False
 
 
 def _preflight(plan: Plan, options: RunOptions | None) -> None:
@@ -771,6 +867,7 @@ def _write_pending(
                 patch_id=report.id,
                 kind=report.patch.kind,
                 patch_sha256=report.loaded.sha256,
+                patch_identity=report.loaded.identity,
                 applied_at=now,
                 tool_version=__version__,
                 files=records,
@@ -861,6 +958,25 @@ def _drop_bytecode(path: Path, txn: Transaction) -> None:
         pyc.unlink()
 
 
+@dataclass
+class RevertResult:
+    """What a revert did.
+
+    Attributes:
+        ids: every patch id taken off the ledger, newest first.
+        cleared: those whose files were already back to what they were before the patch
+            (the package was reinstalled): their ledger entries were removed, nothing written.
+    """
+
+    ids: list[str] = field(default_factory=list)
+    cleared: list[str] = field(default_factory=list)
+
+    @property
+    def reverted(self) -> list[str]:
+        """The ids whose recorded files were restored, newest first."""
+        return [pid for pid in self.ids if pid not in self.cleared]
+
+
 def _revert_entries(
     patchset: str,
     entries: list[LedgerEntry],
@@ -868,14 +984,26 @@ def _revert_entries(
     ledger: Ledger,
     txn: Transaction,
     options: RunOptions | None = None,
-) -> list[str]:
+) -> RevertResult:
     """Undo ``entries`` newest first, restoring recorded bytes (and, through the kind, effects
-    beyond files, e.g. a package version); every file is checked before anything is written."""
+    beyond files, e.g. a package version); every file is checked before anything is written.
+
+    A file already back to what it was before (its recorded ``before``, or the original the
+    oldest of these entries started from: a reinstall put the pristine file back) is left as
+    it is; an entry whose every file is back is cleared from the ledger without a write, as
+    quilt would not pop what is no longer pushed.
+    """
     tree = Tree(env.roots, env, options)
+    originals: dict[tuple[str, str], str | None] = {}
+    for entry in entries:
+        for rec in entry.files:
+            originals.setdefault((rec.target, rec.path), rec.before)
     steps: list[tuple[LedgerEntry, list[tuple[str, str, bytes | None, list[str], int | None]]]]
     steps = []
+    result = RevertResult(ids=[e.patch_id for e in reversed(entries)])
     for entry in reversed(entries):
         writes = []
+        back = 0
         for rec in reversed(entry.files):
             if rec.target not in env.roots:
                 raise RefusedError(
@@ -885,12 +1013,16 @@ def _revert_entries(
                 )
             current = sha256_or_none(tree.read(rec.target, rec.path))
             if current != rec.after:
+                if current in (rec.before, originals[(rec.target, rec.path)]):
+                    back += 1  # already as it was before patchbay wrote it
+                    continue
                 original = ledger.blob_dir / rec.before if rec.before else None
                 hint = f"; its original is kept at {original}" if original else ""
                 raise RefusedError(
                     f"{rec.path} changed since patchbay wrote it (sha256 {current or 'absent'}, "
-                    f"recorded {rec.after or 'absent'}); refusing to revert over it; nothing "
-                    f"was changed. Undo the edit by hand (or reinstall the package){hint}",
+                    f"recorded {rec.after or 'absent'}, and not what it was before either); "
+                    f"refusing to revert over it; nothing was changed. Undo the edit by hand "
+                    f"(or reinstall the package){hint}",
                     file=tree.resolve(rec.target, rec.path),
                     patch_id=entry.patch_id,
                 )
@@ -906,7 +1038,10 @@ def _revert_entries(
                     )
             tree.stage(rec.target, rec.path, before)
             writes.append((rec.target, rec.path, before, rec.created_dirs, rec.mode_before))
-        steps.append((entry, writes))
+        if entry.files and back == len(entry.files):
+            result.cleared.append(entry.patch_id)
+        else:
+            steps.append((entry, writes))
     flat = [(tree.resolve(t, rel), data) for _, writes in steps for t, rel, data, *_ in writes]
     txn.check_space(_space_needed(env, ledger, [(p, None, d) for p, d in flat]))
     txn.doing = "journaling the files this run changes"
@@ -936,76 +1071,55 @@ def _revert_entries(
         raise ApplyFailed(f"write failed: {exc.strerror or exc}", file=exc.filename) from None
     for entry in entries:
         ledger.remove(patchset, entry.patch_id)
-    return [e.patch_id for e in reversed(entries)]
+    return result
 
 
 def revert_patchset(
     patchset: Patchset,
     env: Environment,
+    patch_ids: list[str] | None = None,
     *,
     lock_timeout: float = 0.0,
     options: RunOptions | None = None,
-) -> list[str]:
-    """Undo everything the ledger records for ``patchset``, newest first, as one transaction.
+) -> RevertResult:
+    """Undo what the ledger records for ``patchset``, newest first, as one transaction.
+
+    Args:
+        patchset: the loaded patchset.
+        env: the resolved environment.
+        patch_ids: None: everything the ledger records; else these patches and every entry
+            recorded after the oldest of them (they may build on it), as quilt's ``pop`` down
+            to a patch. Ids the ledger does not record are ignored.
+        lock_timeout: seconds to wait for another run's lock.
+        options: network and bundle options (a package pin's previous version).
 
     Returns:
-        The reverted patch ids, in the order they were undone (empty: nothing recorded).
+        The :class:`RevertResult` (empty: nothing recorded). Entries whose files a reinstall
+        already put back are cleared, not refused.
 
     Raises:
-        RefusedError: a file changed since patchbay wrote it (named), a recorded original is
-            missing, or the lock is held; nothing changed.
+        RefusedError: a file changed since patchbay wrote it into something that is neither
+            its recorded result nor its original (named), a recorded original is missing, or
+            the lock is held; nothing changed.
         ApplyFailed: a write failed; every file touched was restored.
     """
     with state_lock(env.state_dir, lock_timeout):
         _recover(env, patchset)
         ledger = Ledger(env.state_dir)
         entries = ledger.entries(patchset.name)
+        if patch_ids is not None:
+            wanted = set(patch_ids)
+            chosen = [e for e in entries if e.patch_id in wanted]
+            entries = _entries_from(ledger, patchset.name, chosen) if chosen else []
         if not entries:
-            return []
+            return RevertResult()
         with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
-            reverted = _revert_entries(patchset.name, entries, env, ledger, txn, options)
+            result = _revert_entries(patchset.name, entries, env, ledger, txn, options)
             txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()
         ledger.prune_blobs()
-    return reverted
-
-
-def revert_patches(
-    patchset: Patchset,
-    env: Environment,
-    patch_ids: list[str],
-    *,
-    lock_timeout: float = 0.0,
-    options: RunOptions | None = None,
-) -> list[str]:
-    """Undo the ledger entries of ``patch_ids`` and every entry recorded after the oldest of
-    them (they may build on it), newest first, as one transaction: quilt's ``pop`` down to a
-    patch. Ids the ledger does not record are ignored.
-
-    Returns:
-        The reverted patch ids, in the order they were undone (empty: none recorded).
-
-    Raises:
-        RefusedError: a file changed since patchbay wrote it, a recorded original is missing,
-            or the lock is held; nothing changed.
-        ApplyFailed: a write failed; every file touched was restored.
-    """
-    with state_lock(env.state_dir, lock_timeout):
-        _recover(env, patchset)
-        ledger = Ledger(env.state_dir)
-        wanted = set(patch_ids)
-        chosen = [e for e in ledger.entries(patchset.name) if e.patch_id in wanted]
-        if not chosen:
-            return []
-        entries = _entries_from(ledger, patchset.name, chosen)
-        with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
-            reverted = _revert_entries(patchset.name, entries, env, ledger, txn, options)
-            txn.doing = "writing the ledger"
-            ledger.save(txn)
-            txn.commit()
-        ledger.prune_blobs()
-    return reverted
+    return result
 
 
 # -- verify ---------------------------------------------------------------------------------

@@ -62,7 +62,10 @@ class LedgerEntry:
     Attributes:
         patch_id: the patch's id in its patchset.
         kind: the patch kind (``diff``, ``replace``, ...).
-        patch_sha256: sha256 of the patch content when it was applied.
+        patch_sha256: sha256 of the patch content when it was applied (the diff file's raw
+            bytes).
+        patch_identity: the patch's identity then (:mod:`patchbay.identity`); None in an
+            entry an older patchbay wrote (compared by ``patch_sha256`` then).
         applied_at: UTC time, ISO 8601.
         tool_version: the patchbay version that applied it.
         files: the files it changed, in the order it changed them.
@@ -76,6 +79,7 @@ class LedgerEntry:
     tool_version: str
     files: list[FileRecord] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    patch_identity: str | None = None
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LedgerEntry:
@@ -100,6 +104,7 @@ class Ledger:
         self._data: dict[str, Any] = {"format": LEDGER_FORMAT, "patchsets": {}}
         self._parsed: dict[str, list[LedgerEntry]] = {}
         self._index: dict[str, dict[str, LedgerEntry]] = {}
+        self._ids: dict[str, set[str]] = {}
         if self.path.exists():
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -132,6 +137,7 @@ class Ledger:
         ledger._data = {"format": LEDGER_FORMAT, "patchsets": {}}
         ledger._parsed = {}
         ledger._index = {}
+        ledger._ids = {}
         return ledger
 
     def all_entries(self) -> dict[str, list[LedgerEntry]]:
@@ -199,10 +205,12 @@ class Ledger:
 
     def put(self, patchset: str, entry: LedgerEntry) -> None:
         """Add ``entry`` (replacing an older one of the same patch id) in memory."""
-        self.remove(patchset, entry.patch_id)
+        if entry.patch_id in self._ids_of(patchset):
+            self.remove(patchset, entry.patch_id)
         bucket = self._data["patchsets"].setdefault(patchset, {"entries": []})
         bucket.pop(IDENTITY_KEY, None)
         bucket["entries"].append(asdict(entry))
+        self._ids_of(patchset).add(entry.patch_id)
         self._parsed.pop(patchset, None)
         self._index.pop(patchset, None)
 
@@ -214,6 +222,7 @@ class Ledger:
         bucket.pop(IDENTITY_KEY, None)
         self._parsed.pop(patchset, None)
         self._index.pop(patchset, None)
+        self._ids.pop(patchset, None)
         for i, old in enumerate(bucket["entries"]):
             if old["patch_id"] == entry.patch_id:
                 bucket["entries"][i] = asdict(entry)
@@ -225,11 +234,22 @@ class Ledger:
         bucket = self._data["patchsets"].get(patchset)
         self._parsed.pop(patchset, None)
         self._index.pop(patchset, None)
+        self._ids.pop(patchset, None)
         if bucket:
             bucket.pop(IDENTITY_KEY, None)
             bucket["entries"] = [e for e in bucket["entries"] if e["patch_id"] != patch_id]
             if not bucket["entries"]:
                 del self._data["patchsets"][patchset]
+
+    def _ids_of(self, patchset: str) -> set[str]:
+        # the patch ids of a patchset's entries, kept while entries are added, so that a run
+        # that records many patches does not scan the entries once per patch
+        ids = self._ids.get(patchset)
+        if ids is None:
+            bucket = self._data["patchsets"].get(patchset)
+            raw = bucket["entries"] if bucket else []
+            ids = self._ids[patchset] = {e["patch_id"] for e in raw}
+        return ids
 
     def store_blob(self, data: bytes, txn: Transaction) -> str:
         """Keep ``data`` under its sha256 (journaled, so a rollback removes a new blob)."""

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .errors import InputError
 from .inputfiles import PATCHSET_FILENAMES
@@ -68,17 +76,56 @@ class Component(_Strict):
 
 
 class Target(_Strict):
-    """A named root where patches apply.
+    """A named root where patches apply: an installed package's folder, or a per-user folder.
 
-    The root is the directory that contains the installed ``package`` (usually site-packages),
-    found in the engine's interpreter without importing the package, optionally followed by a
-    relative ``path`` (a sibling data folder such as ``aiter_meta``).
+    With ``package``, the root is the directory that contains the installed package (usually
+    site-packages), found in the engine's interpreter without importing the package, optionally
+    followed by a relative ``path`` (a sibling data folder such as ``aiter_meta``).
+
+    With ``home``, the root is a folder of the user patchbay runs as, outside the image (a JIT
+    cache such as aiter's ``~/.aiter/jit``): ``$<env>`` when that variable is set in patchbay's
+    environment (which is the one ``command`` patches get), else ``<home directory>/<home>``.
+    The variable's value must be an absolute path without ``..``; a home folder that resolves
+    (through a link) outside the home directory is refused. Paths below either kind of root go
+    through the same gate (no ``..``, no link out of the root).
     """
 
-    package: str = Field(pattern=r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+    package: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
     path: str | None = None
+    home: str | None = Field(
+        default=None, description="A folder relative to the user's home directory"
+    )
+    env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="An environment variable that, when set, names the folder instead of `home`",
+    )
 
-    _check_path = field_validator("path")(lambda v: None if v is None else relative_posix_path(v))
+    _check_path = field_validator("path", "home")(
+        lambda v: None if v is None else relative_posix_path(v)
+    )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Target:
+        if (self.package is None) == (self.home is None):
+            raise ValueError(
+                "give `package` (the folder of an installed package) or `home` (a folder under "
+                "the user's home directory, which `env` may override), not both"
+            )
+        if self.package is None and self.path is not None:
+            raise ValueError("`path` goes with `package`; a `home` folder is a path already")
+        if self.package is not None and self.env is not None:
+            raise ValueError("`env` goes with `home`: a package's folder is found in the engine")
+        return self
+
+
+class TargetPath(_Strict):
+    """A path under a named target (for a ``command`` that cleans up beyond its own target)."""
+
+    target: str = Field(description="Name of an entry in `targets`")
+    path: str
+
+    _check_path = field_validator("path")(relative_posix_path)
 
 
 class FileGuard(_Strict):
@@ -135,6 +182,11 @@ class PatchBase(_Strict):
     )
     upstream_status: UpstreamStatus | None = None
     waiver: str | None = Field(default=None, description="Id of the waiver that covers the patch")
+    after: list[str] = Field(
+        default_factory=list,
+        description="Ids of earlier patches this one is made on top of (the patchset is refused "
+        "unless each comes before it in `patches`); a command runs when one of them changes",
+    )
 
     @field_validator("upstream")
     @classmethod
@@ -160,8 +212,10 @@ class PatchBase(_Strict):
 class RemoteSource(_Strict):
     """Diff content taken from upstream, pinned by ``patchbay vendor`` in the lock file.
 
-    Exactly one of ``pr`` (resolved to the PR's head commit) or ``commit``. ``paths`` keeps only
-    the file patches under these (pre-strip) paths, for a change spanning two install roots.
+    ``pr`` alone resolves to the PR's head commit when vendored; ``pr`` with ``commit`` takes the
+    PR as it was at that head commit (GitHub's three-dot compare of the PR's base with it, so
+    from their merge base); ``commit`` alone is that commit's own diff. ``paths`` keeps only the
+    file patches under these (pre-strip) paths, for a change spanning two install roots.
     """
 
     repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name on GitHub")
@@ -171,14 +225,16 @@ class RemoteSource(_Strict):
 
     @model_validator(mode="after")
     def _one_ref(self) -> RemoteSource:
-        if (self.pr is None) == (self.commit is None):
-            raise ValueError("give exactly one of `pr` or `commit` (a full 40-hex commit id)")
+        if self.pr is None and self.commit is None:
+            raise ValueError("give `pr`, `commit` (a full 40-hex commit id), or both")
         return self
 
     @property
     def ref(self) -> str:
-        """``owner/repo#N`` or ``owner/repo@<commit>``."""
-        return f"{self.repo}#{self.pr}" if self.pr is not None else f"{self.repo}@{self.commit}"
+        """``owner/repo#N``, ``owner/repo@<commit>`` or ``owner/repo#N@<commit>``."""
+        pr = f"#{self.pr}" if self.pr is not None else ""
+        commit = f"@{self.commit}" if self.commit is not None else ""
+        return f"{self.repo}{pr}{commit}"
 
 
 class DiffPatch(PatchBase):
@@ -235,16 +291,72 @@ class ReplacePatch(PatchBase):
     edits: list[ReplaceEdit] = Field(min_length=1)
 
 
+_GIT_REF = re.compile(r"^(?!.*\.\.)(?!.*/$)(?!.*\.lock$)[A-Za-z0-9_][A-Za-z0-9._/-]*$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+class BuildSource(_Strict):
+    """A repository a ``pip`` patch builds from, at a ref ``patchbay vendor`` pins to a commit.
+
+    ``ref`` is a tag, a branch or a full commit id; omitted, the repository's default branch.
+    A tag or branch moves, so ``vendor`` resolves it (GitHub's ``GET
+    /repos/{owner}/{repo}/commits/{ref}``) and records the commit in ``patchbay.lock``; ``apply``
+    builds that commit and refuses the patch until it is locked. ``url`` is the git URL pip
+    clones (default ``https://github.com/<repo>.git``; a mirror, or ``file://`` in tests).
+    """
+
+    repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name on GitHub")
+    ref: str | None = Field(
+        default=None,
+        description="Tag, branch or 40-hex commit (omitted: the default branch); vendor locks it",
+    )
+    url: str | None = Field(
+        default=None,
+        pattern=r"^(?:https|ssh|file|git)://[^\s#]+$",
+        description="Git URL to clone (default https://github.com/<repo>.git)",
+    )
+
+    @field_validator("ref")
+    @classmethod
+    def _ref_name(cls, value: str | None) -> str | None:
+        if value is not None and not _GIT_REF.match(value):
+            raise ValueError(f"{value!r} is not a git tag, branch or commit name")
+        return value
+
+    @property
+    def commit(self) -> str | None:
+        """The ref itself when it is a full commit id (pinned without ``vendor``)."""
+        return self.ref if self.ref is not None and _COMMIT.match(self.ref) else None
+
+    @property
+    def git_url(self) -> str:
+        """What pip and git clone."""
+        return self.url or f"https://github.com/{self.repo}.git"
+
+    @property
+    def label(self) -> str:
+        """``owner/repo@ref`` (``@<default branch>`` when no ref is named)."""
+        return f"{self.repo}@{self.ref or '<default branch>'}"
+
+
 class PipPatch(PatchBase):
     """A package pin over the image, installed with the engine interpreter's own pip.
 
     ``requirement`` is PEP 508: ``name==version`` (any specifier set), or a direct reference
     ``name @ git+https://host/owner/repo@<40-hex commit>`` (a branch or tag moves, so it is
-    refused). ``allow`` names protected distributions this pin may change.
+    refused). With ``source`` (a pinned source build), it names the distribution only and the
+    package is built from the source's locked commit; ``build_requirements`` is a requirements
+    file inside the source, installed first (checked by the same dry run). ``allow`` names
+    protected distributions this pin may change.
     """
 
     kind: Literal["pip"]
+    source: BuildSource | None = None
     requirement: str
+    build_requirements: str | None = Field(
+        default=None,
+        description="A requirements file inside `source`, installed before the package",
+    )
     index_url: str | None = None
     extra_index_urls: list[str] = Field(default_factory=list)
     find_links: list[str] = Field(default_factory=list)
@@ -255,24 +367,42 @@ class PipPatch(PatchBase):
 
     @field_validator("requirement")
     @classmethod
-    def _pinned(cls, value: str) -> str:
+    def _pinned(cls, value: str, info: ValidationInfo) -> str:
         from packaging.requirements import InvalidRequirement, Requirement
 
         try:
             req = Requirement(value)
         except InvalidRequirement as exc:
             raise ValueError(f"not a PEP 508 requirement: {exc}") from None
-        if req.url:
+        if info.data.get("source") is not None:
+            if req.url or req.specifier:
+                raise ValueError(
+                    f"{value!r}: with `source`, name the distribution only (e.g. "
+                    f"{req.name!r}); the source's locked commit pins what is built"
+                )
+        elif req.url:
             ref = req.url.rsplit("@", 1)[-1] if "@" in req.url.split("://", 1)[-1] else ""
             ref = ref.split("#", 1)[0]
-            if not req.url.startswith("git+") or not re.fullmatch(r"[0-9a-f]{40}", ref):
+            if not req.url.startswith("git+") or not _COMMIT.fullmatch(ref):
                 raise ValueError(
                     f"{value!r}: a direct reference must be git+<url>@<full 40-hex commit>; "
-                    "a branch or tag moves, so two runs would build different code"
+                    "a branch or tag moves, so two runs would build different code (or declare "
+                    "`source: {repo, ref}` and let `patchbay vendor` lock the ref)"
                 )
         elif not req.specifier:
             raise ValueError(f"{value!r} pins nothing: give a version specifier")
         return value
+
+    @field_validator("build_requirements")
+    @classmethod
+    def _check_build_requirements(cls, value: str | None) -> str | None:
+        return None if value is None else relative_posix_path(value)
+
+    @model_validator(mode="after")
+    def _build_requirements_need_source(self) -> PipPatch:
+        if self.build_requirements is not None and self.source is None:
+            raise ValueError("`build_requirements` is a file inside a `source`: give `source`")
+        return self
 
 
 class ArtifactFile(_Strict):
@@ -320,11 +450,12 @@ class CommandPatch(PatchBase):
         description="Variables to set; a name with no value passes it through from patchbay's "
         "environment (credentials are removed from a command's environment otherwise)",
     )
-    remove: list[str] = Field(
-        default_factory=list, description="Paths removed first (stale builds)"
+    remove: list[str | TargetPath] = Field(
+        default_factory=list,
+        description="Paths removed first (stale builds): under the command's target, or "
+        "{target, path} under another target",
     )
     output: str | None = Field(default=None, description="A file the command produces")
-    after: list[str] = Field(default_factory=list, description="Ids of patches it rebuilds for")
     timeout: float = Field(default=3600, gt=0, description="Seconds")
 
     @field_validator("argv")
@@ -344,10 +475,37 @@ class CommandPatch(PatchBase):
                 raise ValueError(f"the value of {name} holds a NUL character")
         return value
 
-    @field_validator("remove")
+    @field_validator("remove", mode="before")
     @classmethod
-    def _check_remove(cls, value: list[str]) -> list[str]:
-        return [relative_posix_path(v) for v in value]
+    def _check_remove(cls, value: Any) -> Any:
+        # each item is read here, so that a wrong one gets one message (a plain union would
+        # report why it is neither a string nor a {target, path})
+        if not isinstance(value, list):
+            return value  # the type check says what is wrong
+        out: list[Any] = []
+        for item in value:
+            if isinstance(item, dict):
+                try:
+                    item = TargetPath.model_validate(item)
+                except ValidationError as exc:
+                    words = {"extra_forbidden": "unknown key", "missing": "required key is missing"}
+                    what = "; ".join(
+                        f"{'.'.join(str(p) for p in e['loc'])}: "
+                        + words.get(e["type"], e["msg"].removeprefix("Value error, "))
+                        for e in exc.errors()
+                    )
+                    raise ValueError(f"a {{target, path}} entry: {what}") from None
+            elif isinstance(item, str):
+                item = relative_posix_path(item)
+            out.append(item)
+        return out
+
+    def removals(self) -> list[tuple[str, str]]:
+        """``remove`` as ``(target, path)`` pairs (a plain path is under the command's own)."""
+        return [
+            (v.target, v.path) if isinstance(v, TargetPath) else (self.target, v)
+            for v in self.remove
+        ]
 
     @field_validator("cwd", "output")
     @classmethod
@@ -490,20 +648,53 @@ def load_patchset(path: Path) -> Patchset:
             problems.append(
                 (doc.line_of(("base", "files", i, "target")), f"unknown target {guard.target!r}")
             )
+    problems += _order_problems(spec, seen, doc)
     for i, patch in enumerate(spec.patches):
         if isinstance(patch, CommandPatch):
-            for dep in patch.after:
-                if dep not in seen or seen[dep] >= i:
+            for n, item in enumerate(patch.remove):
+                if isinstance(item, TargetPath) and item.target not in spec.targets:
                     problems.append(
                         (
-                            doc.line_of(("patches", i, "after")),
-                            f"patch {patch.id}: `after` names {dep!r}, which is not an earlier "
-                            "patch",
+                            doc.line_of(("patches", i, "remove", n, "target")),
+                            f"patch {patch.id}: `remove` names unknown target {item.target!r} "
+                            f"(targets: {', '.join(spec.targets)})",
                         )
                     )
     if problems:
         raise _problems_error(yaml_path, problems)
     return Patchset(spec=spec, path=yaml_path, folder=yaml_path.parent, document=doc)
+
+
+def _order_problems(
+    spec: PatchsetSpec, first: dict[str, int], doc: YamlDocument
+) -> list[tuple[int | None, str]]:
+    """The ordering key: every id a patch names in ``after`` must be a patch listed before it.
+
+    Patches apply in list order, each judged on the tree the earlier ones leave (as quilt's
+    series file); ``after`` says that order matters (the patch was made on top of those) so a
+    reordering, or a patch inserted before what it depends on, is refused here, for every kind
+    and every command, instead of turning into a conflict on some machine later.
+    """
+    problems: list[tuple[int | None, str]] = []
+    for i, patch in enumerate(spec.patches):
+        for n, dep in enumerate(patch.after):
+            where = doc.line_of(("patches", i, "after", n)) or doc.line_of(("patches", i, "after"))
+            if dep == patch.id:
+                problems.append((where, f"patch {patch.id}: `after` names the patch itself"))
+            elif dep not in first:
+                problems.append(
+                    (where, f"patch {patch.id}: `after` names {dep!r}, which is not a patch here")
+                )
+            elif first[dep] >= i:
+                problems.append(
+                    (
+                        where,
+                        f"patch {patch.id}: `after` names {dep!r}, which is listed after it "
+                        f"(at patches[{first[dep]}]); move {patch.id} below {dep}, the order "
+                        "the patches apply in",
+                    )
+                )
+    return problems
 
 
 def _problems_error(path: Path, problems: list[tuple[int | None, str]]) -> InputError:
@@ -576,11 +767,14 @@ def _present(key: str, value: dict[str, Any]) -> dict[str, Any]:
 
 
 def _strings(prop: dict[str, Any]) -> dict[str, Any]:
-    """The string schema of a property (the string branch of an optional one)."""
+    """The string schema of a property (the string branch of an optional one, or of a list's
+    items, which may be a string or an object)."""
+    if prop.get("type") == "array":
+        prop = prop["items"]
     for branch in prop.get("anyOf", []):
         if branch.get("type") == "string":
             return branch
-    return prop["items"] if prop.get("type") == "array" else prop
+    return prop
 
 
 def _cross_field_rules(schema: dict[str, Any]) -> None:
@@ -590,8 +784,10 @@ def _cross_field_rules(schema: dict[str, Any]) -> None:
       the errors of that kind only, not of all five);
     - every patch: ``upstream`` references (their form as a pattern), or ``upstream_status``
       (:meth:`PatchBase._upstream_declared`);
-    - diff: exactly one of ``file`` or ``source``; a source: exactly one of ``pr`` or
-      ``commit``;
+    - diff: exactly one of ``file`` or ``source``; a source: ``pr``, ``commit`` or both;
+    - target: ``package`` or ``home``; ``path`` only with ``package``, ``env`` only with
+      ``home``;
+    - pip: ``build_requirements`` only with ``source``;
     - command: ``after`` or ``output``; with ``shell: true``, one ``argv`` string;
     - artifact file: a plain ``http://`` URL needs ``insecure_http: true``;
     - every path below a root: relative, ``/``-separated, no ``..`` (:func:`relative_posix_path`).
@@ -633,8 +829,22 @@ def _cross_field_rules(schema: dict[str, Any]) -> None:
         {"oneOf": [_present("file", {"type": "string"}), _present("source", {"type": "object"})]}
     )
     defs[RemoteSource.__name__]["allOf"] = [
-        {"oneOf": [_present("pr", {"type": "integer"}), _present("commit", {"type": "string"})]}
+        {"anyOf": [_present("pr", {"type": "integer"}), _present("commit", {"type": "string"})]}
     ]
+    defs[Target.__name__]["allOf"] = [
+        {"oneOf": [_present("package", {"type": "string"}), _present("home", {"type": "string"})]},
+        {
+            "if": _present("path", {"type": "string"}),
+            "then": _present("package", {"type": "string"}),
+        },
+        {"if": _present("env", {"type": "string"}), "then": _present("home", {"type": "string"})},
+    ]
+    defs[PipPatch.__name__]["allOf"].append(
+        {
+            "if": _present("build_requirements", {"type": "string"}),
+            "then": _present("source", {"type": "object"}),
+        }
+    )
     defs[CommandPatch.__name__]["allOf"] += [
         {"anyOf": [_present("after", {"minItems": 1}), _present("output", {"type": "string"})]},
         {
@@ -649,7 +859,9 @@ def _cross_field_rules(schema: dict[str, Any]) -> None:
         }
     ]
     paths = {
-        Target: ("path",),
+        Target: ("path", "home"),
+        TargetPath: ("path",),
+        PipPatch: ("build_requirements",),
         FileGuard: ("path",),
         DiffPatch: ("file",),
         ReplaceEdit: ("file",),

@@ -25,7 +25,7 @@ from pathlib import Path
 from .adopt import MadeFile, record_made_patch
 from .capture import PristineSources, checked_diff, locate, state_before
 from .diffparse import parse_diff
-from .engine import BLOCKING, apply_patchset, load_patches, make_plan, revert_patches
+from .engine import BLOCKING, apply_patchset, load_patches, make_plan, revert_patchset
 from .errors import InputError, PatchbayError, RefusedError
 from .gitdiff import FileVersions
 from .kinds import LoadedPatch
@@ -100,7 +100,7 @@ def edit_patch(
     """
     index, patch = _local_diff(patchset, patch_id)
     later = [p.id for p in patchset.patches[index + 1 :]]
-    reverted = revert_patches(patchset, env, later, lock_timeout=lock_timeout, options=options)
+    reverted = revert_patchset(patchset, env, later, lock_timeout=lock_timeout, options=options).ids
     head = Patchset(
         spec=patchset.spec.model_copy(update={"patches": patchset.spec.patches[: index + 1]}),
         path=patchset.path,
@@ -196,7 +196,8 @@ def refresh_patch(
             patchset.name,
             env.state_dir,
             patch_id=patch_id,
-            identity=made_diff.loaded.sha256,
+            sha256=made_diff.loaded.sha256,
+            identity=made_diff.loaded.identity,
             files=[m for m in made if m.path not in dropped],
             writes={patchset.folder / patch.content_path: made_diff.data},
             keep_position=True,

@@ -31,20 +31,30 @@ from typing import Any
 
 from . import __version__
 from .errors import InputError, PatchbayError
+from .hunkview import counts_text
 from .model import PATCHSET_FILENAMES, Patchset, load_patchset
 from .redaction import redact
+from .upstream.evidence import ContentEvidence
 from .upstream.github import GitHubClient, GitHubError, RequestStats
 from .upstream.status import VERDICTS, Assessment, Verdict, WaiverReview, assess
 
 MARKER = "<!-- patchbay:upstream-report -->"
+_NO_EVIDENCE = ContentEvidence("candidate", "the candidate", "")
 ISSUE_BODY_LIMIT = 65536  # characters GitHub accepts in an issue body
 DEFAULT_TITLE = "patchbay: carried patches and their upstream state"
 HISTORY_VERSION = 1
 _FINGERPRINT = re.compile(r"<!-- patchbay:fingerprint=([0-9a-f]{64}) -->")
-_ORDER = {Verdict.ATTENTION: 0, Verdict.REMOVE: 1, Verdict.BUMP: 2, Verdict.KEEP: 3}
+_ORDER = {
+    Verdict.ATTENTION: 0,
+    Verdict.REMOVE: 1,
+    Verdict.REFRESH: 2,
+    Verdict.BUMP: 3,
+    Verdict.KEEP: 4,
+}
 COLOURS = {
     "remove": "#2e7d32",
     "bump": "#1565c0",
+    "refresh": "#6a1b9a",
     "keep": "#8a8a8a",
     "attention": "#d84315",
 }
@@ -142,6 +152,7 @@ class Row:
         days_carried: whole days from ``first_seen`` to the report's date.
         days_since_merged: whole days from the latest upstream merge of its fixes.
         candidate: the patch's verdict on the candidate image (``patchbay check``), if given.
+        candidate_hunks: its hunks per state there (``{"upstream": 1, "pending": 1}``).
     """
 
     assessment: Assessment
@@ -149,10 +160,21 @@ class Row:
     days_carried: int | None
     days_since_merged: int | None
     candidate: str | None = None
+    candidate_hunks: dict[str, int] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
         return self.assessment.key
+
+    @property
+    def candidate_label(self) -> str:
+        """The candidate cell: ``check``'s verdict, with the hunk counts of a mixed patch
+        (``conflict (1 upstream, 1 pending, 1 conflict)``)."""
+        if self.candidate is None:
+            return "—"
+        if len(self.candidate_hunks) > 1:
+            return f"{self.candidate} ({counts_text(self.candidate_hunks)})"
+        return self.candidate
 
     def to_json(self) -> dict[str, Any]:
         out = self.assessment.to_json()
@@ -160,6 +182,7 @@ class Row:
         out["days_carried"] = self.days_carried
         out["days_since_merged"] = self.days_since_merged
         out["candidate"] = self.candidate
+        out["candidate_hunks"] = self.candidate_hunks
         return out
 
 
@@ -173,6 +196,8 @@ class CandidateResult:
         verdicts: patch id -> ``check`` verdict.
         problem: why the check could not run, if it did not.
         refresh: ids of the patches ``patchbay rebase`` would refresh by a 3-way merge.
+        evidence: patch id -> the content evidence of the candidate (hunks upstream and
+            still needed), which bends the report's verdicts.
     """
 
     patchset: str
@@ -180,6 +205,7 @@ class CandidateResult:
     verdicts: dict[str, str] = field(default_factory=dict)
     problem: str | None = None
     refresh: list[str] = field(default_factory=list)
+    evidence: dict[str, ContentEvidence] = field(default_factory=dict)
 
 
 @dataclass
@@ -330,7 +356,7 @@ def build_report(
     today: date | None = None,
     waivers_dir: Path | None = None,
     history: Sequence[dict[str, Any]] = (),
-    present: Mapping[str, set[str]] | None = None,
+    pinned: Mapping[str, dict[str, ContentEvidence]] | None = None,
     candidate: list[CandidateResult] | None = None,
     max_pages: int = 30,
 ) -> Report:
@@ -342,8 +368,13 @@ def build_report(
         today: the report's date (default: today, UTC).
         waivers_dir: the waiver folder, for review dates (None: waivers are not consulted).
         history: earlier history entries, oldest first (see :func:`read_history`).
-        present: patchset name -> ids whose content the pinned image ships (``remove``).
+        pinned: patchset name -> patch id -> content evidence of the pinned image (see
+            :func:`patchbay.upstream.evidence.pinned_evidence`).
         candidate: the check against a candidate image (see :func:`check_candidate`).
+
+    Verdicts use the content evidence whenever it is there (:mod:`patchbay.upstream.evidence`):
+    a merged fix whose candidate still conflicts or is partly upstream is ``refresh``, not
+    ``bump`` or ``remove``.
         max_pages: bound on compare pages per comparison.
 
     Raises:
@@ -355,11 +386,19 @@ def build_report(
         from .upstream.status import waiver_reviews
 
         waivers = waiver_reviews(waivers_dir, patchsets)
+    evidence: dict[tuple[str, str], list[ContentEvidence]] = {}
+    for name, by_id in (pinned or {}).items():
+        for pid, ev in by_id.items():
+            evidence.setdefault((name, pid), []).append(ev)
+    for c in candidate or []:
+        for pid, ev in c.evidence.items():
+            evidence.setdefault((c.patchset, pid), []).append(ev)
     assessed = assess(
-        patchsets, client, today=today, waivers=waivers, present=present, max_pages=max_pages
+        patchsets, client, today=today, waivers=waivers, evidence=evidence, max_pages=max_pages
     )
     seen: dict[Path, dict[str, datetime]] = {}
     by_candidate = {c.patchset: c.verdicts for c in candidate or []}
+    by_evidence = {c.patchset: c.evidence for c in candidate or []}
     rows = []
     for a in assessed:
         if a.patchset_path not in seen:
@@ -372,6 +411,9 @@ def build_report(
                 days_carried=_days(first, today),
                 days_since_merged=_days(a.merged_at, today),
                 candidate=by_candidate.get(a.patchset, {}).get(a.patch_id),
+                candidate_hunks=dict(
+                    by_evidence.get(a.patchset, {}).get(a.patch_id, _NO_EVIDENCE).counts
+                ),
             )
         )
     rows.sort(
@@ -399,21 +441,6 @@ def _days(when: datetime | None, today: date) -> int | None:
 # -- images: content already present, candidate ------------------------------------------------
 
 
-def content_present(patchset: Patchset, *, python: str | None, root: Path | None) -> set[str]:
-    """Ids of the patches whose content the pinned image already ships (``status``:
-    ``redundant``), judged with :func:`patchbay.engine.make_plan` in the given environment.
-
-    Raises:
-        PatchbayError: the environment cannot be resolved or a patch cannot be read.
-    """
-    from .engine import PatchStatus, make_plan
-    from .targets import resolve_environment
-
-    env = resolve_environment(patchset, python=python, root=root)
-    plan = make_plan(patchset, env)
-    return {r.id for r in plan.reports if r.status is PatchStatus.REDUNDANT}
-
-
 def check_candidate(
     patchsets: Sequence[Patchset], *, python: str | None, root: Path | None
 ) -> list[CandidateResult]:
@@ -424,6 +451,7 @@ def check_candidate(
     from .check import check_patchset
     from .rebase import patches_to_refresh
     from .targets import resolve_environment
+    from .upstream.evidence import candidate_evidence
 
     out = []
     for ps in patchsets:
@@ -439,6 +467,7 @@ def check_candidate(
                 droppable=[i.report.id for i in result.items if i.verdict is CheckVerdict.UPSTREAM],
                 verdicts={i.report.id: i.verdict.value for i in result.items},
                 refresh=patches_to_refresh(result),
+                evidence=candidate_evidence(result),
             )
         )
     return out
@@ -581,7 +610,7 @@ def _table_markdown(rows: Sequence[Row], with_candidate: bool) -> list[str]:
             f"{_num(row.days_since_merged)} |"
         )
         if with_candidate:
-            line += f" {row.candidate or '—'} |"
+            line += f" {_cell(row.candidate_label)} |"
         lines.append(line)
     return lines
 
@@ -594,6 +623,7 @@ def _details_markdown(rows: Sequence[Row], verdict: Verdict) -> list[str]:
         Verdict.ATTENTION: "Needs attention",
         Verdict.REMOVE: "Remove: the fix is in the pinned image",
         Verdict.BUMP: "Bump: a newer image removes the patch",
+        Verdict.REFRESH: "Refresh: part of the patch is upstream, or it conflicts",
         Verdict.KEEP: "Keep: upstream is still open",
     }
     out = [f"### {titles[verdict]}", ""]
@@ -628,7 +658,7 @@ def render_markdown(report: Report, *, issue: bool = False, limit: int | None = 
     with_candidate = report.candidate is not None
     table = _table_markdown(report.rows, with_candidate)
     details = {v: _details_markdown(report.rows, v) for v in VERDICTS}
-    detail_order = [Verdict.ATTENTION, Verdict.REMOVE, Verdict.BUMP, Verdict.KEEP]
+    detail_order = [Verdict.ATTENTION, Verdict.REMOVE, Verdict.REFRESH, Verdict.BUMP, Verdict.KEEP]
     tail = [f"<!-- patchbay:fingerprint={report.fingerprint()} -->"] if issue else []
     footer = [
         f"<sub>patchbay {__version__}, {_iso(report.generated)}; days are counted to "
@@ -748,6 +778,7 @@ th,td{border:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical-align:
 th{background:#f5f5f5}td.n{text-align:right}
 .v{display:inline-block;padding:0 .45rem;border-radius:.6rem;color:#fff;font-size:.8rem}
 .remove{background:#2e7d32}.bump{background:#1565c0}.keep{background:#8a8a8a}
+.refresh{background:#6a1b9a}
 .attention{background:#d84315}.reason{color:#444;font-size:.85rem}
 .warn{color:#8a4b00;font-size:.85rem}code{font-size:.85rem}
 """
@@ -837,7 +868,7 @@ def render_html(report: Report) -> str:
             f'<td><span class="v {a.verdict.value}">{a.verdict.value}</span>{detail}</td>'
             f'<td class="n">{_num(row.days_carried)}</td>'
             f'<td class="n">{_num(row.days_since_merged)}</td>'
-            + (f"<td>{esc(row.candidate or '—')}</td>" if report.candidate is not None else "")
+            + (f"<td>{esc(row.candidate_label)}</td>" if report.candidate is not None else "")
             + "</tr>"
         )
     parts += [

@@ -18,6 +18,7 @@ import signal
 import stat
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 from .errors import EnvironmentProbeError, InputError, RefusedError
 
 if TYPE_CHECKING:  # imported lazily: `apply`'s verified no-op needs neither
-    from .model import Patchset
+    from .model import Patchset, Target
 
 PROBE_TIMEOUT_S = 120.0  # the whole probe: a huge sys.path takes a while to list
 PROBE_SILENCE_S = 10.0  # the probe's first line: an interpreter silent this long hangs
@@ -349,7 +350,8 @@ def resolve_environment(
         patchset: the loaded patchset.
         python: engine interpreter (default: ``python3`` on PATH). Ignored with ``root``.
         root: an unpacked tree that stands in for site-packages: every target resolves to
-            ``root/<target.path>``; distribution versions are then unknown.
+            ``root/<target.path>`` (a ``home`` target to ``root/<target.home>``: nothing
+            outside the tree is touched); distribution versions are then unknown.
         state_dir: override for the ledger folder (default ``<sys.prefix>/share/patchbay``,
             or ``<root>/.patchbay`` with ``root``).
         extra_distributions: more distributions to look up, besides the base guard's and the
@@ -362,7 +364,8 @@ def resolve_environment(
 
     Raises:
         InputError: both ``python`` and ``root``; ``root`` is no folder; the state folder is a
-            file, under a file, or (``writable``) cannot be written.
+            file, under a file, or (``writable``) cannot be written; a ``home`` target's folder
+            is unusable (see :func:`home_root`).
         RefusedError: a target package is not installed in the engine environment (the image
             is not the one the patchset was written for).
         EnvironmentProbeError: the interpreter could not be probed.
@@ -374,7 +377,7 @@ def resolve_environment(
     from packaging.requirements import Requirement
 
     spec = patchset.spec
-    names = sorted({t.package for t in spec.targets.values()})
+    names = sorted({t.package for t in spec.targets.values() if t.package is not None})
     pins = [Requirement(p.requirement).name for p in spec.patches if p.kind == "pip"]
     dists = sorted(
         {
@@ -391,7 +394,10 @@ def resolve_environment(
             raise InputError(f"--root cannot be resolved: {exc}", file=root) from None
         if not root.is_dir():
             raise InputError("--root is not a directory", file=root)
-        roots = {name: (root / t.path) if t.path else root for name, t in spec.targets.items()}
+        roots = {
+            name: root / (t.path or t.home or "") if t.path or t.home else root
+            for name, t in spec.targets.items()
+        }
         folder = _absolute(state_dir or root / ".patchbay")
         if state_dir is None:
             check_state_dir(folder, writable=False)
@@ -409,6 +415,9 @@ def resolve_environment(
     located: dict[str, dict[str, str] | None] = answer["packages"]  # type: ignore[assignment]
     roots = {}
     for tname, target in spec.targets.items():
+        if target.package is None:
+            roots[tname] = home_root(tname, target)
+            continue
         found = located.get(target.package)
         if found is None:
             raise RefusedError(
@@ -435,6 +444,48 @@ def resolve_environment(
         markers=dict(answer.get("markers", {})),  # type: ignore[call-overload]
         sys_path=[Path(p) for p in answer.get("sys_path", [])],  # type: ignore[union-attr]
     )
+
+
+def home_root(name: str, target: Target, environ: Mapping[str, str] | None = None) -> Path:
+    """The root of a ``home`` target: ``$<env>`` when set, else ``<home directory>/<home>``.
+
+    The variable is read from patchbay's own environment, the one ``command`` patches run with
+    (so an engine tool started by a command sees the same folder). Only the root is decided
+    here; every path below it goes through :meth:`patchbay.tree.Tree.resolve`.
+
+    Args:
+        name: the target's name, for messages.
+        target: a target with ``home`` set.
+        environ: the environment to read (default ``os.environ``).
+
+    Raises:
+        InputError: the variable is set but empty, relative or holds ``..``; the home directory
+            cannot be found; the home folder resolves (through a link) outside the home.
+    """
+    assert target.home is not None
+    env = os.environ if environ is None else environ
+    if target.env is not None and target.env in env:
+        value = env[target.env]
+        parts = value.split("/")
+        if not value.startswith("/") or ".." in parts or "\0" in value:
+            raise InputError(
+                f"target {name!r}: ${target.env}={value!r} must be an absolute path without '..'"
+            )
+        return Path(os.path.normpath(value))
+    try:
+        home = Path(env["HOME"]) if env.get("HOME") else Path.home()
+    except (KeyError, RuntimeError):
+        raise InputError(f"target {name!r}: the home directory cannot be found") from None
+    if not home.is_absolute():
+        raise InputError(f"target {name!r}: the home directory {str(home)!r} is not absolute")
+    root = home / target.home
+    real_home, real_root = os.path.realpath(home), os.path.realpath(root)
+    if not real_root.startswith(real_home.rstrip("/") + "/"):
+        raise InputError(
+            f"target {name!r}: ~/{target.home} resolves to {real_root}, outside the home "
+            f"directory {real_home}"
+        )
+    return root
 
 
 def _absolute(path: Path) -> Path:

@@ -8,12 +8,15 @@ which refuses paths that leave their root, through ``..`` or through a symbolic 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .diffparse import split_lines
 from .errors import RefusedError
 from .hunks import LineIndex
 from .options import RunOptions
@@ -23,6 +26,92 @@ if TYPE_CHECKING:
     from .targets import Environment
 
 _ABSENT = object()
+
+Key = tuple[str, str]  # (target, root-relative path)
+
+
+class _LineIndexes:
+    """Line indexes of recently used contents, shared by a tree and all its forks.
+
+    A content is identified by its ``bytes`` object (kept alive by the entry, so an id is never
+    reused while cached): staged results and disk reads are handed around as the same object,
+    so the classifications of one run build each index once. Least recently used entries are
+    dropped while the contents cached exceed :attr:`BUDGET` bytes (an index costs a few times
+    its content), but the two most recent are always kept: several patches of one large file
+    are each judged on the file as it is on disk and hand on the index of their result.
+    """
+
+    BUDGET = 8 * 1024 * 1024
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[int, tuple[bytes, LineIndex]] = OrderedDict()
+        self._size = 0
+
+    def get(self, data: bytes) -> LineIndex:
+        cached = self._entries.get(id(data))
+        if cached is not None and cached[0] is data:
+            self._entries.move_to_end(id(data))
+            return cached[1]
+        index = LineIndex.of(self._make_room(data))
+        self.put(data, index)
+        return index
+
+    def put(self, data: bytes, index: LineIndex) -> None:
+        old = self._entries.pop(id(data), None)
+        if old is not None:
+            self._size -= len(old[0])
+        self._make_room(data)
+        self._entries[id(data)] = (data, index)
+        self._size += len(data)
+
+    def _make_room(self, data: bytes) -> bytes:
+        # before building a new index, so that no index is kept alive only by the cache
+        while len(self._entries) > 1 and self._size + len(data) > self.BUDGET:
+            self._size -= len(self._entries.popitem(last=False)[1][0])
+        return data
+
+
+@dataclass
+class DiskView:
+    """What a run saw on disk: every file content and mode it read, to tell later whether the
+    tree is still as it was judged (a run that waited for the lock must judge the tree as it is).
+
+    Attributes:
+        paths: ``(target, path)`` -> the absolute path it resolved to.
+        contents: ``(target, path)`` -> bytes read (None: absent).
+        modes: ``(target, path)`` -> ``st_mode`` read (None: absent).
+    """
+
+    paths: dict[Key, Path]
+    contents: dict[Key, bytes | None]
+    modes: dict[Key, int | None]
+
+    def unchanged(self) -> bool:
+        """Whether every file seen still has the same bytes and mode (and is still absent, for
+        those that were), and none became a symbolic link. Bytes are compared, never times.
+        (Paths are not resolved again: whatever is written is resolved again before.)"""
+        for key, data in self.contents.items():
+            path = self.paths[key]
+            if os.path.islink(path):
+                return False
+            try:
+                now: bytes | None = path.read_bytes()
+            except (FileNotFoundError, NotADirectoryError):
+                now = None
+            except OSError:
+                return False
+            if now != data:
+                return False
+        for key, mode in self.modes.items():
+            try:
+                now_mode: int | None = os.stat(self.paths[key]).st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                now_mode = None
+            except OSError:
+                return False
+            if now_mode != mode:
+                return False
+        return True
 
 
 class Tree:
@@ -52,10 +141,13 @@ class Tree:
         self.protected: set[str] = set()
         self.folder: Path | None = None  # the patchset folder (relative find-links)
         self._real_roots: dict[str, str] = {}
-        self._staged: dict[tuple[str, str], bytes | None] = {}
-        self._resolved: dict[tuple[str, str], Path] = {}
-        self._disk: dict[tuple[str, str], bytes | None] = {}
-        self._indexes: dict[int, tuple[bytes, LineIndex]] = {}
+        self._staged: dict[Key, bytes | None] = {}
+        self._resolved: dict[Key, Path] = {}
+        # shared with forks: what is on disk does not depend on what a fork stages
+        self._disk: dict[Key, bytes | None] = {}
+        self._modes: dict[Key, int | None] = {}
+        self._indexes = _LineIndexes()
+        self._trace: list[tuple[str, str, bytes | None]] | None = None
 
     def resolve(self, target: str, rel: str) -> Path:
         """Absolute path of ``rel`` under ``target``'s root, through the path gate
@@ -86,9 +178,18 @@ class Tree:
             RefusedError: the path is unsafe (see :meth:`resolve`) or is a directory.
         """
         staged = self._staged.get((target, rel), _ABSENT)
-        if staged is not _ABSENT:
-            return staged  # type: ignore[return-value]
-        known = self._disk.get((target, rel), _ABSENT)  # a plan reads each file once
+        data = self.on_disk(target, rel) if staged is _ABSENT else staged
+        if self._trace is not None:
+            self._trace.append((target, rel, data))  # type: ignore[arg-type]
+        return data  # type: ignore[return-value]
+
+    def on_disk(self, target: str, rel: str) -> bytes | None:
+        """Content on disk, ignoring staged changes; read once per tree and its forks.
+
+        Raises:
+            RefusedError: the path is unsafe (see :meth:`resolve`) or is a directory.
+        """
+        known = self._disk.get((target, rel), _ABSENT)
         if known is not _ABSENT:
             return known  # type: ignore[return-value]
         path = self.resolve(target, rel)
@@ -96,30 +197,84 @@ class Tree:
         self._disk[(target, rel)] = data
         return data
 
+    def mode(self, target: str, rel: str) -> int | None:
+        """``st_mode`` of the file on disk (None: absent); read once per tree and its forks.
+
+        Raises:
+            RefusedError: the path is unsafe (see :meth:`resolve`).
+        """
+        known = self._modes.get((target, rel), _ABSENT)
+        if known is not _ABSENT:
+            return known  # type: ignore[return-value]
+        try:
+            mode: int | None = os.stat(self.resolve(target, rel)).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            mode = None
+        self._modes[(target, rel)] = mode
+        return mode
+
     def line_index(self, data: bytes) -> LineIndex:
-        """The :class:`LineIndex` of some file content, built once per content object."""
-        cached = self._indexes.get(id(data))
-        if cached is not None and cached[0] is data:
-            return cached[1]
-        index = LineIndex(split_lines(data.decode("utf-8", "surrogateescape")))
-        self._indexes[id(data)] = (data, index)
-        return index
+        """The :class:`LineIndex` of some file content, built once per content object for the
+        tree and all its forks (while recently used; see :class:`_LineIndexes`)."""
+        return self._indexes.get(data)
+
+    def keep_line_index(self, data: bytes, index: LineIndex | None) -> None:
+        """Remember ``index`` as the :class:`LineIndex` of ``data`` (a result computed from
+        another content's index, see :meth:`LineIndex.derive`); None: nothing to remember."""
+        if index is not None:
+            self._indexes.put(data, index)
+
+    @contextlib.contextmanager
+    def tracing(self) -> Iterator[list[tuple[str, str, bytes | None]]]:
+        """Collect ``(target, path, content)`` of every :meth:`read` inside the block: an
+        inspection that depends on contents alone holds on any tree that reads the same."""
+        reads: list[tuple[str, str, bytes | None]] = []
+        outer, self._trace = self._trace, reads
+        try:
+            yield reads
+        finally:
+            self._trace = outer
+
+    def reads_same(self, reads: list[tuple[str, str, bytes | None]]) -> bool:
+        """Whether :meth:`read` returns the very same content objects as in ``reads``."""
+        return all(self.read(target, rel) is data for target, rel, data in reads)
+
+    @property
+    def seen(self) -> DiskView:
+        """Everything this tree and its forks read from disk so far."""
+        return DiskView(self._resolved, self._disk, self._modes)
+
+    @contextlib.contextmanager
+    def trying(self, changes: list[tuple[str, str, bytes | None]]) -> Iterator[Tree]:
+        """Stage ``(target, path, content)`` changes for the block only (to judge a result
+        without committing to it, and without copying the tree as :meth:`fork` does); what was
+        staged before is put back after it."""
+        saved = [(key, self._staged.get(key, _ABSENT)) for key in ((t, r) for t, r, _ in changes)]
+        for target, rel, data in changes:
+            self._staged[(target, rel)] = data
+        try:
+            yield self
+        finally:
+            for key, old in reversed(saved):
+                if old is _ABSENT:
+                    self._staged.pop(key, None)
+                else:
+                    self._staged[key] = old  # type: ignore[assignment]
 
     def fork(self) -> Tree:
-        """A copy whose staged changes are its own (to try a result without committing to it)."""
+        """A copy whose staged changes are its own (to try a result without committing to it);
+        what is on disk, resolved paths and line indexes are shared."""
         other = Tree(self.roots, self.env, self.options)
         other._staged = dict(self._staged)
         other._resolved = self._resolved
         other._disk = self._disk
+        other._modes = self._modes
+        other._indexes = self._indexes
         other._real_roots = self._real_roots
         other.changed = set(self.changed)
         other.protected = self.protected
         other.folder = self.folder
         return other
-
-    def on_disk(self, target: str, rel: str) -> bytes | None:
-        """Content on disk, ignoring staged changes."""
-        return _read_regular(self.resolve(target, rel), rel)
 
     def stage(self, target: str, rel: str, data: bytes | None) -> None:
         """Record the content a pending patch will leave (None: the file will be deleted)."""

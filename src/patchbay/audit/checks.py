@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lockfile import LOCK_NAME, Lock
-from ..model import ArtifactPatch, DiffPatch, Patchset
+from ..model import ArtifactPatch, DiffPatch, Patchset, PipPatch
 from ..waivers import FIELD_TITLES, Waiver, placeholder_in
 from .rules import Finding
 from .waived import ScriptLink
@@ -91,8 +91,9 @@ def check_patchsets(patchsets: Iterable[Patchset], root: Path) -> list[Finding]:
 
 def _unlocked(ps: Patchset, yaml_rel: str) -> list[Finding]:
     """PB304: diff sources without a lock entry that matches them, artifacts without a hash
-    (in the patchset or the lock). Such content is fetched by ``patchbay vendor``, never by
-    ``apply``, which refuses it until then."""
+    (in the patchset or the lock), source builds at a tag or branch without a locked commit.
+    Such content is fetched by ``patchbay vendor``, never by ``apply``, which refuses it until
+    then."""
     lock = Lock.load(ps.folder)
     out = []
     for i, patch in enumerate(ps.patches):
@@ -110,6 +111,17 @@ def _unlocked(ps: Patchset, yaml_rel: str) -> list[Finding]:
                         ps.patch_line(i, "source"),
                         f"patch {patch.id}: upstream source {patch.source.ref} has no hash in "
                         f"{LOCK_NAME} yet; run `patchbay vendor`",
+                    )
+                )
+        elif isinstance(patch, PipPatch) and patch.source is not None:
+            if lock.source_commit(patch) is None:
+                out.append(
+                    Finding.of(
+                        "PB304",
+                        yaml_rel,
+                        ps.patch_line(i, "source"),
+                        f"patch {patch.id}: source build {patch.source.label} has no commit "
+                        f"in {LOCK_NAME} yet; run `patchbay vendor`",
                     )
                 )
         elif isinstance(patch, ArtifactPatch):

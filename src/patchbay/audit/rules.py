@@ -212,6 +212,13 @@ RULES: dict[str, Rule] = {
             _E,
             "a `patchbay-reviewed` annotation without a reason",
         ),
+        Rule(
+            "PB411",
+            "unreadable-script",
+            _E,
+            "a script the analyser cannot read (an unterminated here-document): nothing after "
+            "the error is judged",
+        ),
         # upstream (patchbay audit --upstream)
         Rule(
             "PB501",
@@ -270,8 +277,9 @@ class Finding:
         end_line: last line of a multi-line construct (a heredoc), when there is one.
         suppression: set when an annotation or a configured ignore covers the finding.
         chain: for a script finding, the repository-relative paths of the scripts through
-            which it was reached (``bash path`` / ``source``), outermost first; empty when the
-            finding is in the script that was scanned.
+            which it was reached (``bash path`` / ``source``), outermost first, without
+            ``path`` itself (``("run.sh",)`` for a statement of ``lib.sh`` that ``run.sh``
+            sources); empty when the finding is in the script that was scanned.
         waived_by: set when a waiver that links the script (or one of its chain) covers the
             finding; the audit then lowers its severity to ``note`` and does not count it.
     """

@@ -16,6 +16,7 @@ from ..errors import InputError
 from ..model import PATCHSET_FILENAMES, Patchset, load_patchset
 from ..projects import DEFAULT_PROJECTS
 from ..waivers import Translation, Waiver, parse_waiver, waiver_files
+from .cache import ScriptCache, cache_disabled
 from .changes import Change, read_change
 from .checks import check_coverage, check_patchsets, check_waivers, relative
 from .config import AuditConfig, LoadedConfig, load_config, matches_any
@@ -230,9 +231,14 @@ def upstream_checks(
     api_url: str | None = None,
     cache_dir: Path | None = None,
     today: date | None = None,
+    image_python: str | None = None,
+    image_root: Path | None = None,
 ) -> list[Finding]:
     """PB501: every patch whose upstream verdict is ``remove`` (the fix is in the pinned
-    commit), from :func:`patchbay.upstream.status.upstream_findings`.
+    commit), from :func:`patchbay.upstream.status.upstream_findings`. With the pinned image
+    (``image_python`` or ``image_root``), its files are content evidence exactly as in
+    ``patchbay report --python`` (:mod:`patchbay.upstream.evidence`): a patch only part of
+    which the image ships is no PB501, as the report calls it ``refresh``.
 
     Raises:
         InputError: ``api_url`` is not an http(s) URL (exit 2).
@@ -241,12 +247,26 @@ def upstream_checks(
     """
     from ..options import default_cache_dir
     from ..upstream import GitHubClient, GitHubError, upstream_findings
+    from ..upstream.evidence import pinned_evidence
+
+    evidence = {}
+    if image_python is not None or image_root is not None:
+        if image_python is not None and image_root is not None:
+            raise InputError("give --python or --image-root, not both")
+        for ps in patchsets:
+            by_id = pinned_evidence(ps, python=image_python, root=image_root)
+            evidence.update({(ps.name, pid): [ev] for pid, ev in by_id.items()})
 
     # the client upstream_findings would make, kept to see whether the forge answered at all
     client = GitHubClient.from_env(api_url, cache_dir=(cache_dir or default_cache_dir()) / "github")
     try:
         found = upstream_findings(
-            patchsets, client=client, api_url=api_url, cache_dir=cache_dir, today=today
+            patchsets,
+            client=client,
+            api_url=api_url,
+            cache_dir=cache_dir,
+            today=today,
+            evidence=evidence,
         )
     finally:
         client.close()
@@ -281,6 +301,9 @@ def run_audit(
     cache_dir: Path | None = None,
     changed_since: str | None = None,
     pull_request: int | None = None,
+    script_cache: bool = True,
+    image_python: str | None = None,
+    image_root: Path | None = None,
 ) -> AuditResult:
     """Audit a repository.
 
@@ -291,11 +314,17 @@ def run_audit(
         upstream: ask the forge about every patch's upstream references (PB501).
         api_url: the GitHub API base for ``upstream`` (default ``$PATCHBAY_GITHUB_API`` or
             api.github.com).
-        cache_dir: the cache folder for ``upstream`` (default ``~/.cache/patchbay``).
+        cache_dir: the cache folder (default ``$XDG_CACHE_HOME/patchbay``, else
+            ``~/.cache/patchbay``): the forge's answers for ``upstream`` under ``github/``,
+            the findings of scripts analysed before under ``audit/`` (:mod:`.cache`).
         changed_since: audit the change since the merge base of this ref and HEAD (work tree
             included, see :mod:`.changes`): script findings of its files only, and PB107 for
             the patching it adds without a waiver of its own (:mod:`.pull_request`).
         pull_request: the change's pull request number (``change-waiver`` names its waiver).
+        script_cache: reuse (and record) the findings of scripts analysed before; off when
+            False or when ``PATCHBAY_NO_CACHE`` is set (:func:`.cache.cache_disabled`).
+        image_python, image_root: with ``upstream``, the pinned image (content evidence for
+            PB501, see :func:`upstream_checks`).
 
     Returns:
         The :class:`AuditResult`.
@@ -318,7 +347,7 @@ def run_audit(
     components = [c for ps in patchsets for c in ps.spec.components]
     engines = EngineNames.build(
         cfg.engine_names(c.distribution for c in components),
-        [t.package for ps in patchsets for t in ps.spec.targets.values()],
+        [t.package for ps in patchsets for t in ps.spec.targets.values() if t.package],
         [c.repository for c in components if c.repository],
     )
     names = {c.distribution: c.repository for c in components if c.repository}
@@ -335,12 +364,26 @@ def run_audit(
         *check_patchsets(patchsets, root),
         *check_coverage(patchsets, waivers, root, scripts=links.by_waiver),
         *check_waivers(waivers, root, today=today, warning_days=cfg.expiry_warning_days),
-        *scan_tree(root, cfg.scripts, cfg.exclude, engines),
+        *scan_tree(
+            root,
+            cfg.scripts,
+            cfg.exclude,
+            engines,
+            _script_cache(script_cache, cache_dir, root, engines),
+        ),
     ]
     if upstream:
         findings += upstream_checks(
-            patchsets, root, api_url=api_url, cache_dir=cache_dir, today=today
+            patchsets,
+            root,
+            api_url=api_url,
+            cache_dir=cache_dir,
+            today=today,
+            image_python=image_python,
+            image_root=image_root,
         )
+    elif image_python is not None or image_root is not None:
+        raise InputError("--python and --image-root are content evidence for --upstream")
     if change is not None:
         findings = limit_to_change(findings, change)
     kept = _configured(findings, cfg)
@@ -351,6 +394,16 @@ def run_audit(
     return AuditResult(
         root, loaded, patchsets, waivers, kept, today, translations, links.by_waiver, change
     )
+
+
+def _script_cache(
+    wanted: bool, cache_dir: Path | None, root: Path, engines: EngineNames
+) -> ScriptCache | None:
+    if not wanted or cache_disabled():
+        return None
+    from ..options import default_cache_dir
+
+    return ScriptCache((cache_dir or default_cache_dir()) / "audit", root, engines)
 
 
 def _configured(findings: list[Finding], cfg: AuditConfig) -> list[Finding]:

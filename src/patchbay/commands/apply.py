@@ -22,6 +22,7 @@ def run(
     state_dir: Path | None,
     upgrade: bool,
     lock_timeout: float,
+    dry_run: bool = False,
     record: Path | None,
     options: Callable[[], RunOptions] | None = None,
     probe_timeout: float | None = None,
@@ -38,7 +39,7 @@ def run(
         from ..bundle import check_bundle
 
         check_bundle(bundle)
-    if record is None:
+    if record is None and not dry_run:
         from .. import noop
 
         verified = noop.check(patchset_arg, python=python, root=root, state_dir=state_dir)
@@ -49,15 +50,23 @@ def run(
             sys.stdout.write(f"nothing to do: {verified.present} patch(es) already present\n")
             return 0
 
-    from ..engine import PatchStatus, apply_patchset, make_plan
+    from ..engine import PatchStatus, apply_patchset, make_plan, plan_apply
     from ..options import RunOptions
+    from ..output import apply_notes
+    from ..preview import dry_run_text
     from ..provenance import check_record_path, provenance, write_record
+    from ..redaction import redact
 
     run_options = options() if options is not None else RunOptions()
 
     if record is not None:
         check_record_path(record)
     patchset = load(patchset_arg)
+    if dry_run:
+        env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
+        plan = plan_apply(patchset, env, upgrade=upgrade, options=run_options)
+        sys.stdout.write(redact(dry_run_text(plan)))
+        return 0
     env = environment(patchset, python, root, state_dir, writable=True, probe_timeout=probe_timeout)
     result = apply_patchset(
         patchset, env, upgrade=upgrade, lock_timeout=lock_timeout, options=run_options
@@ -71,10 +80,8 @@ def run(
         say(("applied", "green"), f" {pid}")
     redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
     already = [r.id for r in plan.with_status(PatchStatus.APPLIED)]
-    for report in plan.reports:
-        for note in report.notes:
-            if report.status is not PatchStatus.REDUNDANT:
-                say(f"note: {report.id}: {note}")
+    for line in apply_notes(plan):
+        say(line)
     if result.nothing_to_do:
         _print_nothing_to_do(redundant, len(already) + len(redundant))
     else:

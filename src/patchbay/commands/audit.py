@@ -28,6 +28,8 @@ def run(
     cache_dir: Path | None = None,
     changed_since: str | None = None,
     pull_request: int | None = None,
+    image_python: str | None = None,
+    image_root: Path | None = None,
 ) -> int:
     """Audit ``root`` and print the report in ``output_format`` (to ``output`` if given):
     ``table``, ``concise``, ``json``, ``github`` or ``sarif``; by default ``table`` on a
@@ -63,6 +65,8 @@ def run(
         cache_dir=cache_dir,
         changed_since=changed_since,
         pull_request=pull_request,
+        image_python=image_python,
+        image_root=image_root,
     )
     threshold = Severity(fail_on or result.config.config.fail_on)
     tables = None

@@ -15,13 +15,13 @@ from ..report import (
     build_report,
     check_candidate,
     check_publish_target,
-    content_present,
     find_patchsets,
     last_published,
     publish,
     read_history,
     render,
 )
+from ..upstream.evidence import pinned_evidence
 from ..upstream.github import GitHubClient
 from ..upstream.status import RefState
 from .common import say
@@ -107,13 +107,13 @@ def run(
         if publish_to is not None:
             check_publish_target(publish_to, client)
         loaded = find_patchsets(repo, patchsets)
-        present = None
+        pinned = None
         if python is not None or root is not None:
             if len(loaded) != 1:
                 raise InputError(
                     "--python/--root describe one pinned image: name exactly one patchset"
                 )
-            present = {loaded[0].name: content_present(loaded[0], python=python, root=root)}
+            pinned = {loaded[0].name: pinned_evidence(loaded[0], python=python, root=root)}
         candidate = None
         if candidate_python is not None or candidate_root is not None:
             candidate = check_candidate(loaded, python=candidate_python, root=candidate_root)
@@ -125,7 +125,7 @@ def run(
             today=today,
             waivers_dir=repo / "waivers",
             history=earlier,
-            present=present,
+            pinned=pinned,
             candidate=candidate,
         )
         _refuse_if_unanswered(report)

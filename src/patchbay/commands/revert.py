@@ -6,13 +6,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..engine import revert_patchset
+from ..errors import InputError
 from ..options import RunOptions
+from ..output import revert_lines
 from .common import environment, load, say
 
 
 def run(
     patchset_arg: str,
     *,
+    patch_ids: list[str] | None = None,
     python: str | None,
     root: Path | None,
     state_dir: Path | None,
@@ -22,12 +25,18 @@ def run(
 ) -> int:
     """Revert; exit 0 (also when there was nothing to revert). Errors raise."""
     patchset = load(patchset_arg)
+    known = {p.id for p in patchset.patches}
+    unknown = [pid for pid in patch_ids or [] if pid not in known]
+    if unknown:
+        raise InputError(
+            f"no patch {', '.join(unknown)} in patchset {patchset.name} "
+            f"(patches: {', '.join(sorted(known)) or 'none'})",
+            file=patchset.path,
+        )
     env = environment(patchset, python, root, state_dir, writable=True, probe_timeout=probe_timeout)
-    reverted = revert_patchset(
-        patchset, env, lock_timeout=lock_timeout, options=options() if options else None
+    result = revert_patchset(
+        patchset, env, patch_ids, lock_timeout=lock_timeout, options=options() if options else None
     )
-    if not reverted:
-        say(f"nothing to revert: the ledger records no patch of {patchset.name}")
-    for pid in reverted:
-        say(f"reverted {pid}")
+    for line in revert_lines(result, patchset.name, patch_ids):
+        say(line)
     return 0

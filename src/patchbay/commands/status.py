@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..engine import BLOCKING, PatchStatus, interrupted, make_plan, upgrade_command
-from ..output import guard_lines, print_guard, status_lines, status_table
+from ..output import guard_lines, print_guard, status_epilogue, status_lines, status_table
 from ..provenance import check_record_path, provenance, write_record
 from .common import console, environment, load, print_json, read_format, say
 
@@ -53,6 +53,8 @@ def run(
         if read_format(output_format, table) == "table":
             print_guard(plan, console)
             console.print(table)
+            for line in status_epilogue(plan):
+                console.print(line, markup=False, highlight=False)
         else:
             for line in [*guard_lines(plan), *status_lines(plan)]:
                 say(line)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..engine import load_patches
+from ..ordering import unordered_overlaps
 from ..waivers import placeholder_in
 from .common import load, print_json, say
 
@@ -50,6 +51,13 @@ def run(patchset_arg: str, *, output_format: str | None = None) -> int:
     for patch, lp in pairs:
         for note in lp.notes:
             say(f"note: {patch.id}: {note}")
+    for overlap in unordered_overlaps(patchset, loaded):
+        line = patchset.patch_line(overlap.index, "id")
+        say(
+            f"note: {patchset.path}:{line}: {overlap.later} and {overlap.earlier} both change "
+            f"{overlap.path}; if {overlap.later} was made on top of {overlap.earlier}, declare "
+            f"`after: [{overlap.earlier}]` so that their order is checked"
+        )
     unlocked = [(patch, lp) for patch, lp in pairs if lp.unlocked]
     for patch, lp in unlocked:
         say(f"NOT LOCKED: {patch.id}: {lp.unlocked}")

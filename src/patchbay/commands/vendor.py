@@ -23,8 +23,18 @@ def run(
     )
     for pid in result.sources:
         say(f"locked {pid}")
+        left = result.left_out.get(pid)
+        if left:
+            say(f"  left out by its paths filter: {', '.join(left)}")
+        if pid in result.relocked:
+            say(f"  note: {result.relocked[pid]}")
     for url in result.artifacts:
         say(f"locked {url}")
-    if not result.sources and not result.artifacts:
-        say("nothing to vendor: no remote source and no unhashed artifact")
+    for pid, what in result.revisions.items():
+        say(f"locked {pid}: {what}")
+    if not result.sources and not result.artifacts and not result.revisions:
+        say(
+            "nothing to vendor: no remote source, no unhashed artifact, no source build at a "
+            "tag or branch"
+        )
     return 0

@@ -3,18 +3,21 @@
 Patch scripts carry diffs in here-documents applied by a helper (``git apply || patch
 --fuzz=3`` behind a ``grep`` marker), Python here-documents doing ``str.replace`` on installed
 files, ``pip install`` pins, ``curl`` downloads into the engine's data folder and JIT rebuilds.
-The importer reads such a script without running it (:mod:`.shell` parses it, :mod:`.walker`
-follows it, :mod:`.pyscan` reads its Python, :mod:`.refs` finds upstream references in its
-comments) and writes a patchset (:mod:`.writer`) whose patches do what the script did. What it
-cannot convert is listed, with the script's lines, in ``IMPORT-NOTES.md``; nothing is dropped
-silently.
+The importer reads such a script without running it: the script analyser
+(:mod:`patchbay.analysis`, the same one the audit uses: a tree-sitter parse and a symbolic walk)
+says which statements change the engine, how and with what content; :mod:`.convert` turns those
+modifications into draft patches (:mod:`.patches`) and gives every statement of the script an
+outcome; :mod:`.writer` writes the patchset. What it cannot convert is listed, with the
+script's lines, in ``IMPORT-NOTES.md``; nothing is dropped silently: a change the analyser found
+that nothing converted (one in a function the script never calls, one in a script it runs) is
+listed too, and the import is then partial.
 
 The layout:
 
-- ``shell.py``: a parser for the sh/bash patch scripts use (never runs them);
-- ``pyscan.py``: reads Python snippets (install-root probes, ``replace`` edits) with ``ast``;
-- ``walker.py``: follows the script's state and recognises each kind of block;
-- ``drafts.py``: the draft patches and per-command outcomes the walk produces;
+- ``convert.py``: rows and outcomes of the script's statements, modifications to drafts;
+- ``patches.py``: one function per mechanism (diff, Python ``replace`` edits, pip, artifact,
+  rebuild, and what is never converted);
+- ``drafts.py``: the draft patches and per-command outcomes;
 - ``refs.py``: upstream references (URLs, ``owner/repo#N``, ``project #N``) in comments;
 - ``writer.py``: targets, ids, ``patchset.yaml``, patch files and ``IMPORT-NOTES.md``.
 """
@@ -26,10 +29,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from ..analysis import DEFAULT_ENGINES, EngineNames, ShellSyntaxError, analyse_shell
+from ..analysis.syntax import parse_shell
 from ..errors import InputError
+from .convert import convert
 from .refs import DEFAULT_PROJECTS, parse_projects
-from .shell import parse_script
-from .walker import walk
 from .writer import NOTES_NAME, ImportResult, write_patchset
 
 __all__ = [
@@ -99,6 +103,19 @@ def import_script(
             ``file:line``), or ``out`` is not usable.
     """
     text = read_script(script)
-    parsed = parse_script(text, script.resolve())
-    found = walk(parsed, projects if projects is not None else dict(DEFAULT_PROJECTS))
+    projects = projects if projects is not None else dict(DEFAULT_PROJECTS)
+    engines = EngineNames.build(
+        [*DEFAULT_ENGINES, *_MORE_ENGINES, *projects], repositories=list(projects.values())
+    )
+    try:
+        analysis = analyse_shell(text, script.name, engines, script.resolve().parent)
+    except ShellSyntaxError as exc:
+        raise InputError(exc.reason, file=script, line=exc.line) from None
+    source = parse_shell(text, script.name)
+    found = convert(analysis, source, script, projects)
     return write_patchset(found, script, out, force=force)
+
+
+_MORE_ENGINES = ("torchvision", "torchaudio", "amd-aiter")
+"""Distributions of an engine image that are not engines of their own but never harness
+tools either."""

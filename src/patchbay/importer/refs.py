@@ -15,7 +15,7 @@ _URL = re.compile(
     r"|https?://[\w.-]+/[\w./-]+/-/(?:merge_requests|issues|commit)/[0-9a-fA-F]+"
 )
 _OWNER_REPO = re.compile(
-    r"(?<![\w./-])([A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)(#\d+|@[0-9a-f]{7,40})\b"
+    r"(?<![\w./-])([A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)( ?#\d+|@[0-9a-f]{7,40})\b"
 )
 _PROJECT = re.compile(
     r"(?<![\w./#-])([A-Za-z][\w.-]*?)"
@@ -86,7 +86,8 @@ def find_refs(text: str, projects: dict[str, str]) -> Refs:
 
     URLs of GitHub pull requests, issues and commits (and GitLab merge requests) are kept as
     written (without a trailing ``.diff``/``.patch``); ``owner/repo#N`` and
-    ``owner/repo@<commit>`` as written; ``name #N``, ``name#N`` and ``name PR #N`` become
+    ``owner/repo@<commit>`` as written (``owner/repo #N``, as header lists write it, as
+    ``owner/repo#N``); ``name #N``, ``name#N`` and ``name PR #N`` become
     ``owner/repo#N`` when ``name`` (case-insensitive) is in ``projects``, and are listed in
     ``unknown`` otherwise.
     """
@@ -99,7 +100,7 @@ def find_refs(text: str, projects: dict[str, str]) -> Refs:
     for m in _OWNER_REPO.finditer(text):
         if any(a <= m.start() < b for a, b in taken):
             continue
-        found.append((m.start(), m.group(1) + m.group(2)))
+        found.append((m.start(), m.group(1) + m.group(2).lstrip()))
         taken.append(m.span())
     for m in _PROJECT.finditer(text):
         if any(a <= m.start() < b for a, b in taken):

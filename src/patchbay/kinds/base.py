@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..hunks import HunkResult, HunkState
+from ..hunks import PRESENT, HunkResult, HunkState
 
 if TYPE_CHECKING:
     from ..ledger import LedgerEntry
@@ -32,8 +32,9 @@ class ContentState(str, Enum):
 
 def aggregate(results: list[HunkResult]) -> ContentState:
     """Patch state from hunk states: any conflict wins, then any ambiguity; all pending is
-    pending, all applied is applied, a mix of the two is partial."""
-    states = {r.state for r in results}
+    pending, all present (applied, or upstream with its context moved) is applied, a mix of
+    pending and present is partial."""
+    states = {HunkState.APPLIED if r.state in PRESENT else r.state for r in results}
     if HunkState.CONFLICT in states:
         return ContentState.CONFLICT
     if HunkState.AMBIGUOUS in states:
@@ -67,6 +68,9 @@ class LoadedPatch:
         notes: things worth telling the user (e.g. CRLF line endings normalised).
         unlocked: why the content is not pinned yet (a remote source or an artifact without a
             hash): ``validate`` accepts it, marked; ``apply`` refuses it.
+        identity: what the patch is (:mod:`patchbay.identity`): for a diff, the hash of its
+            canonical form; for other kinds (whose ``sha256`` is canonical already) the same
+            as ``sha256``.
     """
 
     sha256: str
@@ -74,6 +78,11 @@ class LoadedPatch:
     data: Any
     notes: list[str] = field(default_factory=list)
     unlocked: str | None = None
+    identity: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.identity:
+            self.identity = self.sha256
 
 
 @dataclass
@@ -109,9 +118,14 @@ class FileKind:
 
     ``recheck``: the engine re-inspects a pending patch on its own result and refuses it
     unless it is then applied (so a re-run can never apply it twice).
+
+    ``content_only``: an inspection depends on nothing but the contents ``tree.read`` returns
+    (and what is on disk), so the engine may reuse it on another tree that reads the very same
+    contents instead of inspecting again.
     """
 
     recheck = True
+    content_only = True
 
     def preflight(self, item: PendingPatch, tree: Tree) -> None:
         return None

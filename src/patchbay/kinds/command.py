@@ -4,8 +4,9 @@ were patched; its cache is keyed on the module name, so a stale build would keep
 A command is pending when a patch it names in ``after`` is applied in this run, or when its
 declared ``output`` is missing; otherwise it is up to date and does not run. It runs with an
 argv list (``/bin/sh -c`` only with ``shell: true``), ``{python}`` standing for the engine
-interpreter, in ``cwd`` under its target; ``remove`` paths (stale builds) are deleted first,
-through the run's journal. A non-zero exit fails the run, which is rolled back like any other
+interpreter, in ``cwd`` under its target; ``remove`` paths (stale builds, under its target or
+``{target, path}`` under another one, such as a per-user JIT folder) are deleted first, through
+the run's journal. A non-zero exit fails the run, which is rolled back like any other
 failure (files restored; what the command itself wrote beyond its declared output cannot be
 tracked).
 
@@ -64,6 +65,8 @@ class CommandKind:
         )
 
     def inspect(self, patch: CommandPatch, loaded: LoadedPatch, tree: Tree) -> Inspection:
+        for target, rel in patch.removals():  # an unsafe path refuses the plan, not the write
+            tree.resolve(target, rel)
         reasons = [f"{dep} changes in this run" for dep in patch.after if dep in tree.changed]
         if patch.output is not None and not os.path.exists(
             tree.resolve(patch.target, patch.output)
@@ -89,8 +92,9 @@ class CommandKind:
         for item in batch:
             patch: CommandPatch = item.patch
             root = tree.roots[patch.target]
-            for rel in patch.remove:
-                _remove(tree.resolve(patch.target, rel), txn)
+            # every path through the gate first: a link among them removes nothing
+            for path in [tree.resolve(target, rel) for target, rel in patch.removals()]:
+                _remove(path, txn)
             output = tree.resolve(patch.target, patch.output) if patch.output else None
             if output is not None and not output.is_dir():
                 txn.save(output, copy=True)  # a build may write it in place: no hard link

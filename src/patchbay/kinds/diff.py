@@ -18,10 +18,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..diffparse import FilePatch, Hunk, ParsedDiff, parse_diff, split_lines
+from ..diffparse import FilePatch, Hunk, ParsedDiff, parse_diff
 from ..errors import InputError
 from ..gitapply import git_apply
-from ..hunks import HunkResult, HunkState, apply_hunks, classify_hunk
+from ..hunks import PRESENT, HunkResult, HunkState, apply_hunks, classify_hunk, set_offsets
+from ..identity import diff_identity
 from ..inputfiles import read_input
 from ..ledger import sha256_bytes
 from ..lockfile import Lock
@@ -43,15 +44,13 @@ if TYPE_CHECKING:
     from ..tree import Tree
 
 
-def _lines(data: bytes) -> list[str]:
-    return split_lines(data.decode("utf-8", "surrogateescape"))
-
-
 def _bytes(lines: list[str]) -> bytes:
     return "".join(lines).encode("utf-8", "surrogateescape")
 
 
 def _is_crlf(data: bytes) -> bool:
+    if b"\r" not in data:
+        return False
     n = data.count(b"\n")
     return n > 0 and data.count(b"\r\n") == n
 
@@ -180,7 +179,13 @@ class DiffKind(FileKind):
                 f"{patch.content_path} has CRLF line endings (a checkout conversion); read as "
                 "LF and matched to each target file's own line endings"
             )
-        return LoadedPatch(sha256=sha256_bytes(data), source=str(path), data=parsed, notes=notes)
+        return LoadedPatch(
+            sha256=sha256_bytes(data),
+            source=str(path),
+            data=parsed,
+            notes=notes,
+            identity=diff_identity(parsed),
+        )
 
     def describe(self, patch: DiffPatch, loaded: LoadedPatch) -> str:
         parsed: ParsedDiff = loaded.data
@@ -231,7 +236,7 @@ class DiffKind(FileKind):
             return self._mode_only(target, fp, tree, old)
         results, after, placed = self._modify(fp, old, notes, tree)
         if after is None:
-            undone = self._undo(fp, old, results)
+            undone = self._undo(fp, old, results, tree)
             undo = [] if undone is None else [FileChange(target, fp.path, undone, old)]
             return _Outcome(results, undo=undo)
         return _Outcome(
@@ -253,7 +258,7 @@ class DiffKind(FileKind):
                 results, after = [self._file_result(fp, HunkState.PENDING)], old
             else:
                 results, after, placed = self._modify(fp, old, notes, tree)
-                if all(r.state is HunkState.APPLIED for r in results):
+                if all(r.state in PRESENT for r in results):
                     detail = "content already changed, but not renamed"
                     return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
             if after is None:
@@ -269,7 +274,7 @@ class DiffKind(FileKind):
                 results = [self._file_result(fp, HunkState.APPLIED)]
             else:
                 results, _, _ = self._modify(fp, new, notes, tree)
-                undone = self._undo(fp, new, results)
+                undone = self._undo(fp, new, results, tree)
             undo = []
             if undone is not None:
                 undo = [
@@ -291,6 +296,7 @@ class DiffKind(FileKind):
             notes.append(f"{fp.path} uses CRLF line endings; the patch was matched with CRLF")
         index = tree.line_index(data)
         results = [classify_hunk(index, h, fp.path) for h in hunks]
+        set_offsets(results, hunks)
         if not results or any(r.state is not HunkState.PENDING for r in results):
             return results, None, None
         placed: list[tuple[int | None, Hunk]] = [
@@ -301,16 +307,27 @@ class DiffKind(FileKind):
             for r in results:
                 r.state, r.detail = HunkState.CONFLICT, "hunks overlap at the places found"
             return results, None, None
-        return results, _bytes(out), placed
+        after = _bytes(out)
+        # the recheck on the result, and the next patch of this file, search it
+        tree.keep_line_index(after, index.derive(placed, out))  # type: ignore[arg-type]
+        return results, after, placed
 
-    def _undo(self, fp: FilePatch, data: bytes, results: list[HunkResult]) -> bytes | None:
+    def _undo(
+        self, fp: FilePatch, data: bytes, results: list[HunkResult], tree: Tree
+    ) -> bytes | None:
         """The file before the patch, when every hunk is applied at a known place."""
         if not results or any(r.state is not HunkState.APPLIED or r.start is None for r in results):
             return None
         hunks = [_to_crlf(h) for h in fp.hunks] if _is_crlf(data) else fp.hunks
         placed = [(r.start, _reversed(h)) for r, h in zip(results, hunks, strict=True)]
-        out = apply_hunks(_lines(data), placed)  # type: ignore[arg-type]
-        return None if out is None else _bytes(out)
+        index = tree.line_index(data)
+        out = apply_hunks(index.lines, placed)  # type: ignore[arg-type]
+        if out is None:
+            return None
+        before = _bytes(out)
+        # an earlier patch of this file is judged on it (the backward pass of a plan)
+        tree.keep_line_index(before, index.derive(placed, out))  # type: ignore[arg-type]
+        return before
 
     def _new_file(self, target: str, fp: FilePatch, current: bytes | None) -> _Outcome:
         expected = self._new_content(fp)
@@ -343,7 +360,7 @@ class DiffKind(FileKind):
         if not matches:
             detail = "file to delete has other content"
             return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
-        mode = _mode_of(tree.resolve(target, fp.path))
+        mode = "100755" if (tree.mode(target, fp.path) or 0) & 0o111 else "100644"
         return _Outcome(
             [self._file_result(fp, HunkState.PENDING)],
             [FileChange(target, fp.path, current, None)],
@@ -369,7 +386,7 @@ class DiffKind(FileKind):
         return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
 
     def _mode_only(self, target: str, fp: FilePatch, tree: Tree, current: bytes) -> _Outcome:
-        mode = stat.S_IMODE(os.stat(tree.resolve(target, fp.path)).st_mode)
+        mode = stat.S_IMODE(tree.mode(target, fp.path) or 0)
         want = int(fp.new_mode or "0", 8) & 0o777
         if (mode & 0o111 != 0) == (want & 0o111 != 0):
             return _Outcome([self._file_result(fp, HunkState.APPLIED)])
@@ -425,10 +442,6 @@ def _keep_permissions(path: Path, before: int) -> None:
         wanted = before & ~0o111
     if wanted != now:
         os.chmod(path, wanted)
-
-
-def _mode_of(path: Path) -> str:
-    return "100755" if os.stat(path).st_mode & 0o111 else "100644"
 
 
 def render_file_patch(

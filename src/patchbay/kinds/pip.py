@@ -1,11 +1,18 @@
 """The ``pip`` kind: package pins over the image, installed with the engine's own pip.
 
 - Idempotent: a pin whose requirement the installed version already satisfies (or, for a
-  ``git+`` direct reference, whose installed ``direct_url.json`` records the pinned commit, per
-  PEP 610 ``vcs_info.commit_id``) is applied, and pip is not run at all.
+  ``git+`` direct reference or a source build, whose installed ``direct_url.json`` records the
+  pinned commit, per PEP 610 ``vcs_info.commit_id``) is applied, and pip is not run at all.
 - Before installing, ``pip install --dry-run --report`` lists every distribution the pin would
   add, upgrade or downgrade; a change to a protected distribution (the patchset's ``protect``,
   by default its components) is refused unless the patch ``allow``s it by name.
+- A source build (``source: {repo, ref}``) installs ``name @ git+<url>@<commit>`` at the commit
+  ``patchbay vendor`` locked (a tag or branch is never built as such; unlocked, the patch is
+  refused). Its ``build_requirements`` file is read from a scratch checkout of that commit (a
+  fresh temporary folder each time, so a retried run never meets a clone left behind) and goes
+  through the same dry run before anything is installed. Without build isolation the package's
+  own metadata can only be prepared once those are installed, so its dry run comes after
+  their install, inside the run's transaction: a refusal then undoes that install too.
 - The ledger keeps every distribution the install changed (``changes``: name, version before,
   version after, found by listing the environment before and after the install); ``revert``,
   and a rollback of a failed run, put all of them back in one ``pip install --no-deps`` (and
@@ -22,6 +29,8 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +44,8 @@ from .. import progress
 from ..errors import ApplyFailed, RefusedError
 from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
-from ..model import PipPatch
+from ..lockfile import Lock
+from ..model import BuildSource, PipPatch
 from ..redaction import write_log
 from .base import ContentState, Inspection, LoadedPatch, PendingPatch
 
@@ -54,6 +64,72 @@ def vcs_commit(req: Requirement) -> str | None:
     if not req.url:
         return None
     return req.url.rsplit("@", 1)[-1].split("#", 1)[0]
+
+
+@dataclass
+class PipPin:
+    """What a ``pip`` patch installs, as loaded.
+
+    Attributes:
+        requirement: the patch's ``requirement``, parsed (PEP 508).
+        install: what pip is given: the requirement, or for a source build
+            ``name @ git+<url>@<commit>``.
+        commit: the commit the installed ``direct_url.json`` must record (a ``git+`` pin or a
+            source build), else None.
+        source: the source build's declaration, if any.
+    """
+
+    requirement: Requirement
+    install: str
+    commit: str | None
+    source: BuildSource | None = None
+
+
+def source_requirement(req: Requirement, url: str, commit: str) -> str:
+    """``name[extras] @ git+<url>@<commit> ; marker``: a PEP 508 direct reference pip clones
+    and builds at exactly ``commit`` (PEP 610 then records it as ``vcs_info.commit_id``)."""
+    if url.startswith("file:///"):  # PEP 508 parsers (older pip) want a host in a file URL
+        url = "file://localhost/" + url.removeprefix("file:///")
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    marker = f" ; {req.marker}" if req.marker is not None else ""
+    return f"{req.name}{extras} @ git+{url}@{commit}{marker}"
+
+
+@contextmanager
+def checkout(url: str, commit: str, *, patch_id: str) -> Iterator[Path]:
+    """A scratch working tree of ``url`` at ``commit`` (``git fetch --depth 1`` of that commit
+    into a new temporary folder, removed afterwards, whatever happens).
+
+    Raises:
+        RefusedError: git cannot fetch the commit (unreachable, unknown commit).
+    """
+    with tempfile.TemporaryDirectory(prefix="patchbay-src-") as scratch:
+        env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+        steps = (
+            ["init", "--quiet"],
+            ["fetch", "--quiet", "--depth", "1", url, commit],
+            ["-c", "advice.detachedHead=false", "checkout", "--quiet", "FETCH_HEAD"],
+        )
+        for step in steps:
+            try:
+                proc = subprocess.run(
+                    ["git", "-C", scratch, *step],
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                    text=True,
+                    errors="replace",
+                    env=env,
+                    timeout=PIP_TIMEOUT_S,
+                    check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise RefusedError(
+                    f"cannot fetch {commit} from {url}: {exc}", patch_id=patch_id
+                ) from None
+            if proc.returncode != 0:
+                last = (proc.stderr.strip().splitlines() or [f"git exited {proc.returncode}"])[-1]
+                raise RefusedError(f"cannot fetch {commit} from {url}: {last}", patch_id=patch_id)
+        yield Path(scratch)
 
 
 def installed_commit(dist_info: Path | None) -> str | None:
@@ -213,21 +289,40 @@ class PipKind:
     name = "pip"
 
     def load(self, patch: PipPatch, patchset: Patchset, index: int) -> LoadedPatch:
-        spec = patch.model_dump(
-            exclude={"id", "description", "upstream", "upstream_status", "waiver", "target"}
-        )
+        meta = {"id", "description", "upstream", "upstream_status", "waiver", "target", "after"}
+        spec = patch.model_dump(exclude=meta)
+        for key in ("source", "build_requirements"):  # the identity of plain pins stays as it was
+            if spec[key] is None:
+                del spec[key]
+        req = Requirement(patch.requirement)
+        if patch.source is None:
+            pin = PipPin(req, patch.requirement, vcs_commit(req))
+        else:
+            commit = Lock.load(patchset.folder).source_commit(patch)
+            if commit is None:
+                return LoadedPatch(
+                    sha256="",
+                    source=None,
+                    data=None,
+                    unlocked=f"source build {patch.source.label} is not locked to a commit yet: "
+                    f"run `patchbay vendor {patchset.folder}` with network access",
+                )
+            spec["commit"] = commit  # moving the pin makes an applied build outdated
+            install = source_requirement(req, patch.source.git_url, commit)
+            pin = PipPin(req, install, commit, patch.source)
         canonical = json.dumps(spec, sort_keys=True)
-        return LoadedPatch(
-            sha256=sha256_bytes(canonical.encode()),
-            source=None,
-            data=Requirement(patch.requirement),
-        )
+        return LoadedPatch(sha256=sha256_bytes(canonical.encode()), source=None, data=pin)
 
     def describe(self, patch: PipPatch, loaded: LoadedPatch) -> str:
-        return f"pin {patch.requirement}"
+        pin: PipPin = loaded.data
+        if pin.source is None:
+            return f"pin {patch.requirement}"
+        first = f", {patch.build_requirements} first" if patch.build_requirements else ""
+        return f"build {pin.requirement.name} from {pin.source.label} at {pin.commit}{first}"
 
     def inspect(self, patch: PipPatch, loaded: LoadedPatch, tree: Tree) -> Inspection:
-        req: Requirement = loaded.data
+        pin: PipPin = loaded.data
+        req = pin.requirement
         unit = HunkResult(file=req.name, index=1, declared_line=0, state=HunkState.PENDING)
         env = tree.env
         if env is None or env.python is None:
@@ -239,10 +334,9 @@ class PipKind:
             unit.detail = f"marker {req.marker} is false for this interpreter: nothing to install"
             return Inspection(state=ContentState.APPLIED, hunks=[unit])
         installed = _lookup(env.distributions, req.name)
-        commit = vcs_commit(req)
-        if commit is not None:
+        if pin.commit is not None:
             current = installed_commit(env.dist_info.get(req.name))
-            satisfied = current == commit
+            satisfied = current == pin.commit
             unit.detail = f"installed: {installed or 'none'} at commit {current or 'unknown'}"
         else:
             satisfied = installed is not None and _satisfies(req.specifier, installed)
@@ -255,20 +349,76 @@ class PipKind:
         patch: PipPatch = item.patch
         env = tree.env
         assert env is not None and env.python is not None
-        req: Requirement = item.loaded.data
+        pin: PipPin = item.loaded.data
         before = _installed_versions(env.python)
         log = pip_log(env.state_dir, patch.id)
+        if pin.source is not None and patch.build_requirements is not None:
+            assert pin.commit is not None
+            with checkout(pin.source.git_url, pin.commit, patch_id=patch.id) as src:
+                changes = self._dry_run(
+                    patch,
+                    tree,
+                    ["-r", str(build_requirements_file(patch, src, pin))],
+                    what=f"the build requirements {patch.build_requirements} of {pin.source.label}",
+                    options=index_args(patch, tree),
+                    before=before,
+                    log=log,
+                    fresh=True,
+                )
+            # the package's own dry run needs these installed (no build isolation): in apply
+        else:
+            changes = self._dry_run(
+                patch,
+                tree,
+                [pin.install],
+                what=pin.install,
+                options=self._install_options(patch, tree),
+                before=before,
+                log=log,
+                fresh=True,
+                pinned=pin.requirement.name,
+            )
+        item.inspection.data = {
+            "before": _lookup(before, pin.requirement.name),
+            "changes": [{"name": n, "from": o, "to": v} for n, o, v in changes],
+            # the write stage's tree knows no patchset: the later dry run checks the same set
+            "protected": sorted(tree.protected),
+        }
+
+    def _dry_run(
+        self,
+        patch: PipPatch,
+        tree: Tree,
+        targets: list[str],
+        *,
+        what: str,
+        options: list[str],
+        before: dict[str, str],
+        log: Path,
+        fresh: bool = False,
+        pinned: str | None = None,
+        protected: set[str] | None = None,
+    ) -> list[tuple[str, str | None, str]]:
+        """``pip install --dry-run --report`` of ``targets``: every distribution it would add
+        or change, as (name, installed version or None, version); the ``pinned`` one is listed
+        even when pip would reinstall the same version. ``protected`` defaults to the tree's.
+
+        Raises:
+            RefusedError: pip cannot resolve it, or it would change a protected distribution
+                that the patch does not ``allow``.
+        """
+        env = tree.env
+        assert env is not None and env.python is not None
         with tempfile.TemporaryDirectory(prefix="patchbay-pip-") as scratch:
             report_path = Path(scratch) / "report.json"
             # not --quiet: a failed build's own output is what says why it failed
-            args = ["install", "--dry-run", "--report", str(report_path)]
-            args += [*self._install_options(patch, tree), patch.requirement]
+            args = ["install", "--dry-run", "--report", str(report_path), *options, *targets]
             env_vars = pip_environment(tree, patch.build_env)
-            proc = _pip(env.python, args, env=env_vars, log=log, fresh=True)
+            proc = _pip(env.python, args, env=env_vars, log=log, fresh=fresh)
             if proc.returncode != 0:
                 failure = pip_failure(proc.stdout, proc.returncode)
                 raise RefusedError(
-                    f"pip cannot resolve {patch.requirement}: {failure.headline} (log: {log})",
+                    f"pip cannot resolve {what}: {failure.headline} (log: {log})",
                     patch_id=patch.id,
                     details=failure.lines,
                 )
@@ -276,8 +426,7 @@ class PipKind:
                 report = json.loads(report_path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise RefusedError(
-                    f"pip's dry run of {patch.requirement} left no readable report ({exc}; "
-                    f"log: {log})",
+                    f"pip's dry run of {what} left no readable report ({exc}; log: {log})",
                     patch_id=patch.id,
                 ) from None
         changes = []
@@ -285,23 +434,22 @@ class PipKind:
             meta = entry.get("metadata", {})
             name, version = meta.get("name", "?"), meta.get("version", "?")
             old = _lookup(before, name)
-            if old == version and canonicalize_name(name) != canonicalize_name(req.name):
+            same_pin = pinned is not None and canonicalize_name(name) == canonicalize_name(pinned)
+            if old == version and not same_pin:
                 continue
             changes.append((name, old, version))
         allowed = {canonicalize_name(n) for n in patch.allow}
-        protected = {canonicalize_name(n) for n in tree.protected} - allowed
-        touched = [c for c in changes if canonicalize_name(c[0]) in protected and c[1] != c[2]]
+        names = tree.protected if protected is None else protected
+        guarded = {canonicalize_name(n) for n in names} - allowed
+        touched = [c for c in changes if canonicalize_name(c[0]) in guarded and c[1] != c[2]]
         if touched:
-            what = "; ".join(f"{n} {_movement(o, v)}" for n, o, v in touched)
+            moved = "; ".join(f"{n} {_movement(o, v)}" for n, o, v in touched)
             raise RefusedError(
-                f"pinning {patch.requirement} would change protected distribution(s): {what}; "
-                "nothing was changed (allow them by name in the patch's `allow` if intended)",
+                f"installing {what} would change protected distribution(s): {moved}; nothing "
+                "was changed (allow them by name in the patch's `allow` if intended)",
                 patch_id=patch.id,
             )
-        item.inspection.data = {
-            "before": _lookup(before, req.name),
-            "changes": [{"name": n, "from": o, "to": v} for n, o, v in changes],
-        }
+        return changes
 
     def _install_options(self, patch: PipPatch, tree: Tree) -> list[str]:
         args = index_args(patch, tree)
@@ -317,38 +465,80 @@ class PipKind:
         python = env.python
         for item in batch:
             patch: PipPatch = item.patch
-            req: Requirement = item.loaded.data
+            pin: PipPin = item.loaded.data
             log = pip_log(env.state_dir, patch.id)
             options = self._install_options(patch, tree)
             # the whole environment as it is now: a rollback puts back whatever differs
             snapshot = _installed_versions(python)
             txn.on_rollback(
-                f"the install of {patch.requirement}",
+                f"the install of {pin.install}",
                 lambda snapshot=snapshot, options=options, log=log: restore_snapshot(
                     python, snapshot, options, log, pip_environment(tree)
                 ),
             )
-            proc = _pip(
-                python, ["install", *options, patch.requirement], env=patch.build_env, log=log
-            )
+            if pin.source is not None and patch.build_requirements is not None:
+                self._install_build_requirements(patch, pin, tree, log)
+                self._dry_run(
+                    patch,
+                    tree,
+                    [pin.install],
+                    what=pin.install,
+                    options=options,
+                    before=_installed_versions(python),
+                    log=log,
+                    pinned=pin.requirement.name,
+                    protected=set(item.inspection.data["protected"]),
+                )
+            proc = _pip(python, ["install", *options, pin.install], env=patch.build_env, log=log)
             if proc.returncode != 0:
                 failure = pip_failure(proc.stdout, proc.returncode)
                 raise ApplyFailed(
-                    f"pip install {patch.requirement} failed: {failure.headline} (log: {log})",
+                    f"pip install {pin.install} failed: {failure.headline} (log: {log})",
                     patch_id=patch.id,
                     details=failure.lines,
                 )
             now = _installed_versions(python)
             changes = version_changes(snapshot, now)
             item.inspection.record = {
-                "distribution": req.name,
-                "requirement": patch.requirement,
-                "before": _lookup(snapshot, req.name),
-                "after": _lookup(now, req.name),
+                "distribution": pin.requirement.name,
+                "requirement": pin.install,
+                "before": _lookup(snapshot, pin.requirement.name),
+                "after": _lookup(now, pin.requirement.name),
                 "install_options": [o for o in options if o != "--no-build-isolation"],
                 "changes": [{"name": n, "from": o, "to": v} for n, o, v in changes],
                 "log": str(log),
             }
+            if pin.source is not None:
+                item.inspection.record["source"] = {
+                    "repo": pin.source.repo,
+                    "ref": pin.source.ref,
+                    "commit": pin.commit,
+                    "url": pin.source.git_url,
+                }
+
+    def _install_build_requirements(
+        self, patch: PipPatch, pin: PipPin, tree: Tree, log: Path
+    ) -> None:
+        """Install the source's build requirements file (read at the locked commit).
+
+        Raises:
+            ApplyFailed: pip failed (the run is rolled back).
+        """
+        env = tree.env
+        assert env is not None and env.python is not None and pin.source is not None
+        assert pin.commit is not None
+        with checkout(pin.source.git_url, pin.commit, patch_id=patch.id) as src:
+            path = build_requirements_file(patch, src, pin)
+            args = ["install", *index_args(patch, tree), "-r", str(path)]
+            proc = _pip(env.python, args, env=patch.build_env, log=log)
+        if proc.returncode != 0:
+            failure = pip_failure(proc.stdout, proc.returncode)
+            raise ApplyFailed(
+                f"pip install -r {patch.build_requirements} failed: {failure.headline} "
+                f"(log: {log})",
+                patch_id=patch.id,
+                details=failure.lines,
+            )
 
     def revert(self, entry: LedgerEntry, tree: Tree, txn: Transaction) -> bool:
         env = tree.env
@@ -390,6 +580,30 @@ class RestoreError(Exception):
 
     def __str__(self) -> str:
         return "\n".join([self.args[0], *("  " + d for d in self.details)])
+
+
+def build_requirements_file(patch: PipPatch, checkout_dir: Path, pin: PipPin) -> Path:
+    """``patch.build_requirements`` inside a checkout, through the same rule as every patch
+    path: no ``..`` (the model refused it), no link, nothing outside the checkout.
+
+    Raises:
+        RefusedError: the file is missing at the locked commit, or is a link or leaves the
+            checkout.
+    """
+    assert patch.build_requirements is not None and pin.source is not None
+    path = checkout_dir / patch.build_requirements
+    real, root = os.path.realpath(path), os.path.realpath(checkout_dir)
+    if path.is_symlink() or not real.startswith(root + os.sep):
+        raise RefusedError(
+            f"{patch.build_requirements} in {pin.source.label} is a link; refusing to read it",
+            patch_id=patch.id,
+        )
+    if not path.is_file():
+        raise RefusedError(
+            f"{pin.source.label} has no file {patch.build_requirements} at commit {pin.commit}",
+            patch_id=patch.id,
+        )
+    return path
 
 
 def pip_log(state_dir: Path, patch_id: str) -> Path:

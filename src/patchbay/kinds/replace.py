@@ -38,6 +38,11 @@ if TYPE_CHECKING:
     from ..tree import Tree
 
 
+def _is_crlf(text: str) -> bool:
+    """Every line ends in CRLF (and there is one): the edits' LF text is matched as CRLF."""
+    return "\r\n" in text and text.count("\r\n") == text.count("\n")
+
+
 def _classify(text: str, edit: ReplaceEdit, old: str, new: str) -> tuple[HunkState, str]:
     n_old, n_new = text.count(old), text.count(new)
     if old in new:
@@ -74,11 +79,14 @@ class ReplaceKind(FileKind):
         notes: list[str] = []
         texts: dict[str, str | None] = {}
         originals: dict[str, bytes | None] = {}
+        crlf_files: dict[str, bool] = {}  # of each text as it is now (it changes with an edit)
         for number, edit in enumerate(patch.edits, start=1):
             if edit.file not in texts:
                 data = tree.read(patch.target, edit.file)
                 originals[edit.file] = data
-                texts[edit.file] = None if data is None else data.decode("utf-8", "surrogateescape")
+                text = None if data is None else data.decode("utf-8", "surrogateescape")
+                texts[edit.file] = text
+                crlf_files[edit.file] = text is not None and _is_crlf(text)
             text = texts[edit.file]
             result = HunkResult(
                 file=edit.file, index=number, declared_line=0, state=HunkState.CONFLICT
@@ -88,8 +96,7 @@ class ReplaceKind(FileKind):
                 result.detail = f"{edit.file} does not exist"
                 continue
             old, new = edit.old, edit.new
-            crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
-            if crlf and "\n" in old:
+            if crlf_files[edit.file] and "\n" in old:
                 old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
                 notes.append(f"{edit.file} uses CRLF line endings; edit {number} matched with CRLF")
             result.state, result.detail = _classify(text, edit, old, new)
@@ -98,6 +105,7 @@ class ReplaceKind(FileKind):
                 result.line = text.count("\n", 0, where) + 1
             if result.state is HunkState.PENDING:
                 texts[edit.file] = text.replace(old, new)
+                crlf_files[edit.file] = _is_crlf(texts[edit.file])  # type: ignore[arg-type]
         state = aggregate(results)
         undo = self._undo(patch, tree, originals) if state is ContentState.APPLIED else []
         changes = []
@@ -120,14 +128,16 @@ class ReplaceKind(FileKind):
         """The files before the edits, when each new text occurs exactly as often as it was
         put there (otherwise which occurrences to undo is unknown, and nothing is said)."""
         texts = {f: (d or b"").decode("utf-8", "surrogateescape") for f, d in originals.items()}
+        crlf_files = {f: _is_crlf(t) for f, t in texts.items()}
         for edit in reversed(patch.edits):
             text = texts[edit.file]
             old, new = edit.old, edit.new
-            if "\r\n" in text and text.count("\r\n") == text.count("\n") and "\n" in old:
+            if crlf_files[edit.file] and "\n" in old:
                 old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
             if not new or text.count(new) != edit.count:
                 return []
             texts[edit.file] = text.replace(new, old)
+            crlf_files[edit.file] = _is_crlf(texts[edit.file])
         return [
             FileChange(patch.target, f, texts[f].encode("utf-8", "surrogateescape"), originals[f])
             for f in texts

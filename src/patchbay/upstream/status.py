@@ -20,6 +20,8 @@ Verdicts, per patch:
 ========= ===================================================================================
 remove    the fix is in the pinned image (or ``status`` found the patch's content there)
 bump      merged after the pinned commit: an image built from the named commit removes it
+refresh   merged, but an image's content shows part of the patch still needed (or a conflict):
+          trim or rebase it (content evidence, :mod:`.evidence`)
 keep      upstream is open or draft, or the patch is carried by design (Upstream-Status
           ``Inappropriate`` with a reason, and no reference)
 attention closed without merge, reverted, no upstream reference, unknown, or the waiver's
@@ -39,6 +41,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..model import Patchset
+from .evidence import ContentEvidence, weigh
 from .github import (
     CommitInfo,
     Comparison,
@@ -70,11 +73,12 @@ class Verdict(str, Enum):
 
     REMOVE = "remove"
     BUMP = "bump"
+    REFRESH = "refresh"
     KEEP = "keep"
     ATTENTION = "attention"
 
 
-VERDICTS = (Verdict.REMOVE, Verdict.BUMP, Verdict.KEEP, Verdict.ATTENTION)
+VERDICTS = (Verdict.REMOVE, Verdict.BUMP, Verdict.REFRESH, Verdict.KEEP, Verdict.ATTENTION)
 
 
 @dataclass
@@ -171,6 +175,7 @@ class Assessment:
         upstream_status: the patch's Yocto ``Upstream-Status`` and reason, if declared.
         waiver: the waiver covering the patch and its review date, if any.
         warnings: notes that do not change the verdict.
+        evidence: what the images' content said (:mod:`.evidence`), when an image was given.
     """
 
     patchset: str
@@ -186,6 +191,7 @@ class Assessment:
     upstream_status: str | None = None
     waiver: WaiverReview | None = None
     warnings: list[str] = field(default_factory=list)
+    evidence: list[ContentEvidence] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -211,6 +217,7 @@ class Assessment:
                 "problem": self.waiver.problem,
             },
             "warnings": self.warnings,
+            "evidence": [e.to_json() for e in self.evidence],
             "refs": [r.to_json() for r in self.refs],
         }
 
@@ -397,7 +404,7 @@ def assess(
     *,
     today: date | None = None,
     waivers: Mapping[tuple[str, str], WaiverReview] | None = None,
-    present: Mapping[str, set[str]] | None = None,
+    evidence: Mapping[tuple[str, str], list[ContentEvidence]] | None = None,
     max_pages: int = 30,
 ) -> list[Assessment]:
     """Ask the forge about every upstream reference of ``patchsets`` and judge every patch.
@@ -412,8 +419,9 @@ def assess(
         client: the forge client.
         today: the date waiver review dates are judged against (default: today, UTC).
         waivers: ``(patchset name, patch id)`` -> the covering waiver's review date.
-        present: patchset name -> ids of patches whose content the pinned image already ships
-            (``status`` ``redundant``); they are ``remove`` whatever upstream says.
+        evidence: ``(patchset name, patch id)`` -> what images' content says of the patch
+            (pinned image first, then a candidate); it bends the verdict where it disagrees
+            with the forge (:func:`.evidence.weigh`).
         max_pages: bound on the pages (of 100 commits) read per comparison.
 
     Returns:
@@ -504,8 +512,8 @@ def assess(
         pins = _pins(ps)
         statuses = [_ref_status(ref, ctx, pins, judged) for ref in refs]
         waiver = (waivers or {}).get((ps.name, patch.id))
-        content = patch.id in (present or {}).get(ps.name, set())
-        out.append(_assess_patch(ps, i, patch, statuses, waiver, content, today))
+        seen = (evidence or {}).get((ps.name, patch.id), [])
+        out.append(_assess_patch(ps, i, patch, statuses, waiver, seen, today))
     return out
 
 
@@ -818,7 +826,7 @@ def _assess_patch(
     patch: Any,
     statuses: list[RefStatus],
     waiver: WaiverReview | None,
-    content_present: bool,
+    evidence: list[ContentEvidence],
     today: date,
 ) -> Assessment:
     line = ps.patch_line(index, "upstream") or ps.patch_line(index, "id") or ps.patch_line(index)
@@ -843,10 +851,7 @@ def _assess_patch(
     fixes = [s for s in tracked if s.fix] or tracked
     merged = [s.merged_at for s in fixes if s.merged_at is not None]
     a.merged_at = max(merged) if merged else None
-    if content_present:
-        a.verdict = Verdict.REMOVE
-        a.reason = "the pinned image already ships this patch's content (status: redundant)"
-    elif not statuses and _by_design(patch):
+    if not statuses and _by_design(patch):
         # Yocto's "Inappropriate [reason]": the patch is not meant to go upstream; carrying it
         # is the plan, and its waiver's review date (below) is what brings it back to a person
         a.verdict = Verdict.KEEP
@@ -873,6 +878,8 @@ def _assess_patch(
             a.verdict = Verdict.BUMP
             a.needed_commits = unique(s.needed_commit for s in bumps if s.needed_commit)
             a.reason = "; ".join(f"{s.ref.short}: {s.reason}" for s in bumps)
+    if evidence:
+        weigh(a, evidence)
     if waiver is not None and a.verdict is not Verdict.REMOVE:
         if waiver.problem:
             a.verdict = Verdict.ATTENTION
@@ -948,8 +955,11 @@ def upstream_findings(
     api_url: str | None = None,
     cache_dir: Path | None = None,
     today: date | None = None,
+    evidence: Mapping[tuple[str, str], list[ContentEvidence]] | None = None,
 ) -> list[tuple[Path, int | None, str, str]]:
-    """Findings for ``patchbay audit --upstream``: every patch whose verdict is ``remove``.
+    """Findings for ``patchbay audit --upstream``: every patch whose verdict is ``remove``,
+    judged by :func:`assess` exactly as the report judges it (with the same content evidence,
+    when the pinned image is given), so PB501 and the report agree on every patch.
 
     Args:
         patchsets: the audited patchsets.
@@ -960,6 +970,7 @@ def upstream_findings(
             ``github/`` subfolder, shared with ``patchbay report``.
         today: the date waiver review dates are judged against (waivers do not change a
             ``remove``; the argument is passed through for consistency).
+        evidence: content evidence of the pinned image, as for :func:`assess`.
 
     Returns:
         ``(patchset file, line, patch id, message)`` per removable patch, in patchset order;
@@ -977,14 +988,14 @@ def upstream_findings(
             api_url, cache_dir=(cache_dir or default_cache_dir()) / "github"
         )
     try:
-        assessed = assess(patchsets, client, today=today)
+        assessed = assess(patchsets, client, today=today, evidence=evidence)
     finally:
         if own:
             client.close()
     out = []
     for a in assessed:
         if a.verdict is Verdict.REMOVE:
-            message = f"the upstream fix is in the pinned image; remove the patch ({a.reason})"
+            message = f"the fix is in the pinned image; remove the patch ({a.reason})"
             out.append((a.patchset_path, a.line, a.patch_id, message))
     return out
 

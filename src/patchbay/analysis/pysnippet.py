@@ -19,6 +19,7 @@ import posixpath
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 SITE = "/@site"
@@ -226,15 +227,19 @@ class _Reader:
         if isinstance(base, PyModule):
             if node.attr == "__file__" and base.name.split(".")[0] not in _STDLIB:
                 self.package(base.name)
-                return PyPath(f"{SITE}/{base.name.replace('.', '/')}/__init__.py")
+                where = base.name.replace(".", "/")  # a submodule's file, or a package's
+                return PyPath(
+                    f"{SITE}/{where}.py" if "." in base.name else f"{SITE}/{where}/__init__.py"
+                )
             if node.attr == "__path__" and base.name.split(".")[0] not in _STDLIB:
                 self.package(base.name)
                 return PyList((PyPath(f"{SITE}/{base.name.replace('.', '/')}"),))
             return PyModule(f"{base.name}.{node.attr}")
         if isinstance(base, PySpec):
             where = f"{SITE}/{base.package.replace('.', '/')}"
-            if node.attr == "origin":
-                return PyPath(f"{where}/__init__.py")
+            if node.attr == "origin":  # a module's file, or a package's __init__.py
+                dotted = "." in base.package
+                return PyPath(f"{where}.py" if dotted else f"{where}/__init__.py")
             if node.attr == "submodule_search_locations":
                 return PyList((PyPath(where),))
         if isinstance(base, PyPath) and node.attr == "parent":
@@ -504,6 +509,13 @@ class _Reader:
                 self.names[name] = PyText(value.file)  # written: later edits start afresh
 
 
+@lru_cache(maxsize=512)
+def parse_cached(code: str) -> ast.Module:
+    """:func:`ast.parse`, once per distinct code (scripts repeat their snippets; the readers
+    never change a tree)."""
+    return ast.parse(code)
+
+
 def _text(value: Any) -> str | None:
     if isinstance(value, PyStr):
         return value.text
@@ -514,7 +526,7 @@ def _text(value: Any) -> str | None:
 
 def _parse(code: str) -> ast.Module:
     try:
-        return ast.parse(code)
+        return parse_cached(code)
     except SyntaxError as exc:
         raise NotUnderstood(f"Python that does not parse ({exc.msg})", exc.lineno) from None
 

@@ -1,0 +1,445 @@
+"""Benchmark how ``patchbay apply`` grows with the work: file size, hunk count, patch count.
+
+What is measured, and why
+-------------------------
+patchbay decides every hunk by content (zero fuzz, every occurrence found, an ambiguity
+refused), so its cost could grow with hunks x file lines, or with patches x inspections. This
+benchmark shows that it grows with the work, side by side with ``git apply`` on the same inputs
+in the same run, for patchbay as users install it: a regular (non-editable) ``pip install`` of
+this checkout into a scratch virtual environment, bytecode compiled.
+
+Cases (each a row of a growth table, every row ten times the work of the one before):
+
+- file size: one module of ``--sizes`` MB (default 0.2, 2, 20) with ``--size-hunks`` hunks
+  (200) in one diff; each hunk adds a comment after a ``def`` line, so its context starts with
+  the two blank lines before the ``def`` (the shape that made the search quadratic);
+- hunk count: ``--hunks`` hunks (20, 200, 2,000) in one diff of a ``--hunks-mb`` MB module (2);
+- patch count: ``--patches`` diffs (100, 1,000, 10,000) of the ``bench_apply`` shape, each on
+  files no other patch touches, over a tree of twice as many modules.
+
+For each row, on a fresh copy of the pristine tree per run (the copy is not timed), ``--repeat``
+times: one ``git apply`` of all the patch files joined into one diff (the baseline; joined before,
+untimed: one ``git apply`` given the 10,000 patch files by name took about nine times as long in
+one measurement, a loop of one per patch is slower still); patchbay in-process
+(``load_patchset`` + ``resolve_environment`` + ``apply_patchset`` timed inside the scratch
+environment's interpreter, imports excluded), cold and as a no-op re-run; and the CLI (``patchbay
+apply PATCHSET --root TREE``, start-up included), cold and no-op, with the peak resident memory
+of the process. It prints each table (median and min..max in ms, the ratio to git, and the
+growth from the row before), then the targets: the 20 MB / 200-hunk cold apply and the 10,000
+patch cold apply within 3x of git apply (in-process and CLI), under 300 MB peak, and growth of
+at most 13x per 10x of work (linear, with room for noise).
+
+It exits 1 when a correctness check fails: every cold apply must leave exactly the bytes git
+apply leaves in every touched file, and every re-run must report nothing to do. A MISS alone
+does not change the exit status.
+
+Run it as ``.venv/bin/python benchmarks/bench_scale.py`` from the repository root (no network
+beyond the package index pip is configured with, to install the scratch environment; about ten
+minutes on two cores). ``--source REV`` installs a git revision instead of the working tree
+(``--source main`` measures the code before a change), ``--quick`` runs rows a hundredth the
+size, ``--keep`` keeps the temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from _common import REPO, CheckFailed, print_ratios, run_checked
+from _generate import PACKAGE, big_module, big_patch, build_patches, build_tree, write_patchset
+
+RATIO_TARGET = 3.0
+RSS_TARGET_MB = 300.0
+GROWTH_TARGET = 13.0
+
+DRIVER = r"""
+import json, resource, sys, time
+from pathlib import Path
+from patchbay.engine import apply_patchset
+from patchbay.model import load_patchset
+from patchbay.targets import resolve_environment
+
+start = time.perf_counter()
+patchset = load_patchset(Path(sys.argv[1]))
+env = resolve_environment(patchset, root=Path(sys.argv[2]))
+result = apply_patchset(patchset, env)
+ms = (time.perf_counter() - start) * 1000.0
+print(json.dumps({
+    "ms": ms,
+    "rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    "applied": len(result.applied),
+    "nothing_to_do": result.nothing_to_do,
+}))
+"""
+
+
+# -- installing patchbay as users do ---------------------------------------------------------
+
+
+def install_patchbay(work: Path, source: str, env: dict[str, str]) -> Path:
+    """A scratch venv with patchbay pip-installed (not editable, bytecode compiled) from the
+    working tree's files (``source == "worktree"``) or from ``git archive source``; returns
+    the venv's ``bin`` folder."""
+    src = work / "patchbay-src"
+    src.mkdir()
+    if source == "worktree":
+        listed = run_checked(
+            [
+                "git",
+                "-C",
+                str(REPO),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+            env,
+        ).stdout
+        for rel in filter(None, listed.split("\0")):
+            if (REPO / rel).is_file() and not rel.startswith("tests/"):
+                (src / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(REPO / rel, src / rel)
+    else:
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", "--format=tar", source],
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    venv = work / "venv"
+    run_checked([sys.executable, "-m", "venv", str(venv)], env)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "--quiet"]
+    run_checked([*pip, "install", "--compile", str(src)], env)
+    found = run_checked(
+        [str(venv / "bin" / "python"), "-c", "import patchbay; print(patchbay.__file__)"], env
+    ).stdout.strip()
+    if "site-packages" not in found:
+        raise CheckFailed(f"the scratch environment imports patchbay from {found}")
+    return venv / "bin"
+
+
+# -- measuring ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """One timed command: wall or in-process ms, and peak resident memory in MB."""
+
+    ms: float
+    rss_mb: float
+
+
+def run_measured(args: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[Run, str]:
+    """Run a command; its wall time, the peak RSS of it and what it waited for, its stdout."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(args, stdout=out, stderr=err, env=env, cwd=cwd)
+        _, status, usage = os.wait4(proc.pid, 0)
+        ms = (time.perf_counter() - start) * 1000.0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if proc.returncode != 0:
+        raise CheckFailed(f"{args[0]} exited {proc.returncode}: {stderr.strip()[-2000:]}")
+    return Run(ms, usage.ru_maxrss / 1024.0), stdout
+
+
+@dataclass
+class Case:
+    """One row: a pristine tree, a patchset, the patch files and the files they touch."""
+
+    label: str
+    work: float  # the quantity that grows (MB, hunks, patches)
+    pristine: Path
+    patchset: Path
+    patch_files: list[Path]
+    touched: list[str]
+    runs: dict[str, list[Run]] = field(default_factory=dict)
+
+    def add(self, name: str, run: Run) -> None:
+        self.runs.setdefault(name, []).append(run)
+
+    @property
+    def joined(self) -> Path:
+        """Every patch file in one (written once, untimed): git apply's fastest form, one
+        process reading one diff, as patchbay hands git a batch."""
+        path = self.patchset.parent / "all.patch"
+        if not path.exists():
+            path.write_bytes(b"".join(p.read_bytes() for p in self.patch_files))
+        return path
+
+    def median(self, name: str) -> float:
+        return statistics.median(r.ms for r in self.runs[name])
+
+
+@dataclass
+class Bench:
+    work: Path
+    bin: Path
+    env: dict[str, str]
+    copies: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def fresh_tree(self, case: Case) -> Path:
+        """An untimed copy of the case's pristine tree, flushed to disk (see bench_apply)."""
+        self.copies += 1
+        dest = self.work / f"tree-{self.copies}"
+        shutil.copytree(case.pristine, dest, symlinks=True)
+        os.sync()
+        return dest
+
+    def in_process(self, case: Case, tree: Path) -> tuple[Run, dict[str, object]]:
+        driver = self.work / "driver.py"
+        if not driver.exists():
+            driver.write_text(DRIVER)
+        args = [str(self.bin / "python"), str(driver), str(case.patchset), str(tree)]
+        _, out = run_measured(args, self.env)
+        doc = json.loads(out.strip().splitlines()[-1])
+        return Run(float(doc["ms"]), doc["rss_kb"] / 1024.0), doc
+
+    def measure(self, case: Case, repeat: int) -> None:
+        n = len(case.patch_files)
+        for rep in range(repeat):
+            git_tree = self.fresh_tree(case)
+            run, _ = run_measured(["git", "apply", "-p1", str(case.joined)], self.env, git_tree)
+            case.add("git apply", run)
+
+            tree = self.fresh_tree(case)
+            run, doc = self.in_process(case, tree)
+            case.add("in-process cold", run)
+            if doc["applied"] != n:
+                self.problems.append(f"{case.label}: in-process applied {doc['applied']} of {n}")
+            run, doc = self.in_process(case, tree)
+            case.add("in-process no-op", run)
+            if not doc["nothing_to_do"]:
+                self.problems.append(f"{case.label}: in-process re-run was not a no-op")
+            self.compare(case, tree, git_tree, "in-process")
+            shutil.rmtree(tree)
+
+            tree = self.fresh_tree(case)
+            cli = [str(self.bin / "patchbay"), "apply", str(case.patchset), "--root", str(tree)]
+            run, out = run_measured(cli, self.env)
+            case.add("CLI cold", run)
+            if f"{n} applied" not in out:
+                self.problems.append(f"{case.label}: CLI cold said {out.strip()[-200:]!r}")
+            run, out = run_measured(cli, self.env)
+            case.add("CLI no-op", run)
+            if "nothing to do" not in out:
+                self.problems.append(f"{case.label}: CLI re-run said {out.strip()[-200:]!r}")
+            self.compare(case, tree, git_tree, "CLI")
+            shutil.rmtree(tree)
+            shutil.rmtree(git_tree)
+            print(f"  {case.label}: run {rep + 1} of {repeat} done", file=sys.stderr, flush=True)
+
+    def compare(self, case: Case, tree: Path, reference: Path, name: str) -> None:
+        for rel in case.touched:
+            ours, theirs = (tree / rel).read_bytes(), (reference / rel).read_bytes()
+            if ours != theirs:
+                self.problems.append(f"{case.label}: {name} left {rel} unlike git apply")
+            elif ours == (case.pristine / rel).read_bytes():
+                self.problems.append(f"{case.label}: {rel} was not changed")
+
+
+# -- the cases -----------------------------------------------------------------------------------
+
+
+def big_file_case(work: Path, label: str, megabytes: float, hunks: int, amount: float) -> Case:
+    """One module of ``megabytes`` MB and one diff of ``hunks`` hunks (``amount``: the row's
+    quantity of work, for the table)."""
+    rng = random.Random(f"{megabytes}-{hunks}")
+    folder = work / f"case-{label}"
+    pristine = folder / "pristine"
+    (pristine / PACKAGE).mkdir(parents=True)
+    (pristine / PACKAGE / "__init__.py").write_text('"""Big."""\n')
+    rel = f"{PACKAGE}/big.py"
+    lines = big_module(rng, int(megabytes * 1e6))
+    (pristine / rel).write_text("".join(lines))
+    text, _ = big_patch(rel, lines, hunks)
+    patchset = folder / "patchset"
+    (patchset / "patches").mkdir(parents=True)
+    (patchset / "patches" / "big.patch").write_text(text)
+    write_patchset(patchset, ["patches/big.patch"])
+    files = [patchset / "patches" / "big.patch"]
+    return Case(label, amount, pristine, patchset, files, [rel])
+
+
+def many_patches_case(work: Path, label: str, n_patches: int) -> Case:
+    """``n_patches`` small diffs over a tree of ``2 * n_patches + 100`` modules."""
+    rng = random.Random(n_patches)
+    folder = work / f"case-{label}"
+    pristine = folder / "pristine"
+    modules = build_tree(pristine, 2 * n_patches + 100, rng)
+    patches = build_patches(pristine, folder / "patchset", modules, n_patches, rng)
+    return Case(
+        label,
+        n_patches,
+        pristine,
+        folder / "patchset",
+        [p.file for p in patches],
+        [rel for p in patches for rel in p.touched],
+    )
+
+
+# -- reporting -------------------------------------------------------------------------------------
+
+COLUMNS = ["git apply", "in-process cold", "in-process no-op", "CLI cold", "CLI no-op"]
+
+
+def print_table(title: str, unit: str, cases: list[Case]) -> None:
+    print(f"== {title} ==")
+    head = f"{unit:>10}  " + "  ".join(f"{c:>24}" for c in COLUMNS)
+    print(head + f"  {'CLI cold / git':>14}  {'peak MB':>8}")
+    print("-" * len(head) + "  " + "-" * 14 + "  " + "-" * 8)
+    for case in cases:
+        cells = []
+        for c in COLUMNS:
+            ms = [r.ms for r in case.runs[c]]
+            cells.append(f"{statistics.median(ms):>9.0f} ({min(ms):.0f}..{max(ms):.0f})".rjust(24))
+        ratio = case.median("CLI cold") / case.median("git apply")
+        peak = max(r.rss_mb for r in case.runs["CLI cold"])
+        print(f"{case.work:>10g}  " + "  ".join(cells) + f"  {ratio:>14.2f}  {peak:>8.0f}")
+    print("growth (time of a row / time of the row before; its work is 10x):")
+    for c in COLUMNS:
+        steps = [f"{b.median(c) / a.median(c):.1f}x" for a, b in itertools.pairwise(cases)]
+        print(f"  {c:<17} {' -> '.join(steps)}")
+    print()
+
+
+def growth_rows(name: str, cases: list[Case]) -> list[tuple[str, float, float]]:
+    rows = []
+    for a, b in itertools.pairwise(cases):
+        for c in ("in-process cold", "CLI cold"):
+            rows.append(
+                (
+                    f"{name} {a.work:g}->{b.work:g}: {c} growth",
+                    b.median(c) / a.median(c),
+                    GROWTH_TARGET,
+                )
+            )
+    return rows
+
+
+def target_rows(case: Case, name: str) -> list[tuple[str, float, float]]:
+    git = case.median("git apply")
+    peak = max(r.rss_mb for r in case.runs["CLI cold"] + case.runs["in-process cold"])
+    return [
+        (
+            f"{name}: in-process cold / git apply",
+            case.median("in-process cold") / git,
+            RATIO_TARGET,
+        ),
+        (f"{name}: CLI cold / git apply", case.median("CLI cold") / git, RATIO_TARGET),
+        (f"{name}: peak RSS / {RSS_TARGET_MB:g} MB", peak / RSS_TARGET_MB, 1.0),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--sizes", type=float, nargs="*", default=[0.2, 2, 20], help="MB (none: skip the table)"
+    )
+    parser.add_argument("--size-hunks", type=int, default=200, help="hunks of the size rows")
+    parser.add_argument("--hunks", type=int, nargs="*", default=[20, 200, 2000])
+    parser.add_argument("--hunks-mb", type=float, default=2, help="file size of the hunk rows")
+    parser.add_argument("--patches", type=int, nargs="*", default=[100, 1000, 10000])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median)")
+    parser.add_argument("--source", default="worktree", help="git revision to install")
+    parser.add_argument("--quick", action="store_true", help="rows a hundredth the size")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes = [s / 100 for s in args.sizes]
+        args.size_hunks = max(2, args.size_hunks // 100)
+        args.hunks = [max(1, h // 100) for h in args.hunks]
+        args.hunks_mb /= 100
+        args.patches = [max(1, p // 100) for p in args.patches]
+
+    work = Path(tempfile.mkdtemp(prefix="patchbay-scale-"))
+    env = {
+        **os.environ,
+        "GIT_CEILING_DIRECTORIES": str(work),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "LC_ALL": "C",
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as users run it: with the compiled bytecode
+    started = time.perf_counter()
+    try:
+        bench = Bench(work, install_patchbay(work, args.source, env), env)
+        installed = time.perf_counter() - started
+        tables: list[tuple[str, str, list[Case]]] = [
+            (
+                f"file size (one diff of {args.size_hunks} hunks)",
+                "MB",
+                [big_file_case(work, f"{s:g} MB", s, args.size_hunks, s) for s in args.sizes],
+            ),
+            (
+                f"hunk count (one diff of a {args.hunks_mb:g} MB file)",
+                "hunks",
+                [big_file_case(work, f"{h} hunks", args.hunks_mb, h, h) for h in args.hunks],
+            ),
+            (
+                "patch count (one file or two per patch)",
+                "patches",
+                [many_patches_case(work, f"{p} patches", p) for p in args.patches],
+            ),
+        ]
+        generated = time.perf_counter() - started - installed
+        print(
+            f"patchbay apply scaling: patchbay {args.source} installed non-editable in a scratch "
+            f"venv; median of {args.repeat} runs (min..max) in ms, fresh tree per run"
+        )
+        print()
+        for title, unit, cases in tables:
+            for case in cases:
+                bench.measure(case, args.repeat)
+            if cases:
+                print_table(title, unit, cases)
+                sys.stdout.flush()
+        rows = []
+        size_cases, hunk_cases, patch_cases = (t[2] for t in tables)
+        if size_cases:
+            rows += target_rows(size_cases[-1], f"{size_cases[-1].label}, {args.size_hunks} hunks")
+        if patch_cases:
+            rows += target_rows(patch_cases[-1], patch_cases[-1].label)
+        rows += growth_rows("MB", size_cases)
+        rows += growth_rows("hunks", hunk_cases)
+        rows += growth_rows("patches", patch_cases)
+        print_ratios(rows)
+        print()
+        print(
+            f"(install {installed:.0f} s, generation {generated:.0f} s, total "
+            f"{time.perf_counter() - started:.0f} s)"
+        )
+        if bench.problems:
+            print("\ncorrectness: FAILED", file=sys.stderr)
+            for problem in bench.problems:
+                print(f"  {problem}", file=sys.stderr)
+            return 1
+        print("correctness: OK (every cold apply left git apply's bytes; re-runs were no-ops)")
+        return 0
+    except (CheckFailed, subprocess.CalledProcessError) as exc:
+        print(f"correctness: FAILED: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if args.keep:
+            print(f"kept {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

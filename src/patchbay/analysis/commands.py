@@ -1,0 +1,311 @@
+"""The commands that change an engine, one handler per command family.
+
+Each handler gets the walker and one expanded :class:`~.walk.Cmd`, records the modifications it
+makes (:meth:`~.walk.Walker.emit`) and returns what it prints (for pipes and ``$(...)``). A
+command without a handler only counts through its redirections (``> file``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+
+from .model import Mechanism
+from .values import SCRIPT_DIR, Val
+from .walk import Cmd, FileInfo, Stream, Walker
+
+Handler = Callable[[Walker, Cmd], "Stream | None"]
+HANDLERS: dict[str, Handler] = {}
+
+_WRAPPERS = {"sudo", "env", "time", "nohup", "exec", "command", "nice", "stdbuf", "timeout"}
+_HOOKS = ("sitecustomize.py", "usercustomize.py")
+_SHA = re.compile(r"^[0-9a-f]{7,40}$")
+_SHA40 = re.compile(r"^[0-9a-f]{40}$")
+_TEMP_SUFFIXES = (".new", ".tmp", ".part", ".download", ".partial")
+
+
+def handles(*names: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        for name in names:
+            HANDLERS[name] = fn
+        return fn
+
+    return register
+
+
+@lru_cache(maxsize=1024)
+def inert_command(name: str) -> bool:
+    """A command name no handler judges (``vllm``, ``mkdir``, ``kill``): it changes an engine
+    only through its redirections, and is neither a wrapper (``sudo``, ``env``...), an
+    interpreter, ``pip`` nor ``patchbay`` (see :func:`run_command`)."""
+    return (
+        name not in HANDLERS
+        and name not in _WRAPPERS
+        and name != "patchbay"
+        and not name.startswith("python")
+        and re.match(r"^pip\d", name) is None
+    )
+
+
+def split_options(
+    words: list[Val], with_value: set[str]
+) -> tuple[list[Val], dict[str, Val], list[str]]:
+    """Positional words, options with their values (``-o X``, ``-oX``, ``--opt=X``), and the
+    flags seen (in order)."""
+    positional: list[Val] = []
+    options: dict[str, Val] = {}
+    flags: list[str] = []
+    k = 0
+    while k < len(words):
+        w = words[k]
+        a = w.text
+        if a == "--":
+            positional.extend(words[k + 1 :])
+            break
+        if a.startswith("--") and "=" in a:
+            key, value = a.split("=", 1)
+            options[key] = Val(value, w.how, w.unknown)
+            flags.append(key)
+        elif a in with_value:
+            options[a] = words[k + 1] if k + 1 < len(words) else Val("")
+            flags.append(a)
+            k += 1
+        elif a.startswith("-") and not a.startswith("--") and len(a) > 2 and a[:2] in with_value:
+            options[a[:2]] = Val(a[2:], w.how, w.unknown)
+            flags.append(a[:2])
+        elif a.startswith("-") and a != "-":
+            options[a] = Val("")
+            flags.append(a)
+        else:
+            positional.append(w)
+        k += 1
+    return positional, options, flags
+
+
+# ---------------------------------------------------------------------------- dispatch
+
+
+def run_command(w: Walker, cmd: Cmd) -> Stream | None:
+    """Judge one command: wrappers, prefixes (``VAR=x cmd``), functions, then its handler and
+    its output redirections."""
+    while cmd.name in _WRAPPERS and cmd.words:
+        wrapper = cmd.name
+        words = list(cmd.words)
+        while words and (
+            words[0].text.startswith("-") or (wrapper == "env" and "=" in words[0].text)
+        ):
+            flag = words.pop(0)
+            if "=" in flag.text and wrapper == "env":
+                key, _, value = flag.text.partition("=")
+                cmd.env[key] = Val(value, flag.how, flag.unknown)
+            elif flag.text in ("-u", "-g", "-n", "-s", "-k") and words:
+                words.pop(0)
+        if wrapper == "timeout" and words:
+            words.pop(0)
+        if not words:
+            return None
+        cmd.name = w.interpreter_name(
+            words[0], Cmd(words[0].text, words[1:], "", {}, [], cmd.stdin, 0, 0, "")
+        )
+        cmd.words = words[1:]
+    for name, value in cmd.env.items():
+        environment_change(w, name, value, cmd.line, cmd.text, command=cmd.name)
+    if cmd.name == "patchbay":
+        return None  # declared patching
+    fn = w.functions.get(cmd.name)
+    stream: Stream | None
+    if fn is not None:
+        stream = w.call_function(fn, cmd)
+    else:
+        handler = HANDLERS.get(cmd.name)
+        if handler is None and cmd.name.startswith("python"):
+            handler = HANDLERS["python"]
+        elif handler is None and re.match(r"^pip\d", cmd.name):
+            handler = HANDLERS["pip"]
+        stream = handler(w, cmd) if handler is not None else None
+    for op, target in cmd.redirects:
+        if op != "<":
+            write_file(w, cmd, target, op, stream)
+            stream = Stream()
+    if stream is not None and stream.value is not None and not cmd.redirects:
+        w.print(stream)
+    return stream
+
+
+def write_file(w: Walker, cmd: Cmd, dest: Val, op: str, stream: Stream | None = None) -> None:
+    """A file written by a redirection (``cat > f <<EOF``, ``echo x >> f``) or ``tee``."""
+    content: str | None = None
+    if cmd.stdin is not None and cmd.stdin.kind in ("heredoc", "herestring"):
+        content = cmd.stdin.text
+    elif cmd.name in ("echo", "printf"):
+        content = " ".join(cmd.args) + "\n"
+    elif stream is not None and stream.file is not None:
+        content = stream.file.text
+    target = w.target(dest)
+    base = posixpath.basename(dest.text)
+    if target.root == "none":
+        info = FileInfo("heredoc", content, line=cmd.line, end_line=cmd.end_line)
+        if cmd.stdin is not None and cmd.stdin.kind == "heredoc":
+            info.quoted = cmd.stdin.quoted
+            info.delimiter = cmd.stdin.delimiter
+            info.runtime = cmd.stdin.runtime
+        elif cmd.stdin is not None and cmd.stdin.kind in ("file", "pipe"):
+            src = cmd.stdin.file
+            text = src.text if src else None
+            if src is None and cmd.stdin.value is not None:
+                repo = w.repo_file(cmd.stdin.value)  # `tr -d '\r' < patches/x.patch > tmp`
+                text = _read(w, repo) if repo is not None else None
+            if text is not None and "\\r" in cmd.text and cmd.name in ("tr", "sed"):
+                text = text.replace("\r\n", "\n")
+            info = FileInfo(
+                "filtered",
+                text,
+                url=src.url if src else None,
+                source=cmd.stdin.value.text if cmd.stdin.value else None,
+                line=cmd.line,
+                end_line=cmd.end_line,
+                note=cmd.text,
+            )
+        elif stream is not None and stream.file is not None:
+            info = FileInfo("download", stream.file.text, url=stream.file.url, line=cmd.line)
+        w.files[dest.text] = info
+        if base in _HOOKS and content and w.engines.named_in(content):
+            w.emit(Mechanism.INJECT, f"{_tool(cmd)} {base}", cmd, target, content=content)
+        return
+    if target.root == "unknown" and not _engine_evidence(w, dest.text, content):
+        return
+    if base in _HOOKS or (base.endswith(".pth") and target.root != "unknown"):
+        w.emit(Mechanism.INJECT, f"{_tool(cmd)} {base}", cmd, target, content=content)
+        return
+    heredoc = cmd.stdin is not None and cmd.stdin.kind == "heredoc"
+    w.emit(
+        Mechanism.WRITE,
+        _tool(cmd),
+        cmd,
+        target,
+        content=content,
+        details={"heredoc": heredoc, "append": op.endswith(">>")},
+    )
+
+
+def _tool(cmd: Cmd) -> str:
+    return f"{cmd.name} >" if cmd.name not in ("tee",) else "tee"
+
+
+def _engine_evidence(w: Walker, path: str, content: str | None) -> bool:
+    """An unresolved path still counts when it, or the content, names an engine."""
+    return bool(w.engines.named_in(path) or (content and _diff_files_engine(w, content)))
+
+
+def _diff_files_engine(w: Walker, content: str) -> bool:
+    for m in re.finditer(r"^(?:\+\+\+|---) (?:[ab]/)?(\S+)", content, re.M):
+        if w.engines.package_of(m.group(1)) is not None:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------- environment
+
+
+def environment_change(
+    w: Walker,
+    name: str,
+    value: Val,
+    line: int,
+    text: str,
+    command: str | None = None,
+    before: str | None = None,
+) -> None:
+    """``PYTHONPATH``/``LD_PRELOAD`` set (exported, or for one command): module injection.
+    Only entries the value adds to the variable's previous value (``before``) count."""
+    if name not in ("PYTHONPATH", "LD_PRELOAD", "PYTHONSTARTUP"):
+        return
+    if before is None:
+        previous = w.state.vars.get(name)
+        before = previous[0].text if previous else ""
+    raw = re.sub(r"\$\{PYTHONPATH[^}]*\}|\$PYTHONPATH\b", "", value.text)
+    old = set(before.split(":"))
+    entries = [e for e in raw.split(":") if e and e not in old]
+    if name == "PYTHONPATH":
+        entries = [e for e in entries if not _harmless_entry(w, e)]
+    if not entries:
+        return
+    cmd = Cmd(name, [], name, {}, [], None, line, line, text)
+    w.emit(
+        Mechanism.INJECT,
+        f"{name}=",
+        cmd,
+        None,
+        content=":".join(entries),
+        details={"variable": name, "command": command},
+    )
+
+
+def _harmless_entry(w: Walker, entry: str) -> bool:
+    """A folder that holds no start-up hook and no engine-named module: one of the repository,
+    or one the script filled itself with harness-only files."""
+    own = [(p, f) for p, f in w.files.items() if p.startswith(entry.rstrip("/") + "/")]
+    if own:
+        for p, f in own:
+            base = posixpath.basename(p)
+            if f.text is None:
+                return False
+            if base in _HOOKS or base.endswith(".pth"):
+                if w.engines.named_in(f.text):
+                    return False
+            elif base.removesuffix(".py") in w.engines.imports:
+                return False
+        return True
+    if entry.startswith(("/", "~")) or "$" in entry or w.root is None:
+        return entry.startswith(SCRIPT_DIR) and _repo_folder_harmless(w, entry)
+    return _repo_folder_harmless(w, entry)
+
+
+def _repo_folder_harmless(w: Walker, entry: str) -> bool:
+    if w.root is None:
+        return False
+    entry = entry.replace(SCRIPT_DIR, ".")
+    entry = re.sub(r"^\$\{?PWD\}?|^\$\(pwd\)", ".", entry)
+    script_dir = (w.root / w.chain[0]).parent
+    for base in (script_dir, w.root):
+        is_dir, names = w.inputs.folder(base / entry)
+        if is_dir:
+            if names is None:
+                return False
+            for item in names:
+                if item in _HOOKS or item.endswith(".pth"):
+                    return False
+                if item.removesuffix(".py") in w.engines.imports:
+                    return False
+            return True
+    return False
+
+
+def _read(w: Walker, path: Path) -> str | None:
+    """A repository file's text (recorded in the walk's inputs), None when unreadable."""
+    try:
+        return w.inputs.read_text(path)
+    except OSError:
+        return None
+
+
+def _written_arg(cmd: Cmd, val: Val) -> str | None:
+    if cmd.node is None:
+        return None
+    node = cmd.node
+    if node.type == "redirected_statement":
+        node = node.child_by_field_name("body") or node
+    for arg in node.children_by_field_name("argument"):
+        data = arg.text.decode("utf-8", "replace") if arg.text else ""
+        if len(data) >= 2 and data[0] == data[-1] and data[0] in "'\"":
+            data = data[1:-1]
+        if data == val.text or ("$" in data and data.endswith(posixpath.basename(val.text))):
+            return data
+    return None
+
+
+# the handlers register themselves on import
+from .handlers import diffs, files, installs, shell  # noqa: E402,F401

@@ -1,0 +1,94 @@
+"""What counts as an engine: distribution names, import (folder) names, upstream repositories."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+DEFAULT_ENGINES = (
+    "vllm",
+    "sglang",
+    "sgl-kernel",
+    "aiter",
+    "triton",
+    "pytorch-triton-rocm",
+    "torch",
+    "flashinfer",
+    "flashinfer-python",
+    "flash-attn",
+    "xformers",
+    "tensorrt-llm",
+    "lmdeploy",
+)
+"""Engine distributions known without configuration (a patchset's components add more)."""
+
+
+def normalise_name(name: str) -> str:
+    """PEP 503 normalisation (``Flash_Attn`` -> ``flash-attn``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
+class EngineNames:
+    """What counts as an engine.
+
+    Attributes:
+        distributions: PEP 503-normalised distribution names (``vllm``, ``demo-engine``).
+        imports: package folder names (``vllm``, ``demo_engine``, ``flash_attn``).
+        upstreams: repository name (lower case) -> upstream ``owner/repo`` (from components).
+    """
+
+    distributions: frozenset[str]
+    imports: frozenset[str]
+    upstreams: dict[str, str] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def build(
+        cls,
+        distributions: Iterable[str] = DEFAULT_ENGINES,
+        packages: Iterable[str] = (),
+        repositories: Iterable[str] = (),
+    ) -> EngineNames:
+        """Engine names from distribution names, target packages and ``owner/repo`` upstreams."""
+        dists = {normalise_name(d) for d in distributions}
+        upstreams = {}
+        for repo in repositories:
+            name = repo.rsplit("/", 1)[-1].lower()
+            upstreams[name] = repo
+            dists.add(normalise_name(name))
+        imports = {d.replace("-", "_") for d in dists}
+        imports |= {p.split(".")[0] for p in packages}
+        return cls(frozenset(dists), frozenset(imports), upstreams)
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """Any engine name as a word (``vllm``, ``demo-engine``, ``demo_engine``)."""
+        names = sorted(self.distributions | self.imports, key=len, reverse=True)
+        return re.compile(r"(?<![\w-])(?:" + "|".join(map(re.escape, names)) + r")(?![\w-])")
+
+    def is_engine(self, name: str) -> bool:
+        """True for an engine distribution, package or repository name (any spelling)."""
+        key = normalise_name(name.removesuffix(".git"))
+        return key in self.distributions or key.replace("-", "_") in self.imports
+
+    def package_of(self, rel: str) -> str | None:
+        """The engine package a path below site-packages belongs to (``vllm/envs.py`` ->
+        ``vllm``; ``aiter_meta/x`` -> ``aiter``; a ``.dist-info`` folder -> its name)."""
+        first = rel.split("/", 1)[0]
+        if not first:
+            return None
+        stem = re.split(r"-\d", first.removesuffix(".dist-info"), maxsplit=1)[0]
+        for candidate in (first, stem, first.split("_")[0]):
+            if candidate in self.imports or self.is_engine(candidate):
+                return candidate
+        for name in self.imports:
+            if first.startswith(name + "_"):
+                return name
+        return None
+
+    def named_in(self, text: str) -> str | None:
+        """The first engine name mentioned in ``text`` as a word, or None."""
+        m = self.pattern.search(text)
+        return m.group(0) if m else None

@@ -1,0 +1,255 @@
+"""Handlers of the shell's own commands and of the ones that print paths: ``cd``, ``set``,
+``source``/``bash`` (followed), ``echo``/``cat`` (what they print feeds pipes and ``$(...)``),
+``dirname``/``realpath``/``mktemp``, filters, ``docker exec``."""
+
+from __future__ import annotations
+
+import re
+
+from ..commands import (
+    _read,
+    handles,
+    run_command,
+)
+from ..values import Val, basename, dirname, join, unknown
+from ..walk import Cmd, FileInfo, Stream, Walker
+
+# ---------------------------------------------------------------------------- the shell itself
+
+
+@handles("cd", "pushd")
+def cmd_cd(w: Walker, cmd: Cmd) -> Stream | None:
+    words = [a for a in cmd.words if a.text not in ("-P", "-L", "--")]
+    if not words:
+        w.state.cwd, w.state.cwd_written = Val("~"), "~"
+        return None
+    dest = words[0]
+    if dest.text == "-":
+        w.state.cwd, w.state.cwd_written = None, None
+        return None
+    new = join(w.state.cwd, dest) if w.state.cwd is not None else dest
+    if not dest.text.startswith(("/", "~")) and w.state.cwd is None:
+        new = dest if dest.unknown or dest.text.startswith("/@") else Val(dest.text)
+    w.state.cwd = new
+    w.state.cwd_written = _written(cmd, 0) or dest.display()
+    return None
+
+
+def _written(cmd: Cmd, index: int) -> str | None:
+    """The argument as the script wrote it, unquoted (``$VLLM_DIR``)."""
+    if cmd.node is None:
+        return None
+    args = [c for c in cmd.node.children_by_field_name("argument")]
+    if cmd.node.type == "redirected_statement":
+        body = cmd.node.child_by_field_name("body")
+        args = list(body.children_by_field_name("argument")) if body is not None else []
+    if index >= len(args):
+        return None
+    data = args[index].text.decode("utf-8", "replace") if args[index].text else ""
+    if len(data) >= 2 and data[0] == data[-1] and data[0] in "'\"":
+        data = data[1:-1]
+    return data
+
+
+@handles("popd")
+def cmd_popd(w: Walker, cmd: Cmd) -> Stream | None:
+    w.state.cwd, w.state.cwd_written = None, None
+    return None
+
+
+@handles("set")
+def cmd_set(w: Walker, cmd: Cmd) -> Stream | None:
+    args = cmd.args
+    for k, a in enumerate(args):
+        if re.match(r"^-[a-zA-Z]*e", a) or (
+            a == "-o" and k + 1 < len(args) and args[k + 1] == "errexit"
+        ):
+            w.state.set_e = True
+        if re.match(r"^\+[a-zA-Z]*e", a):
+            w.state.set_e = False
+    return None
+
+
+@handles("source", ".")
+def cmd_source(w: Walker, cmd: Cmd) -> Stream | None:
+    if cmd.words and not w.follow(cmd.words[0], cmd, fresh=False):
+        w.result.notes.append((cmd.line, f"sources {cmd.words[0].display()}, not followed"))
+    return None
+
+
+@handles("bash", "sh", "zsh", "dash", "ksh")
+def cmd_bash(w: Walker, cmd: Cmd) -> Stream | None:
+    from ..syntax import parse_shell
+
+    args = cmd.args
+    flags = [a for a in args if a.startswith("-")]
+    if any("c" in f.lstrip("-") for f in flags if not f.startswith("--")):
+        k = next(i for i, a in enumerate(args) if a.startswith("-") and "c" in a.lstrip("-"))
+        if k + 1 < len(cmd.words):
+            text = cmd.words[k + 1].text
+            try:
+                source = parse_shell(text, w.src.path, cmd.line - 1)
+            except Exception:  # an inner string that is not shell: nothing to judge
+                return None
+            _inline(w, source, flatten_lines=cmd.line)
+        return None
+    positional = [wd for wd in cmd.words if not wd.text.startswith("-")]
+    if positional:
+        if not w.follow(
+            positional[0],
+            Cmd(cmd.name, positional, "", {}, [], None, cmd.line, cmd.line, cmd.text),
+            fresh=True,
+        ):
+            w.result.notes.append((cmd.line, f"runs {positional[0].display()}, not followed"))
+        return None
+    if cmd.stdin is not None and cmd.stdin.kind == "heredoc" and cmd.stdin.text is not None:
+        try:
+            source = parse_shell(cmd.stdin.text, w.src.path, cmd.stdin.line)
+        except Exception:
+            return None
+        _inline(w, source)
+    return None
+
+
+def _inline(w: Walker, source: object, flatten_lines: int | None = None) -> None:
+    saved = w.src
+    before = len(w.mods)
+    w.src = source  # type: ignore[assignment]
+    try:
+        w.block(source.root)  # type: ignore[attr-defined]
+    finally:
+        w.src = saved
+    if flatten_lines is not None:
+        for mod in w.mods[before:]:
+            mod.line = mod.end_line = flatten_lines
+
+
+@handles("echo", "printf")
+def cmd_echo(w: Walker, cmd: Cmd) -> Stream | None:
+    words = [a for a in cmd.words if not re.match(r"^-[neE]+$", a.text)]
+    if cmd.name == "printf" and words and "%" in words[0].text:
+        words = words[1:]
+    if not words:
+        return Stream(Val(""))
+    out = words[0]
+    for extra in words[1:]:
+        out = out + Val(" ") + extra
+    return Stream(out)
+
+
+@handles("cat")
+def cmd_cat(w: Walker, cmd: Cmd) -> Stream | None:
+    files = [a for a in cmd.words if not a.text.startswith("-")]
+    if files:
+        f = files[0]
+        info = w.files.get(f.text)
+        if info is None:
+            repo = w.repo_file(f)
+            if repo is not None:
+                info = FileInfo("repo", _read(w, repo), source=str(repo), line=cmd.line)
+        return Stream(unknown(f"$(cat {f.display()})", "the content of a file"), info)
+    if cmd.stdin is not None:
+        if cmd.stdin.kind in ("heredoc", "herestring"):
+            return Stream(
+                Val(cmd.stdin.text.strip())
+                if cmd.stdin.text and "\n" not in cmd.stdin.text.strip()
+                else None,
+                FileInfo(
+                    "heredoc",
+                    cmd.stdin.text,
+                    line=cmd.stdin.line,
+                    end_line=cmd.stdin.end_line,
+                    quoted=cmd.stdin.quoted,
+                ),
+            )
+        return Stream(cmd.stdin.value, cmd.stdin.file)
+    return None
+
+
+@handles("grep", "egrep", "awk", "cut", "head", "tail", "tr", "xargs-echo", "sort", "uniq", "gawk")
+def cmd_filter(w: Walker, cmd: Cmd) -> Stream | None:
+    if cmd.name in ("awk", "gawk") and any("inplace" in a for a in cmd.args):
+        from .files import cmd_awk_inplace
+
+        return cmd_awk_inplace(w, cmd)
+    if cmd.name == "grep" and any(a in ("-q", "--quiet", "-l", "-c") for a in cmd.args):
+        return None
+    if cmd.stdin is not None:
+        return Stream(cmd.stdin.value, cmd.stdin.file)
+    return None
+
+
+@handles("dirname")
+def cmd_dirname(w: Walker, cmd: Cmd) -> Stream | None:
+    return Stream(dirname(cmd.words[0])) if cmd.words else None
+
+
+@handles("basename")
+def cmd_basename(w: Walker, cmd: Cmd) -> Stream | None:
+    return Stream(basename(cmd.words[0])) if cmd.words else None
+
+
+@handles("realpath", "readlink")
+def cmd_realpath(w: Walker, cmd: Cmd) -> Stream | None:
+    words = [a for a in cmd.words if not a.text.startswith("-")]
+    if not words:
+        return None
+    v = words[0]
+    if not v.text.startswith(("/", "~")) and w.state.cwd is not None:
+        v = join(w.state.cwd, v)
+    return Stream(v)
+
+
+@handles("pwd")
+def cmd_pwd(w: Walker, cmd: Cmd) -> Stream | None:
+    return Stream(w.state.cwd if w.state.cwd is not None else unknown("$(pwd)", "the start folder"))
+
+
+@handles("mktemp")
+def cmd_mktemp(w: Walker, cmd: Cmd) -> Stream | None:
+    return Stream(w.new_tmp())
+
+
+@handles("which", "command-v")
+def cmd_which(w: Walker, cmd: Cmd) -> Stream | None:
+    return Stream(cmd.words[-1]) if cmd.words else None
+
+
+@handles("docker", "podman")
+def cmd_docker(w: Walker, cmd: Cmd) -> Stream | None:
+    rest = list(cmd.words)
+    if rest[:1] and rest[0].text == "container":
+        rest = rest[1:]
+    if not rest or rest[0].text != "exec":
+        return None
+    rest = rest[1:]
+    workdir = None
+    with_value = {"-u", "--user", "-w", "--workdir", "-e", "--env", "--env-file"}
+    while rest and rest[0].text.startswith("-"):
+        flag = rest.pop(0)
+        if flag.text in with_value and rest:
+            value = rest.pop(0)
+            if flag.text in ("-w", "--workdir"):
+                workdir = value
+    if len(rest) < 2:
+        return None
+    saved = (w.state.cwd, w.state.cwd_written)
+    w.state.cwd, w.state.cwd_written = workdir, workdir.display() if workdir else None
+    inner = Cmd(
+        rest[1].text.rsplit("/", 1)[-1],
+        rest[2:],
+        rest[1].text,
+        {},
+        [],
+        None,
+        cmd.line,
+        cmd.end_line,
+        cmd.text,
+        cmd.node,
+    )
+    inner.name = w.interpreter_name(rest[1], inner)
+    try:
+        run_command(w, inner)
+    finally:
+        w.state.cwd, w.state.cwd_written = saved
+    return None

@@ -1,0 +1,787 @@
+"""The symbolic walk over a parsed shell script.
+
+The walk reads a script the way a reviewer does, without running it: it tracks variables and
+their possible values, the working folder, helper functions (expanded at each call with their
+arguments; functions never called are walked once with unknown arguments and marked), literal
+loops (unrolled), ``if``/``case`` branches (alternatives), ``source``/``bash other.sh`` of the
+same repository (followed, with the chain recorded), files the script writes itself
+(here-documents into temporary files, downloads), and what command substitutions print. The
+commands themselves are judged in :mod:`.commands`; what they change is recorded as
+:class:`~.model.Modification` values.
+"""
+
+from __future__ import annotations
+
+import glob as globbing
+import posixpath
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from .engines import EngineNames
+from .inputs import Inputs
+from .lists import ListsMixin, same_place
+from .model import TMP, FunctionInfo, Mechanism, Modification, ScriptAnalysis, Target
+from .streams import Cmd, FileInfo, Frame, Stdin, Stream, _Function
+from .syntax import Node, Source, parse_shell, statements
+from .values import SCRIPT_DIR, State, Val, display, join, unknown
+from .words import WordsMixin
+
+_ANNOTATION = re.compile(r"patchbay-reviewed\b(?P<codes>(?:[\s,]*PB\d{3})*)\s*:?\s*(?P<reason>.*)$")
+_SOURCE_SUFFIXES = (".py", ".pyi", ".so", ".co", ".hsaco", ".cubin", ".cu", ".cuh", ".pth")
+_DATA_SUFFIXES = (".csv", ".json", ".yaml", ".yml", ".txt", ".cfg", ".toml", ".h", ".hpp", ".cpp")
+_MAX_DEPTH = 12
+_MAY_ACT = re.compile(rb"\$[({]|[`<>]")
+"""Bytes of a command that may run code, assign or redirect when its words are expanded."""
+_LITERAL_NAME = re.compile(rb"[A-Za-z0-9_./+:-]+")
+_DUP = re.compile(r">&\s*-?\d*$")
+_REDIRECT_OP = re.compile(r"^\d*(&>>|&>|>>|>\||>|<)")
+
+
+class Walker(ListsMixin, WordsMixin):
+    """Walks one script (and what it sources) and collects its modifications.
+
+    Args:
+        source: the parsed script.
+        path: the script's path relative to ``root`` (for chains and messages).
+        engines: what counts as an engine.
+        root: the repository, to follow ``source``/``bash other.sh`` and read checked-in files
+            (None: nothing is followed).
+    """
+
+    def __init__(
+        self, source: Source, path: str, engines: EngineNames, root: Path | None = None
+    ) -> None:
+        self.src = source
+        self.path = path
+        self.engines = engines
+        self.root = root
+        self.state = State()
+        self.chain: tuple[str, ...] = (path,)
+        self.frames: list[Frame] = [Frame(None, 0, True)]
+        self.functions: dict[str, _Function] = {}
+        self.mods: list[Modification] = []
+        self.files: dict[str, FileInfo] = {}
+        self.clones: dict[str, tuple[str, int]] = {}  # folder -> (engine, line)
+        self.conditions: list[str] = []
+        self.tmp_count = 0
+        self.depth = 0
+        self.captures: list[list[Stream]] = []
+        self.result = ScriptAnalysis(path, "shell")
+        self.seen: set[tuple[object, ...]] = set()
+        self.stopped = False
+        self.installs: list[Modification] = []  # harness packages installed
+        self.packages: list[str] = []  # packages named by the script's Python
+        self.repos: dict[str, dict[str, object]] = {}  # folder -> git init / remote add facts
+        self.vcs: list[Modification] = []  # clones and fetches of engines (built later?)
+        self.pending: dict[str, FileInfo] = {}  # downloads to a temporary name in the engine
+        self.last_removal: Modification | None = None
+        self._root_text: str | None = None
+        self.inputs = Inputs()  # the repository files looked at, for the audit's cache
+        self._repo_files: dict[tuple[str, str, str | None], Path | None] = {}
+        self.fn_stdin: list[Stdin | None] = []  # the standard input of each function call
+        self.uninstalled: dict[str, int] = {}  # distribution -> line of its pip uninstall
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self) -> ScriptAnalysis:
+        """Walk the script, then the functions it never calls; return the analysis."""
+        self.note_annotations(self.src)
+        self.block(self.src.root)
+        for fn in list(self.functions.values()):
+            if fn.calls:
+                continue
+            self.walk_uncalled(fn)
+        self.result.modifications = sorted(self.mods, key=lambda m: (m.chain, m.line))
+        self.result.functions = [
+            FunctionInfo(f.name, f.line, f.end_line, tuple(f.calls))
+            for f in self.functions.values()
+        ]
+        self.result.set_e = self.state.set_e
+        return self.result
+
+    def walk_uncalled(self, fn: _Function) -> None:
+        saved = (self.state, self.src, self.chain)
+        self.state = self.state.copy()
+        self.state.args = [
+            unknown(f"${k}", f"argument ${k} of {fn.name}(), which is never called")
+            for k in range(1, 10)
+        ]
+        self.state.cwd, self.state.cwd_written = None, None
+        self.src, self.chain = fn.source, fn.chain
+        self.frames.append(Frame(fn.name, fn.line, False))
+        try:
+            self.block(fn.body)
+        finally:
+            self.frames.pop()
+            self.state, self.src, self.chain = saved
+
+    def note_annotations(
+        self, source: Source, into: dict[int, tuple[frozenset[str], str, int]] | None = None
+    ) -> None:
+        """``patchbay-reviewed`` comments (comment nodes of the grammar, never text in a
+        string): on a line, or on a comment line right above one."""
+        data = source.data
+        at = data.find(b"patchbay-reviewed")
+        if at == -1:
+            return
+        comments: dict[int, Node] = {}  # the comment nodes that hold the word, by start
+        while at != -1:
+            node = source.root.descendant_for_byte_range(at, at + len(b"patchbay-reviewed"))
+            if node is not None and node.type == "comment":
+                comments.setdefault(node.start_byte, node)
+            at = data.find(b"patchbay-reviewed", at + 1)
+        lines = data.decode("utf-8", "replace").split("\n")
+        for start in sorted(comments, reverse=True):  # a later one reviewing a line yields
+            node = comments[start]
+            text = source.text(node)
+            row = node.start_point[0]
+            before = lines[row][: node.start_point[1]] if row < len(lines) else ""
+            self.annotate(
+                text, row + 1 + source.line_offset, own_line=not before.strip(), into=into
+            )
+
+    def annotate(
+        self,
+        comment: str,
+        line: int,
+        *,
+        own_line: bool,
+        into: dict[int, tuple[frozenset[str], str, int]] | None = None,
+    ) -> None:
+        """Record one comment's annotation; an own-line comment reviews the next line."""
+        m = _ANNOTATION.search(comment)
+        if not m:
+            return
+        codes = frozenset(re.findall(r"PB\d{3}", m.group("codes")))
+        reviewed = line + 1 if own_line else line
+        target = self.result.annotations if into is None else into
+        target[reviewed] = (codes, m.group("reason").strip(), line)
+
+    # ------------------------------------------------------------------ recording
+
+    @property
+    def live(self) -> bool:
+        return all(f.live for f in self.frames)
+
+    @property
+    def function(self) -> str | None:
+        for f in reversed(self.frames):
+            if f.name:
+                return f.name
+        return None
+
+    def emit(
+        self, mechanism: Mechanism, tool: str, cmd: Cmd, target: Target | None = None, **kw: object
+    ) -> Modification | None:
+        """Record a modification made by ``cmd`` (duplicates of one line are kept once)."""
+        key = (self.chain, cmd.line, mechanism, tool, target.path if target else None)
+        key = (*key, kw.get("url"), str(kw.get("content"))[:200])
+        if key in self.seen:
+            return None
+        self.seen.add(key)
+        mod = Modification(
+            mechanism,
+            tool,
+            cmd.line,
+            max(cmd.end_line, cmd.line),
+            target,
+            chain=self.chain,
+            function=self.function,
+            called=self.live,
+            condition=self.conditions[-1] if self.conditions else None,
+            text=cmd.text,
+            **kw,  # type: ignore[arg-type]
+        )
+        via = [f.line for f in self.frames if f.name and f.live]
+        if via:
+            mod.details.setdefault("via", via)
+        # without `set -e` a failure does not stop the script: every failure is swallowed
+        mod.details.setdefault("set_e", self.state.set_e)
+        if target is not None and target.root == "unknown":
+            mod.resolved = False
+            mod.why = mod.why or f"the path {target.written} is not known before the script runs"
+        if not self.live:
+            mod.why = (mod.why + "; " if mod.why else "") + (
+                f"in {self.function}(), which the script never calls"
+            )
+        self.mods.append(mod)
+        return mod
+
+    # ------------------------------------------------------------------ locations
+
+    def target(self, val: Val, written: str | None = None, cwd: Val | None = None) -> Target:
+        """Where a path word points: site-packages, an engine tree, unknown, or ``none``."""
+        written = written if written is not None else val.display()
+        base = cwd if cwd is not None else self.state.cwd
+        how = val.how
+        full = val
+        if not val.text.startswith(("/", "~")):
+            if base is not None:
+                full = join(base, val)
+                if base.installed or self.engine_tree(base.text):
+                    how = f"working folder {self.state.cwd_written or base.display()}"
+            elif val.unknown:
+                return Target(val.text, written, "unknown", None, val.unknown)
+            else:
+                return Target(val.text, written, "none")
+        origin = full.origin or val.origin
+        if full.installed:
+            rel = Target(full.text, written, "site-packages").site_relative or ""
+            engine = self.engines.package_of(rel)
+            return Target(
+                full.text, written, "site-packages", engine, how or "site-packages", origin
+            )
+        tree = self.engine_tree(full.text)
+        if tree is not None:
+            return Target(full.text, written, "engine-tree", tree[0], how or tree[1], origin)
+        if full.unknown and not full.text.startswith((TMP, SCRIPT_DIR)):
+            return Target(full.text, written, "unknown", None, full.unknown)
+        return Target(full.text, written, "none")
+
+    def engine_tree(self, text: str) -> tuple[str, str] | None:
+        """(engine, how) for a path inside an engine checkout: one this script cloned, or a
+        source or data file below a folder named after an engine package."""
+        for folder, (engine, line) in self.clones.items():
+            if text == folder or text.startswith(folder.rstrip("/") + "/"):
+                return engine, f"the {engine} checkout cloned at line {line}"
+        if not text.startswith(("/", "~")) or text.startswith((TMP, SCRIPT_DIR)):
+            return None
+        parts = text.split("/")
+        if text.endswith(_SOURCE_SUFFIXES):
+            for part in parts[1:-1]:
+                if part in self.engines.imports:
+                    return part, "an engine package folder"
+        return None
+
+    def engine_folder(self, text: str) -> str | None:
+        """The engine a folder is a checkout of (``/opt/vllm``, a clone), or None."""
+        for folder, (engine, _line) in self.clones.items():
+            if text.rstrip("/") == folder.rstrip("/") or text.startswith(folder.rstrip("/") + "/"):
+                return engine
+        name = text.rstrip("/").rsplit("/", 1)[-1]
+        plain = text.startswith(("/", "~", ".")) or "/" not in text
+        if plain and self.engines.is_engine(name) and not text.startswith((TMP, SCRIPT_DIR)):
+            return name
+        return None
+
+    def new_tmp(self) -> Val:
+        self.tmp_count += 1
+        return Val(f"{TMP}{self.tmp_count}")
+
+    # ------------------------------------------------------------------ statements
+
+    def block(self, node: Node) -> None:
+        for child in statements(node):
+            if self.stopped:
+                return
+            self.statement(child)
+
+    def statement(self, node: Node, stdin: Stdin | None = None) -> Stream:
+        t = node.type
+        if t in ("command",):
+            return self.command(node, stdin)
+        if t == "redirected_statement":
+            return self.redirected(node, stdin)
+        if t == "list":
+            return self.and_or(node)
+        if t == "pipeline":
+            return self.pipeline(node)
+        if t in ("variable_assignment", "variable_assignments"):
+            for a in [node] if t == "variable_assignment" else node.named_children:
+                if a.type == "variable_assignment":
+                    self.assign(a, self.src.line(a))
+            return Stream()
+        if t == "declaration_command":
+            return self.declaration(node)
+        if t in ("subshell",):
+            saved = self.state
+            self.state = self.state.copy()
+            try:
+                self.block(node)
+            finally:
+                self.state = saved
+            return Stream()
+        if t in ("compound_statement", "do_group"):
+            self.block(node)
+            return Stream()
+        if t == "if_statement":
+            self.if_statement(node)
+            return Stream()
+        if t == "case_statement":
+            self.case_statement(node)
+            return Stream()
+        if t == "for_statement":
+            self.for_statement(node, stdin)
+            return Stream()
+        if t in ("while_statement", "c_style_for_statement"):
+            self.while_statement(node, stdin)
+            return Stream()
+        if t == "function_definition":
+            self.define(node)
+            return Stream()
+        if t == "negated_command":
+            inner = statements(node)
+            return self.statement(inner[0], stdin) if inner else Stream()
+        return Stream()
+
+    def define(self, node: Node) -> None:
+        name_node = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        if name_node is None or body is None:
+            return
+        name = self.src.text(name_node)
+        if name in self.functions and self.functions[name].calls:
+            return
+        self.functions[name] = _Function(
+            name, body, self.src, self.chain, self.src.line(node), self.src.end_line(node)
+        )
+
+    # -- branches and loops
+
+    def if_statement(self, node: Node) -> None:
+        cond = node.child_by_field_name("condition")
+        cond_text = self.src.text(cond).strip() if cond is not None else ""
+        clauses: list[tuple[str, list[Node]]] = []
+        body: list[Node] = []
+        for child in node.children:
+            if child.type in ("elif_clause", "else_clause"):
+                break
+            if child.is_named and child != cond and child.type != "comment":
+                if node.field_name_for_child(node.children.index(child)) == "condition":
+                    continue
+                body.append(child)
+        clauses.append((f"if {cond_text}", body))
+        for child in node.children:
+            if child.type == "elif_clause":
+                c = child.child_by_field_name("condition")
+                parts = [
+                    x
+                    for i, x in enumerate(child.children)
+                    if x.is_named
+                    and x.type != "comment"
+                    and child.field_name_for_child(i) != "condition"
+                ]
+                clauses.append((f"elif {self.src.text(c).strip() if c else ''}", parts))
+            elif child.type == "else_clause":
+                clauses.append((f"else of if {cond_text}", statements(child)))
+        if cond is not None:
+            for c in [cond]:
+                self.statement(c)
+        self.branches(clauses)
+
+    def branches(self, clauses: list[tuple[str, list[Node]]]) -> None:
+        start = self.state
+        ends: list[State] = []
+        produced: list[list[Modification]] = []
+        for label, nodes in clauses:
+            self.state = start.copy()
+            self.conditions.append(label)
+            before = len(self.mods)
+            try:
+                for n in nodes:
+                    self.statement(n)
+            finally:
+                self.conditions.pop()
+            produced.append(self.mods[before:])
+            ends.append(self.state)
+        merged = ends[0] if ends else start
+        for other in ends[1:]:
+            merged.merge(other)
+        if len(clauses) == 1:  # no else: the state before the if is one of the outcomes
+            merged.merge(start)
+        self.state = merged
+        self.stopped = False
+        # the same file changed in two branches: one change, with alternatives
+        with_mods = [m for m in produced if m]
+        if len(with_mods) > 1:
+            first = with_mods[0][0]
+            for other in with_mods[1:]:
+                for mod in other:
+                    same = any(same_place(mod, m) for m in with_mods[0])
+                    if same and mod in self.mods:
+                        self.mods.remove(mod)
+                        first.alternatives.append(mod)
+
+    def case_statement(self, node: Node) -> None:
+        value = node.child_by_field_name("value")
+        subject = self.src.text(value) if value is not None else ""
+        clauses = []
+        for item in node.children:
+            if item.type != "case_item":
+                continue
+            pats = []
+            body = []
+            for i, c in enumerate(item.children):
+                if item.field_name_for_child(i) == "value" or c.type in ("extglob_pattern",):
+                    pats.append(self.src.text(c))
+                elif c.is_named and c.type not in ("comment",):
+                    body.append(c)
+            clauses.append((f"case {subject} in {'|'.join(pats)})", body))
+        if not any("*" in label.rsplit(" in ", 1)[-1] for label, _ in clauses):
+            clauses.append(("case: no pattern matches", []))
+        self.branches(clauses)
+
+    def for_statement(self, node: Node, stdin: Stdin | None) -> None:
+        var_node = node.child_by_field_name("variable")
+        body = node.child_by_field_name("body")
+        if var_node is None or body is None:
+            return
+        var = self.src.text(var_node)
+        values_nodes = [
+            c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "value"
+        ]
+        items: list[Val] = []
+        if not values_nodes:
+            items = list(self.state.args) or [unknown("$@", "the script's arguments")]
+        for v in values_nodes:
+            items.extend(self.fields(v))
+        if not items:
+            return
+        expanded: list[Val] = []
+        globbed = False
+        for item in items:
+            if "*" in item.text or "?" in item.text:
+                found = self.glob(item)
+                globbed = globbed or found != [item]
+                expanded.extend(found)
+            else:
+                expanded.append(item)
+        computed = [
+            self.src.text(v)
+            for v, vals in ((v, self.fields(v)) for v in values_nodes)
+            if any(not x.known or "*" in x.text or "?" in x.text for x in vals)
+            and not (globbed and all(x.text.startswith(SCRIPT_DIR) for x in vals))
+        ]
+        if not values_nodes:
+            computed = ["$@"]
+        if len(self.chain) == 1:
+            self.result.loops.setdefault(
+                self.src.line(node),
+                {"items": len(expanded), "computed": computed, "globbed": globbed},
+            )
+        for item in expanded[:32]:
+            self.state.vars[var] = [item]
+            self.statement(body)
+
+    def glob(self, pattern: Val) -> list[Val]:
+        """A glob over checked-in files next to the script is expanded now (sorted, as bash
+        does in the C locale); any other stays the pattern (below an install root it is an
+        installed location)."""
+        text = pattern.text
+        if self.root is not None and pattern.known and text.startswith(SCRIPT_DIR + "/"):
+            folder = posixpath.join(self.root_text, posixpath.dirname(self.chain[-1]))
+            rel = text[len(SCRIPT_DIR) + 1 :]
+            found = self.inputs.glob(posixpath.join(globbing.escape(folder), rel))
+            if found:
+                return [Val(SCRIPT_DIR + "/" + posixpath.relpath(f, folder)) for f in found]
+        return [pattern]
+
+    def while_statement(self, node: Node, stdin: Stdin | None) -> None:
+        body = node.child_by_field_name("body")
+        cond = node.child_by_field_name("condition")
+        lines: list[Val] = []
+        read_vars: list[str] = []
+        if cond is not None:
+            for c in [cond, *cond.named_children]:
+                if c.type == "command" and self.command_name(c) == "read":
+                    read_vars = [
+                        self.src.text(w)
+                        for w in c.children_by_field_name("argument")
+                        if not self.src.text(w).startswith("-")
+                    ]
+        if stdin is not None and read_vars:
+            if stdin.kind in ("heredoc", "herestring") and stdin.text is not None:
+                lines = [Val(x) for x in stdin.text.splitlines() if x.strip()]
+            elif stdin.value is not None:
+                lines = [stdin.value]
+        if not lines and read_vars:
+            lines = [unknown(f"${read_vars[0]}", "a value read at run time")]
+        if body is None:
+            return
+        for line in (lines or [Val("")])[:32]:
+            if read_vars:
+                words = line.text.split(None, len(read_vars) - 1)
+                for k, name in enumerate(read_vars):
+                    text = words[k] if k < len(words) else ""
+                    self.state.vars[name] = [Val(text, line.how, line.unknown)]
+            self.statement(body)
+
+    # ------------------------------------------------------------------ commands
+
+    def command_name(self, node: Node) -> str:
+        name = node.child_by_field_name("name")
+        return self.src.text(name) if name is not None else ""
+
+    def make_cmd(
+        self, name: str, words: list[Val], node: Node, stdin: Stdin | None, env=None
+    ) -> Cmd:
+        end = self.src.end_line(node)
+        if stdin is not None and stdin.kind == "heredoc":
+            end = max(end, stdin.end_line)
+        data = self.src.data
+        stop = data.find(b"\n", node.start_byte, node.end_byte)
+        stop = node.end_byte if stop == -1 else stop
+        text = data[node.start_byte : stop].decode("utf-8", "replace").strip()
+        return Cmd(name, words, name, env or {}, [], stdin, self.src.line(node), end, text, node)
+
+    def command(self, node: Node, stdin: Stdin | None, outer: Node | None = None) -> Stream:
+        if outer is None and self.inert(node):
+            return Stream()
+        env: dict[str, Val] = {}
+        name_node = node.child_by_field_name("name")
+        for child in node.children:
+            if child.type == "variable_assignment":
+                n = child.child_by_field_name("name")
+                v = child.child_by_field_name("value")
+                if n is not None:
+                    env[self.src.text(n)] = self.word(v) if v is not None else Val("")
+        if name_node is None:
+            for k, v in env.items():
+                self.set_var(k, [v], self.src.line(node))
+            return Stream()
+        name_val = self.word(name_node.named_children[0] if name_node.named_children else name_node)
+        words: list[Val] = []
+        for arg in node.children_by_field_name("argument"):
+            words.extend(self.fields(arg))
+        where = outer if outer is not None else node
+        redirects: list[tuple[str, Val]] = []
+        for r in [*node.children, *(outer.children if outer is not None else [])]:
+            if r.type == "file_redirect":
+                text = self.src.text(r).lstrip()
+                dest = r.child_by_field_name("destination") or (
+                    r.named_children[-1] if r.named_children else None
+                )
+                if dest is None or _DUP.search(text) or dest.type == "number":
+                    continue
+                op = _REDIRECT_OP.match(text)
+                if op is None:
+                    continue
+                if dest.type == "process_substitution":
+                    continue
+                redirects.append((op.group(1), self.word(dest)))
+        if stdin is None:
+            for op, val in redirects:
+                if op == "<":
+                    stdin = Stdin("file", value=val, file=self.files.get(val.text))
+        if stdin is None and self.fn_stdin:
+            stdin = self.fn_stdin[-1]
+        cmd = self.make_cmd(name_val.text, words, where, stdin, env)
+        cmd.raw = self.src.text(name_node)
+        cmd.redirects = redirects
+        cmd.name = self.interpreter_name(name_val, cmd)
+        return commands.run_command(self, cmd) or Stream()
+
+    def inert(self, node: Node) -> bool:
+        """A command that changes nothing whatever its words are, judged on its bytes without
+        expanding them: a literal name with no handler, no wrapper and no function of that
+        name, no ``VAR=x`` prefix, no redirection, and no word whose expansion runs code or
+        assigns (``$(...)``, backticks, ``${X:=y}``, ``<(...)``). Walking it would record
+        nothing and change no state."""
+        first = node.child(0)
+        if first is None or first.type != "command_name":
+            return False
+        data = self.src.data
+        name = data[first.start_byte : first.end_byte]
+        if _LITERAL_NAME.fullmatch(name) is None:
+            return False
+        base = name.rsplit(b"/", 1)[-1].decode("ascii")
+        if base in self.functions or not commands.inert_command(base):
+            return False
+        return _MAY_ACT.search(data, node.start_byte, node.end_byte) is None
+
+    def interpreter_name(self, name: Val, cmd: Cmd) -> str:
+        base = name.text.rsplit("/", 1)[-1]
+        if name.known or not name.text.startswith("$"):
+            return base
+        # "$PY" with no known value: an interpreter variable, judged by how it is used
+        var = re.sub(r"[^A-Za-z_]", "", name.text.split(":")[0])
+        args = cmd.args
+        looks_python = bool(args) and (
+            args[0] in ("-", "-c", "-m", "-u", "-I", "-E", "-s", "-B") or args[0].endswith(".py")
+        )
+        if "PY" in var.upper() and (looks_python or cmd.stdin is not None):
+            return "python3"
+        if "PIP" in var.upper():
+            return "pip"
+        return base
+
+    def call_function(self, fn: _Function, cmd: Cmd) -> Stream:
+        if self.live and cmd.line not in fn.calls:
+            fn.calls.append(cmd.line)
+        if self.depth >= _MAX_DEPTH:
+            return Stream()
+        saved = (self.state.args, self.src, self.chain)
+        self.state.args = list(cmd.words)
+        self.src, self.chain = fn.source, fn.chain
+        self.frames.append(Frame(fn.name, cmd.line, True))
+        self.depth += 1
+        self.captures.append([])
+        self.fn_stdin.append(cmd.stdin)  # `helper <<EOF`: its commands read the here-document
+        try:
+            self.statement(fn.body)
+        finally:
+            self.fn_stdin.pop()
+            self.depth -= 1
+            printed = self.captures.pop()
+            self.frames.pop()
+            self.state.args, self.src, self.chain = saved
+        if printed:
+            return printed[-1]
+        return Stream()
+
+    def print(self, stream: Stream) -> None:
+        """A command printed something: the capture of the innermost ``$(...)`` or function."""
+        if self.captures:
+            self.captures[-1].append(stream)
+
+    # ------------------------------------------------------------------ variables
+
+    def set_var(self, name: str, values: list[Val], line: int) -> None:
+        out = []
+        for v in values:
+            if v.installed or self.engine_tree(v.text):
+                origin = v.origin or ("" if v.how.startswith("$") else v.how)
+                v = Val(v.text, f"${name}, set at line {line}", v.unknown, origin)
+            out.append(v)
+        self.state.vars[name] = out or [Val("")]
+        if name in ("PYTHONPATH", "LD_PRELOAD", "LD_LIBRARY_PATH") or name in self.state.exported:
+            pass
+
+    def assign(self, node: Node, line: int) -> None:
+        n = node.child_by_field_name("name")
+        v = node.child_by_field_name("value")
+        if n is None:
+            return
+        name = self.src.text(n)
+        if n.type == "subscript":
+            return
+        append = "+=" in self.src.text(node)[: len(name) + 3]
+        if v is not None and v.type == "array":
+            items: list[Val] = []
+            for item in v.named_children:
+                items.extend(self.fields(item))
+            self.state.arrays[name] = (self.state.arrays.get(name, []) if append else []) + items
+            self.state.vars[name] = items[:1] or [Val("")]
+            return
+        value = self.word(v) if v is not None else Val("")
+        previous = self.lookup(name)
+        if append:
+            value = (previous[0] if previous else Val("")) + value
+        self.set_var(name, [value], line)
+        before = previous[0].text if previous else ""
+        commands.environment_change(self, name, value, line, self.src.text(node), before=before)
+
+    def declaration(self, node: Node) -> Stream:
+        kind = node.children[0].type if node.children else ""
+        line = self.src.line(node)
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                self.assign(child, line)
+                n = child.child_by_field_name("name")
+                if kind == "export" and n is not None:
+                    self.state.exported.add(self.src.text(n))
+            elif child.type == "variable_name" and kind == "export":
+                self.state.exported.add(self.src.text(child))
+            elif child.type == "variable_name" and kind == "local":
+                self.state.vars[self.src.text(child)] = [Val("")]
+        return Stream()
+
+    def lookup(self, name: str) -> list[Val] | None:
+        if name.isdigit():
+            k = int(name)
+            if k == 0:
+                return [Val(f"{SCRIPT_DIR}/{posixpath.basename(self.chain[-1])}")]
+            if k <= len(self.state.args):
+                return [self.state.args[k - 1]]
+            if self.frames[-1].name is None and self.depth == 0:
+                return [unknown(f"${k}", f"the script's argument ${k}")]
+            return [Val("")]
+        return self.state.vars.get(name)
+
+    # ------------------------------------------------------------------ other scripts
+
+    def follow(self, rel: Val, cmd: Cmd, *, fresh: bool) -> bool:
+        """Walk a script of the same repository (``source x.sh``, ``bash x.sh``)."""
+        path = self.repo_file(rel)
+        if path is None or self.root is None:
+            return False
+        relpath = path.relative_to(self.root).as_posix()
+        if relpath in self.chain or len(self.chain) > 8:
+            return True
+        try:
+            text = self.inputs.read_text(path)
+            source = parse_shell(text, relpath)
+        except (OSError, ValueError):
+            return False
+        except Exception as exc:  # a syntax error in the followed file: a note, not a crash
+            self.result.notes.append((cmd.line, f"{relpath} could not be read: {exc}"))
+            return False
+        self.result.sourced.append((cmd.line, relpath))
+        if relpath not in self.result.followed_annotations:
+            self.note_annotations(source, self.result.followed_annotations.setdefault(relpath, {}))
+        saved = (self.src, self.chain, self.state)
+        self.src, self.chain = source, (*self.chain, relpath)
+        if fresh:
+            state = State(exported=set(self.state.exported))
+            state.vars = {k: v for k, v in self.state.vars.items() if k in self.state.exported}
+            state.args = list(cmd.words[1:])
+            self.state = state
+        try:
+            self.block(source.root)
+        finally:
+            sourced_state = self.state
+            self.src, self.chain, self.state = saved
+            if not fresh:
+                self.state = sourced_state
+        return True
+
+    def repo_file(self, val: Val) -> Path | None:
+        """A file of the repository that a path word names (relative to the script's folder,
+        the working folder, or the repository), or None."""
+        if self.root is None or not val.known:
+            return None
+        cwd = self.state.cwd.text if self.state.cwd is not None else None
+        key = (val.text, self.chain[-1], cwd)
+        if key not in self._repo_files:
+            self._repo_files[key] = self._repo_file(val.text)
+        return self._repo_files[key]
+
+    def _repo_file(self, text: str) -> Path | None:
+        script_dir = posixpath.dirname(self.chain[-1])
+        candidates = []
+        if text.startswith(SCRIPT_DIR):
+            candidates.append(posixpath.join(script_dir, text[len(SCRIPT_DIR) :].lstrip("/")))
+        elif not text.startswith("/"):
+            if self.state.cwd is not None and self.state.cwd.text.startswith(SCRIPT_DIR):
+                rel = self.state.cwd.text[len(SCRIPT_DIR) :].lstrip("/")
+                candidates.append(posixpath.join(script_dir, rel, text))
+            candidates += [posixpath.join(script_dir, text), text]
+        root = self.root_text
+        for c in candidates:
+            full = posixpath.normpath(posixpath.join(root, c))
+            if not full.startswith(root + "/"):
+                continue
+            if self.inputs.isfile(full):
+                return Path(full)
+        return None
+
+    @property
+    def root_text(self) -> str:
+        if self._root_text is None:
+            self._root_text = str(self.root.resolve()) if self.root is not None else ""
+        return self._root_text
+
+
+def iter_nodes(node: Node) -> Iterator[Node]:
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
+__all__ = ["Cmd", "FileInfo", "Stdin", "Stream", "Walker", "display"]
+
+# the handlers import the walker; the walker reaches them through the module once both exist
+from . import commands  # noqa: E402

@@ -1,0 +1,265 @@
+"""The audit's cache of script findings: a script analysed once is not analysed again until it,
+a file its analysis looked at, the engine names or the analyser change.
+
+Like ruff's cache, an entry is keyed by what decides the result: the script's bytes (SHA-256),
+its path and kind, and a digest of the analyser (the source of :mod:`patchbay.analysis`, of the
+scanner and its rules, the grammars' and Python's versions) and of the engine names
+(:func:`analyser_digest`). An entry also records every repository file the analysis looked at
+besides the script (:mod:`patchbay.analysis.inputs`: a ``source``d helper, a patch file, a glob,
+whether a file exists) and is reused only when each still gives the same answer.
+
+The cache lives outside the audited tree, under ``$XDG_CACHE_HOME/patchbay/audit`` (default
+``~/.cache/patchbay/audit``): a repository can never ship verdicts about its own scripts. There
+is one file per audited root, rewritten (atomically) only when an entry was added or dropped;
+a file that does not parse, or an entry of the wrong shape, is ignored and replaced, never
+trusted. ``PATCHBAY_NO_CACHE=1`` (or ``run_audit(script_cache=False)``) turns it off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+
+from ..analysis.engines import EngineNames
+from .rules import RULES, Finding, Suppression
+
+__all__ = ["FORMAT", "ScriptCache", "analyser_digest", "cache_disabled"]
+
+FORMAT = 1
+"""The layout of a cache file; a file of another layout is ignored."""
+
+_KEEP_SECONDS = 30 * 24 * 3600
+"""Cache files of roots not audited for this long are removed when another is written."""
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+_SOURCES = (
+    "analysis",
+    "audit/scanner.py",
+    "audit/rules.py",
+    "audit/cache.py",
+    "audit/config.py",
+    "waivers/placeholders.py",
+)
+"""What the findings of a script depend on besides its inputs: their source is in the digest."""
+_LIBRARIES = ("tree_sitter", "tree_sitter_bash", "tree_sitter_dockerfile", "packaging")
+
+
+def cache_disabled() -> bool:
+    """``PATCHBAY_NO_CACHE`` is set to anything but ``""`` or ``0``."""
+    return os.environ.get("PATCHBAY_NO_CACHE", "") not in ("", "0")
+
+
+@cache
+def _code_digest() -> str:
+    from .. import __version__
+
+    h = hashlib.sha256(f"format {FORMAT} patchbay {__version__} {sys.version_info[:2]}".encode())
+    for entry in _SOURCES:
+        path = _PACKAGE / entry
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            h.update(file.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+            h.update(file.read_bytes())
+    for name in _LIBRARIES:  # an upgrade rewrites the files: their size and time change
+        spec = importlib.util.find_spec(name)
+        origin = spec.origin if spec is not None else None
+        stat = os.stat(origin) if origin else None
+        h.update(f"{name} {origin} {stat and (stat.st_size, stat.st_mtime_ns)}".encode())
+    return h.hexdigest()
+
+
+def analyser_digest(engines: EngineNames) -> str:
+    """The digest of everything besides a script and its inputs that its findings depend on:
+    the analyser's code (see :data:`_SOURCES`, the grammars, Python) and the engine names."""
+    names = {
+        "distributions": sorted(engines.distributions),
+        "imports": sorted(engines.imports),
+        "upstreams": sorted(engines.upstreams.items()),
+    }
+    blob = json.dumps([_code_digest(), names], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _finding_json(f: Finding) -> list[object]:
+    s = f.suppression
+    suppression = None if s is None else [s.kind, s.justification]
+    return [f.code, f.path, f.line, f.message, f.end_line, list(f.chain), suppression]
+
+
+def _finding_of(item: object) -> Finding:
+    """A finding back from its JSON form.
+
+    Raises:
+        ValueError: not the shape :func:`_finding_json` writes.
+    """
+    if not isinstance(item, list) or len(item) != 7:
+        raise ValueError("not a finding")
+    code, path, line, message, end_line, chain, suppression = item
+    if not (isinstance(code, str) and code in RULES and isinstance(path, str)):
+        raise ValueError("not a finding")
+    if not isinstance(message, str) or not isinstance(chain, list):
+        raise ValueError("not a finding")
+    for number in (line, end_line):
+        if number is not None and (type(number) is not int or number < 1):
+            raise ValueError("not a line")
+    if not all(isinstance(c, str) for c in chain):
+        raise ValueError("not a chain")
+    finding = Finding.of(code, path, line, message, end_line)
+    finding.chain = tuple(chain)
+    if suppression is not None:
+        if not (
+            isinstance(suppression, list)
+            and len(suppression) == 2
+            and all(isinstance(s, str) for s in suppression)
+        ):
+            raise ValueError("not a suppression")
+        finding.suppression = Suppression(suppression[0], suppression[1])
+    return finding
+
+
+def _probes_of(item: object) -> list[tuple[str, str, object]]:
+    if not isinstance(item, list):
+        raise ValueError("not inputs")
+    out = []
+    for probe in item:
+        if not (isinstance(probe, list) and len(probe) == 3 and isinstance(probe[0], str)):
+            raise ValueError("not an input")
+        out.append((probe[0], probe[1], probe[2]))
+    return out
+
+
+class ScriptCache:
+    """The cached findings of one audited root (one file under ``folder``).
+
+    Args:
+        folder: the cache folder (``~/.cache/patchbay/audit``); created when first written.
+        root: the audited root; its resolved path names the cache file (the paths an analysis
+            looked at are resolved ones: a root that now points elsewhere has another file).
+        engines: what counts as an engine (part of every key).
+    """
+
+    def __init__(self, folder: Path, root: Path, engines: EngineNames) -> None:
+        self.folder = folder
+        self.root = str(root.resolve())
+        self.path = folder / f"scripts-{hashlib.sha256(self.root.encode()).hexdigest()[:24]}.json"
+        self.analyser = analyser_digest(engines)
+        self.entries: dict[str, dict[str, object]] = {}
+        self.used: set[str] = set()
+        self.dirty = False
+        self.hits = 0
+        self.misses = 0
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            doc = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            return
+        if (
+            isinstance(doc, dict)
+            and doc.get("format") == FORMAT
+            and doc.get("analyser") == self.analyser
+            and doc.get("root") == self.root
+            and isinstance(doc.get("entries"), dict)
+        ):
+            self.entries = doc["entries"]
+        else:
+            self.dirty = True  # another analyser's (or a broken) file: replace it
+
+    @staticmethod
+    def key(rel: str, kind: str, data: bytes) -> str:
+        """The entry of one script: its path, kind and bytes."""
+        h = hashlib.sha256(f"{kind}\0{rel}\0".encode())
+        h.update(data)
+        return h.hexdigest()
+
+    def get(self, rel: str, kind: str, data: bytes) -> list[Finding] | None:
+        """The findings of a script analysed before, or None: not cached, of the wrong shape,
+        or a file its analysis looked at changed."""
+        from ..analysis.inputs import unchanged
+
+        key = self.key(rel, kind, data)
+        entry = self.entries.get(key)
+        if entry is None:
+            self.misses += 1
+            return None
+        try:
+            if not isinstance(entry, dict):
+                raise ValueError("not an entry")
+            probes = _probes_of(entry.get("inputs"))
+            raw = entry.get("findings")
+            if not isinstance(raw, list):
+                raise ValueError("not findings")
+            findings = [_finding_of(item) for item in raw]
+            if not unchanged(probes):
+                raise ValueError("an input changed")
+        except ValueError:
+            del self.entries[key]
+            self.dirty = True
+            self.misses += 1
+            return None
+        self.used.add(key)
+        self.hits += 1
+        return findings
+
+    def put(
+        self,
+        rel: str,
+        kind: str,
+        data: bytes,
+        findings: list[Finding],
+        inputs: list[tuple[str, str, object]],
+    ) -> None:
+        """Record the findings of a script just analysed (before anyone changes them)."""
+        key = self.key(rel, kind, data)
+        self.entries[key] = {
+            "findings": [_finding_json(f) for f in findings],
+            "inputs": [list(p) for p in inputs],
+        }
+        self.used.add(key)
+        self.dirty = True
+
+    def save(self) -> None:
+        """Write the entries this run used (others are dropped), when anything changed; a
+        cache that cannot be written is skipped silently (it is only a cache)."""
+        if not self.dirty and len(self.used) == len(self.entries):
+            return
+        doc = {
+            "format": FORMAT,
+            "analyser": self.analyser,
+            "root": self.root,
+            "entries": {k: v for k, v in self.entries.items() if k in self.used},
+        }
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".scripts-", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    json.dump(doc, fh, separators=(",", ":"))
+                os.replace(tmp, self.path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
+            self._prune()
+        except OSError:
+            return
+        self.dirty = False
+
+    def _prune(self) -> None:
+        """Remove the cache files of roots not audited for :data:`_KEEP_SECONDS`."""
+        cutoff = time.time() - _KEEP_SECONDS
+        with os.scandir(self.folder) as it:
+            for entry in it:
+                if entry.name.startswith("scripts-") and entry.name.endswith(".json"):
+                    try:
+                        if entry.stat().st_mtime < cutoff:
+                            os.unlink(entry.path)
+                    except OSError:
+                        continue

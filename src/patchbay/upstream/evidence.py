@@ -1,0 +1,193 @@
+"""Content evidence: what an image's files say about a patch, and how it bends a verdict.
+
+The forge says whether a fix was merged and whether the pinned commit holds it; the files of an
+image say whether the patch's change is really there, hunk by hunk (the same classification as
+``status`` and ``check``). Whenever an image is at hand (the pinned one with ``--python`` /
+``--root``, a candidate with ``--candidate-python`` / ``--candidate-root``), content wins over
+the forge where they disagree, so that the report, ``check`` and the audit's PB501 never
+contradict each other:
+
+- the pinned image already ships the whole patch (``redundant``): ``remove``;
+- an image holds part of it (some hunks upstream, others still pending or conflicting) while
+  the forge says ``remove`` or ``bump``: ``refresh`` ("part upstream in X; hunks 2-3 still
+  needed"): the patch is to be trimmed, not dropped;
+- a candidate on which the patch conflicts although the forge says ``bump`` or ``remove``:
+  ``refresh`` (the merged fix differs from what is carried: rebase it);
+- the pinned image has none of it although the forge says the fix is in the pin: ``attention``;
+- a candidate that ships the whole patch (``check``: ``upstream``) while the forge says
+  ``keep`` or ``attention``: ``bump`` (an image like the candidate removes it).
+
+A candidate on which the patch still applies cleanly leaves ``bump`` as it is (the candidate
+may predate the fix), with a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..engine import PatchReport
+    from .status import Assessment
+
+#: hunk words that mean "the change is in this image" (see :mod:`patchbay.hunkview`)
+_PRESENT_WORDS = frozenset({"upstream", "present"})
+
+
+@dataclass(frozen=True)
+class ContentEvidence:
+    """One image's verdict on one patch.
+
+    Attributes:
+        image: ``pinned`` or ``candidate``.
+        where: the image for messages (``the pinned image``, ``the candidate``).
+        state: the patch's state there: ``status``'s word on the pinned image (``redundant``,
+            ``applied``, ``partial``...), ``check``'s verdict on a candidate (``upstream``,
+            ``applies``, ``partial``, ``conflict``...).
+        present: 1-based numbers (in patch order) of the hunks found in the image.
+        needed: 1-based numbers of the hunks not in it (pending, conflicting, ambiguous).
+        counts: hunks per word (``1 upstream, 1 pending, 1 conflict``).
+    """
+
+    image: str
+    where: str
+    state: str
+    present: tuple[int, ...] = ()
+    needed: tuple[int, ...] = ()
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def whole(self) -> bool:
+        """The image ships the whole patch."""
+        return self.state in ("redundant", "upstream")
+
+    @property
+    def part(self) -> bool:
+        """Some hunks are in the image and others are not."""
+        return bool(self.present) and bool(self.needed)
+
+    @property
+    def conflicts(self) -> bool:
+        return self.state in ("conflict", "ambiguous", "partial")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "image": self.image,
+            "state": self.state,
+            "present_hunks": list(self.present),
+            "needed_hunks": list(self.needed),
+            "hunk_counts": self.counts,
+        }
+
+
+def evidence_of(report: PatchReport, image: str, where: str, state: str) -> ContentEvidence:
+    """The evidence of one patch's report (from ``make_plan``) on an image.
+
+    Args:
+        report: the patch's :class:`~patchbay.engine.PatchReport`.
+        image: ``pinned`` or ``candidate``.
+        where: how messages name the image.
+        state: the word to record (the status, or ``check``'s verdict).
+    """
+    from ..hunkview import hunk_counts, state_word
+
+    kind, hunks = report.patch.kind, report.inspection.hunks
+    mine = report.by_patchbay
+    words = [state_word(h, kind, by_patchbay=mine) for h in hunks]
+    present = tuple(n for n, w in enumerate(words, 1) if w in _PRESENT_WORDS)
+    needed = tuple(n for n, w in enumerate(words, 1) if w not in _PRESENT_WORDS | {"applied"})
+    counts = hunk_counts(hunks, kind, by_patchbay=mine)
+    return ContentEvidence(image, where, state, present, needed, counts)
+
+
+def numbers(values: Iterable[int]) -> str:
+    """``2-3``, ``1, 3``, ``1-2, 5``: hunk numbers as ranges."""
+    out: list[str] = []
+    run: list[int] = []
+    for n in sorted(values):
+        if run and n == run[-1] + 1:
+            run.append(n)
+            continue
+        if run:
+            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+        run = [n]
+    if run:
+        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
+    return ", ".join(out)
+
+
+def _hunks(values: tuple[int, ...]) -> str:
+    return f"hunk{'s' if len(values) > 1 else ''} {numbers(values)}"
+
+
+def weigh(a: Assessment, evidence: list[ContentEvidence]) -> None:
+    """Change ``a``'s verdict and reason by the content evidence (see the module docstring);
+    waiver review dates are applied afterwards by the caller, as before."""
+    from .status import Verdict
+
+    a.evidence = list(evidence)
+    forge = a.verdict
+    for ev in evidence:  # the pinned image first: it is what runs today
+        if ev.image == "pinned" and ev.whole:
+            a.verdict = Verdict.REMOVE
+            a.reason = f"{ev.where} already ships this patch's content (status: {ev.state})"
+            return
+        if ev.part and forge in (Verdict.REMOVE, Verdict.BUMP):
+            a.verdict = Verdict.REFRESH
+            a.reason = (
+                f"part upstream in {ev.where} ({_hunks(ev.present)}); {_hunks(ev.needed)} "
+                f"still needed; trim the patch ({a.reason})"
+            )
+            return
+        if ev.image == "pinned" and forge is Verdict.REMOVE and ev.state == "pending":
+            a.verdict = Verdict.ATTENTION
+            a.reason = (
+                f"upstream says the fix is in the pinned commit, but {ev.where} has none of "
+                f"this patch ({a.reason})"
+            )
+            return
+        if ev.image == "candidate" and ev.conflicts and forge in (Verdict.REMOVE, Verdict.BUMP):
+            a.verdict = Verdict.REFRESH
+            a.reason = (
+                f"merged upstream, but the patch is {ev.state} on {ev.where} "
+                f"({_hunks(ev.needed)} still needed); rebase it ({a.reason})"
+            )
+            return
+        if ev.image == "candidate" and ev.whole and forge in (Verdict.KEEP, Verdict.ATTENTION):
+            a.verdict = Verdict.BUMP
+            a.reason = (
+                f"{ev.where} already ships this patch's content (check: upstream); an image "
+                f"like it removes the patch ({a.reason})"
+            )
+            return
+        if ev.image == "candidate" and ev.state == "applies" and forge is Verdict.BUMP:
+            a.warnings.append(f"{ev.where} does not carry the fix yet (the patch still applies)")
+
+
+def pinned_evidence(
+    patchset: object, *, python: str | None, root: object | None
+) -> dict[str, ContentEvidence]:
+    """Every patch's evidence on the pinned image (``status``: the ledger counts, so a patch
+    patchbay applied is not mistaken for one the image ships), by patch id.
+
+    Raises:
+        PatchbayError: the environment cannot be resolved or a patch cannot be read.
+    """
+    from ..engine import make_plan
+    from ..targets import resolve_environment
+
+    env = resolve_environment(patchset, python=python, root=root)  # type: ignore[arg-type]
+    plan = make_plan(patchset, env)  # type: ignore[arg-type]
+    return {
+        r.id: evidence_of(r, "pinned", "the pinned image", r.status.value) for r in plan.reports
+    }
+
+
+def candidate_evidence(result: object) -> dict[str, ContentEvidence]:
+    """Every patch's evidence from ``check`` on a candidate image
+    (:class:`~patchbay.check.CheckResult`), by patch id."""
+    return {
+        item.report.id: evidence_of(item.report, "candidate", "the candidate", item.verdict.value)
+        for item in result.items  # type: ignore[attr-defined]
+    }

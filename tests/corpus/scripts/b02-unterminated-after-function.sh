@@ -1,0 +1,5 @@
+#!/bin/bash
+set -e
+helper() { echo hi; }
+python3 - <<PY
+print("never closed")

@@ -1,0 +1,186 @@
+"""Planning once: one line index per content shared by forked trees, each patch inspected no
+more than needed, and a plan made before the lock reused under it only while the tree and the
+ledger are still what it judged."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from conftest import diff_patch, write_patchset
+from patchbay import engine
+from patchbay.engine import apply_patchset, make_plan
+from patchbay.kinds import KINDS
+from patchbay.ledger import Ledger, LedgerEntry
+from patchbay.model import load_patchset
+from patchbay.targets import resolve_environment
+from patchbay.tree import Tree
+
+BEFORE = {f"pkg/m{i}.py": "".join(f"v{i}_{k} = {k}\n" for k in range(12)) for i in range(3)}
+
+
+def _after(rel: str) -> str:
+    return BEFORE[rel].replace("= 5\n", "= 50\n")
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[Path, Path]:
+    """A root of three files and a patchset of three diff patches, one per file, plus a
+    fourth that edits the first file again (on the first patch's result)."""
+    root = tmp_path / "root"
+    for rel, text in BEFORE.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    files = {
+        f"p{i}.patch": diff_patch(rel, BEFORE[rel], _after(rel)) for i, rel in enumerate(BEFORE)
+    }
+    first = _after("pkg/m0.py")
+    files["p3.patch"] = diff_patch("pkg/m0.py", first, first.replace("= 9\n", "= 90\n"))
+    patches = [{"id": f"p{i}", "kind": "diff", "file": f"p{i}.patch"} for i in range(4)]
+    return write_patchset(tmp_path / "ps", patches, files=files), root
+
+
+def _env(ps: Path, root: Path):
+    patchset = load_patchset(ps)
+    return patchset, resolve_environment(patchset, root=root)
+
+
+def test_forked_trees_share_one_line_index_per_content(tmp_path: Path) -> None:
+    data = b"a\nb\n" * 10
+    tree = Tree({"t": tmp_path})
+    fork = tree.fork()
+    assert fork.line_index(data) is tree.line_index(data)
+    assert fork.fork().line_index(data) is tree.line_index(data)
+    copy = bytes(bytearray(data))  # equal bytes, another object: its own index
+    assert tree.line_index(copy) is not tree.line_index(data)
+    assert tree.line_index(copy).lines == tree.line_index(data).lines
+
+
+def test_disk_view_sees_changed_bytes_modes_and_files_that_appeared(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x\n")
+    tree = Tree({"t": tmp_path})
+    assert tree.read("t", "f") == b"x\n"
+    assert tree.read("t", "absent") is None
+    assert tree.mode("t", "f") is not None
+    seen = tree.seen
+    assert seen.unchanged()
+    os.chmod(tmp_path / "f", 0o700)
+    assert not seen.unchanged()
+    os.chmod(tmp_path / "f", tree.mode("t", "f") or 0)
+    assert seen.unchanged()
+    (tmp_path / "absent").write_bytes(b"")
+    assert not seen.unchanged()
+
+
+def test_each_patch_is_inspected_at_most_twice_cold_and_once_applied(
+    setup: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold apply judges each pending patch once and checks its result once (the plan made
+    before the lock holds under it; the backward pass's judgement is reused when the forward
+    tree reads the same contents); a re-run judges each applied patch once."""
+    ps, root = setup
+    calls: Counter[str] = Counter()
+    kind = KINDS["diff"]
+    real = kind.inspect
+
+    def counting(patch, loaded, tree):  # the real inspection, counted
+        calls[patch.id] += 1
+        return real(patch, loaded, tree)
+
+    monkeypatch.setattr(kind, "inspect", counting)
+    result = apply_patchset(*_env(ps, root))
+    assert result.applied == ["p0", "p1", "p2", "p3"]
+    # p3 is judged a third time: first on the pristine file (the backward pass, a conflict),
+    # then on p0's result
+    assert calls == {"p0": 2, "p1": 2, "p2": 2, "p3": 3}
+    assert (root / "pkg/m0.py").read_text() == _after("pkg/m0.py").replace("= 9\n", "= 90\n")
+    calls.clear()
+    assert apply_patchset(*_env(ps, root)).nothing_to_do
+    assert calls == {"p0": 1, "p1": 1, "p2": 1, "p3": 1}
+
+
+def test_plan_before_the_lock_holds_only_while_nothing_it_read_changed(
+    setup: tuple[Path, Path],
+) -> None:
+    ps, root = setup
+    patchset, env = _env(ps, root)
+    plan = make_plan(patchset, env)
+    assert engine._still_as_judged(plan)
+    target = root / "pkg/m1.py"
+    original = target.read_bytes()
+    target.write_bytes(original + b"# edited\n")
+    assert not engine._still_as_judged(plan)  # content
+    target.write_bytes(original)
+    target.unlink()
+    target.symlink_to(root / "pkg/m2.py")
+    (root / "pkg/m2.py").write_bytes(original)  # same bytes, but through a link now
+    assert not engine._still_as_judged(plan)
+    target.unlink()
+    target.write_bytes(original)
+    (root / "pkg/m2.py").write_text(BEFORE["pkg/m2.py"])
+    assert engine._still_as_judged(plan)
+    # the ledger is part of what was judged: another run's entries make the plan stale
+    ledger = env.state_dir / "ledger.json"
+    ledger.parent.mkdir(parents=True)
+    entry = {"patch_id": "q", "kind": "diff", "patch_sha256": "0" * 64, "files": []}
+    entry |= {"applied_at": "2026-01-01T00:00:00+00:00", "tool_version": "0.1.0"}
+    ledger.write_text(json.dumps({"format": 1, "patchsets": {"other": {"entries": [entry]}}}))
+    assert not engine._still_as_judged(plan)
+
+
+def test_a_run_that_waited_for_the_lock_judges_the_tree_as_it_is(
+    setup: tuple[Path, Path],
+) -> None:
+    """The plan is made before the lock; when another run applied everything meanwhile, the
+    waiting run sees it under the lock and has nothing to do (it does not apply twice)."""
+    ps, root = setup
+    patchset, env = _env(ps, root)
+    stale_plan = make_plan(patchset, env)
+    apply_patchset(*_env(ps, root))  # the other run
+    assert not engine._still_as_judged(stale_plan)
+    again = apply_patchset(patchset, env)
+    assert again.nothing_to_do
+
+
+def test_a_run_with_nothing_to_do_needs_no_lock(setup: tuple[Path, Path]) -> None:
+    ps, root = setup
+    apply_patchset(*_env(ps, root))
+    patchset, env = _env(ps, root)
+    with FileLock(str(env.state_dir / "lock")):
+        assert apply_patchset(patchset, env, lock_timeout=0).nothing_to_do
+
+
+def test_ledger_put_replaces_the_entry_of_the_same_patch_and_keeps_the_order(
+    tmp_path: Path,
+) -> None:
+    def entry(patch_id: str, sha: str) -> LedgerEntry:
+        return LedgerEntry(patch_id, "diff", sha, "2026-01-01T00:00:00+00:00", "0.1.0")
+
+    ledger = Ledger(tmp_path)
+    for patch_id in ("a", "b", "c"):
+        ledger.put("ps", entry(patch_id, "1"))
+    ledger.put("ps", entry("b", "2"))
+    assert [(e.patch_id, e.patch_sha256) for e in ledger.entries("ps")] == [
+        ("a", "1"),
+        ("c", "1"),
+        ("b", "2"),
+    ]
+    ledger.remove("ps", "a")
+    ledger.put("ps", entry("a", "3"))
+    ledger.put("ps", entry("a", "4"))
+    assert [e.patch_id for e in ledger.entries("ps")] == ["c", "b", "a"]
+    assert ledger.find("ps", "a").patch_sha256 == "4"
+
+
+def test_trying_a_result_stages_it_for_the_block_only(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"disk\n")
+    tree = Tree({"t": tmp_path})
+    tree.stage("t", "g", b"staged\n")
+    with tree.trying([("t", "f", b"trial\n"), ("t", "g", None), ("t", "h", b"new\n")]):
+        assert [tree.read("t", p) for p in ("f", "g", "h")] == [b"trial\n", None, b"new\n"]
+    assert [tree.read("t", p) for p in ("f", "g", "h")] == [b"disk\n", b"staged\n", None]
