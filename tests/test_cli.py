@@ -165,3 +165,71 @@ def test_audit_repo_option_and_its_old_positional_spelling_agree() -> None:
     concise = run_main("audit", "--repo", REPO, "--format", "concise")
     lines = concise.out.splitlines()
     assert lines and all(re.match(r"^\S+(:\d+)?: PB\d{3} ", ln) for ln in lines[:-1])
+
+
+# Every option and positional argument of the typer command line this one replaced (as main
+# had it when the CLI moved to argparse): none may be lost.
+TYPER_CLI = {
+    "apply": ("--bundle --cache-dir --dry-run --lock-timeout --mirror --offline --probe-timeout "
+              "--python --record --root --state-dir --upgrade", 1),
+    "audit": ("--api-url --changed-since --config --fail-on --format --image-root --output --pr "
+              "--python --today --upstream -f -o", 1),
+    "bundle": ("--cache-dir --mirror --python --without-patchbay", 2),
+    "capture": ("--description --from-git --python --state-dir --target --upstream --wheel", 3),
+    "check": ("--json --probe-timeout --python --root", 1),
+    "edit": ("--python --root --state-dir", 2),
+    "import": ("--force --out --project --python", 1),
+    "rebase": ("--conflicts --from-git --onto-python --onto-root --out --python --resolved "
+               "--root --state-dir --wheel --write", 1),
+    "refresh": ("--from-git --python --root --state-dir --wheel", 3),
+    "report": ("--api-url --cache-dir --candidate-python --candidate-root --format --graphql "
+               "--no-graphql --history --max-wait --no-history --output --publish --python "
+               "--repo --root --timeout --today --workers -f -o", 1),
+    "revert": ("--bundle --lock-timeout --offline --probe-timeout --python --root --state-dir", 2),
+    "schema": ("", 0),
+    "status": ("--json --probe-timeout --python --record --root --state-dir", 1),
+    "validate": ("", 1),
+    "vendor": ("--api-url --cache-dir --mirror --update", 1),
+    "verify": ("--dist --installed --json --probe-timeout --python --record --root --state-dir", 1),
+    "version": ("", 0),
+    "waiver new": ("--force --id --output -o", 2),
+}  # fmt: skip
+
+
+def _parsers() -> dict[str, object]:
+    import argparse
+
+    from patchbay.cli import build_parser
+
+    out: dict[str, object] = {}
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    out[f"{prefix}{name}".strip()] = sub
+                    walk(sub, f"{prefix}{name} ")
+
+    walk(build_parser(), "")
+    return out
+
+
+def test_no_option_or_argument_of_the_typer_cli_is_lost() -> None:
+    import argparse
+
+    parsers = _parsers()
+    for command, (options, positionals) in TYPER_CLI.items():
+        parser = parsers[command]
+        assert isinstance(parser, argparse.ArgumentParser)
+        have = {s for a in parser._actions for s in a.option_strings}
+        missing = set(options.split()) - have
+        assert not missing, (command, missing)
+        assert len([a for a in parser._actions if not a.option_strings]) >= positionals, command
+    # and a command built alone (as main() does) has the same options as in the whole parser
+    for command in ("apply", "audit", "report", "revert"):
+        alone, _ = _build(command)
+        assert alone is not None
+        whole = parsers[command]
+        assert isinstance(whole, argparse.ArgumentParser)
+        strings = {s for a in alone._actions for s in a.option_strings}
+        assert strings == {s for a in whole._actions for s in a.option_strings}

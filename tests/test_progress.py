@@ -22,9 +22,10 @@ from patchbay.upstream.github import GitHubClient
 from servers import Response, Server
 
 KERNEL = b"\x7fELF" + bytes(range(256)) * 64  # 16 KiB
+BIG_KERNEL = KERNEL * 32  # 512 KiB
 
 
-def _slow_patchset(tmp_path: Path, url: str) -> tuple[Path, Path]:
+def _slow_patchset(tmp_path: Path, url: str, body: bytes = KERNEL) -> tuple[Path, Path]:
     root = tmp_path / "tree"
     (root / "demo_engine").mkdir(parents=True)
     (root / "demo_engine" / "worker.py").write_text("X = 1\n")
@@ -37,7 +38,7 @@ def _slow_patchset(tmp_path: Path, url: str) -> tuple[Path, Path]:
                 {
                     "url": url,
                     "dest": "demo_engine/k.co",
-                    "sha256": hashlib.sha256(KERNEL).hexdigest(),
+                    "sha256": hashlib.sha256(body).hexdigest(),
                     "insecure_http": True,
                 }
             ],
@@ -79,21 +80,28 @@ def _run_in_pty(args: list[str], env: dict[str, str], timeout: float = 120.0) ->
 
 def test_progress_in_a_terminal_session(tmp_path: Path) -> None:
     with Server() as server:
-        server.add("/k.co", Response(body=KERNEL, delay=1.0))
-        root, ps = _slow_patchset(tmp_path, f"{server.url}/k.co")
+        # 512 KiB over ~2 s: the bar advances and shows a rate while it runs
+        server.add("/k.co", Response(body=BIG_KERNEL, chunk=32 << 10, chunk_delay=0.12))
+        root, ps = _slow_patchset(tmp_path, f"{server.url}/k.co", BIG_KERNEL)
         env = {**os.environ, "COLUMNS": "120", "TERM": "xterm-256color"}
         env.pop("NO_COLOR", None)
         args = [str(PATCHBAY), "apply", str(ps), "--root", str(root),
                 "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
         code, screen = _run_in_pty(args, env)
     assert code == 0, screen
-    log = root / ".patchbay" / "logs" / "rebuild.log"
-    assert f"patchbay: rebuild: {'echo compiling'}" in screen
-    assert f"log: {log}" in screen  # named while the step runs, before its end line
-    assert screen.index(f"log: {log}") < screen.index("done in")
     assert "\x1b[" in screen  # drawn live (rich), not only plain lines
-    assert f"download {server.url}/k.co" in screen and "16.0 KiB" in screen
-    assert "applied rebuild" in screen
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
+    log = root / ".patchbay" / "logs" / "rebuild.log"
+    assert "patchbay: rebuild: echo compiling" in plain
+    assert f"log: {log}" in plain  # named while the step runs, before its end line
+    assert plain.index(f"log: {log}") < plain.rindex("done in")  # the rebuild's end
+    assert "linking module_mla" in plain  # the last line of output, shown live
+    # the download's bar was drawn part-way (bytes so far of the total) with a rate
+    done = [float(x) for x in re.findall(r"([\d.]+)/524\.4 kB", plain)]
+    assert any(0 < x < 524.4 for x in done), plain
+    assert re.search(r"/524\.4 kB [\d.]+ kB/s", plain)
+    assert re.search(r"download .*/k\.co: 512\.1 KiB done in [\d.]+ s \([\d.]+ KiB/s\)", plain)
+    assert "applied rebuild" in plain
 
 
 def test_plain_progress_lines_off_a_terminal_and_quiet(tmp_path: Path) -> None:

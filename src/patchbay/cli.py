@@ -1092,7 +1092,8 @@ def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace)
     """Run a command; expected failures become one line (redacted) and their exit code."""
     from .errors import PatchbayError
 
-    if getattr(args, "quiet", False):
+    quiet = getattr(args, "quiet", False)
+    if quiet:
         from . import progress
 
         progress.silence()
@@ -1106,6 +1107,9 @@ def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace)
     except KeyboardInterrupt:
         print("patchbay: interrupted; every change of this run was rolled back", file=sys.stderr)
         return 130
+    finally:
+        if quiet:  # for this run only (main() may be called again in one process)
+            progress.silence(False)
 
 
 if __name__ == "__main__":

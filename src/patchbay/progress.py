@@ -68,7 +68,7 @@ def note(text: str) -> None:
     if live is not None and live._live is not None:
         from .redaction import redact
 
-        live._live.console.print(redact(f"patchbay: {text}"), markup=False)
+        live._live.console.print(redact(f"patchbay: {text}"), markup=False, soft_wrap=True)
     else:
         _write(text)
 
@@ -134,7 +134,9 @@ class Step:
         if self._live is not None:
             from .redaction import redact
 
-            self._live.console.print(redact(f"patchbay: {self.title}: {text}"), markup=False)
+            self._live.console.print(
+                redact(f"patchbay: {self.title}: {text}"), markup=False, soft_wrap=True
+            )
         else:
             _write(f"{self.title}: {text}")
 
@@ -212,10 +214,12 @@ class Step:
             TimeElapsedColumn(),
             TextColumn("{task.fields[last]}", style="dim", markup=False),
         ]
-        console = Console(file=RedactedStream("stderr"), highlight=False)
-        self._live = Progress(*columns, console=console, transient=True)
+        # the stream as it is now: while live, rich sends sys.stderr to the display itself
+        console = Console(file=RedactedStream("stderr", target=sys.stderr), highlight=False)
+        # stdout stays stdout (a command's own lines, --format json); stderr lines print above
+        self._live = Progress(*columns, console=console, transient=True, redirect_stdout=False)
         if self.log:
-            console.print(f"patchbay: {self.title}: log: {self.log}", markup=False)
+            console.print(f"patchbay: {self.title}: log: {self.log}", markup=False, soft_wrap=True)
         self._task = self._live.add_task(self.title, total=self.total, last="")
         if _state["live"] is None:  # one live line at a time; a nested step prints plain lines
             self._live.start()
