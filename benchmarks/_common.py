@@ -113,3 +113,28 @@ def print_ratios(rows: list[tuple[str, float, float]]) -> None:
     for name, value, target in rows:
         verdict = "PASS" if value <= target else "MISS"
         print(f"{name:<{width}}  {value:>6.2f}  {'<= ' + format(target, '.1f'):>8}  {verdict}")
+
+
+def print_round_ratios(
+    times: dict[str, list[float]], rows: list[tuple[str, str, str, float | None]]
+) -> bool:
+    """Print ``(name, measured, baseline, target)`` rows: the ratio ``measured / baseline`` of
+    each round (the two were timed in the same round, so load on the machine weighs on both
+    alike), its median, min and max, and PASS (median <= target) or MISS. Returns whether
+    every row passed (a row with target None is shown without a verdict)."""
+    width = max(len(r[0]) for r in rows)
+    print(f"{'ratio (per round)':<{width}}  {'median':>6}  {'min..max':>11}  {'target':>7}  result")
+    print(f"{'-' * width}  {'-' * 6}  {'-' * 11}  {'-' * 7}  ------")
+    ok = True
+    for name, measured, baseline, target in rows:
+        ratios = [a / b for a, b in zip(times[measured], times[baseline], strict=True)]
+        med = statistics.median(ratios)
+        spread = f"{min(ratios):.2f}..{max(ratios):.2f}"
+        if target is None:
+            print(f"{name:<{width}}  {med:>6.2f}  {spread:>11}  {'-':>7}")
+            continue
+        verdict = "PASS" if med <= target else "MISS"
+        ok = ok and med <= target
+        goal = f"<= {target:g}"
+        print(f"{name:<{width}}  {med:>6.2f}  {spread:>11}  {goal:>7}  {verdict}")
+    return ok

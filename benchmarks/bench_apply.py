@@ -49,7 +49,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import CheckFailed, install_patchbay, print_ratios, print_times, run_checked, timed
+from _common import (
+    CheckFailed,
+    install_patchbay,
+    print_round_ratios,
+    print_times,
+    run_checked,
+    timed,
+)
 from _generate import PACKAGE, BenchPatch, build_patches, build_tree
 
 from patchbay.engine import ApplyResult, apply_patchset
@@ -271,30 +278,21 @@ def report(times: dict[str, list[float]], bench: Bench, repeat: int) -> None:
         f"touching {n_touched} files; median of {repeat} runs (min..max), fresh tree per run"
     )
     print()
-    med = print_times(times)
-    rows = [
-        (
-            "in-process cold / git-apply-loop cold",
-            med["patchbay in-process cold apply"] / med["git-apply-loop cold"],
-            COLD_TARGET,
-        ),
-        (
-            "CLI cold / git-apply-loop cold",
-            med["patchbay CLI cold apply"] / med["git-apply-loop cold"],
-            COLD_TARGET,
-        ),
-        (
-            "in-process no-op / grep-loop re-run",
-            med["patchbay in-process no-op re-run"] / med["grep-loop re-run (all greps hit)"],
-            NOOP_TARGET,
-        ),
-        (
-            "CLI no-op / grep-loop re-run",
-            med["patchbay CLI no-op re-run"] / med["grep-loop re-run (all greps hit)"],
-            NOOP_TARGET,
-        ),
-    ]
-    print_ratios(rows)
+    print_times(times)
+    noop_base = "grep-loop re-run (all greps hit)"
+    print_round_ratios(
+        times,
+        [
+            ("in-process cold / git-apply-loop cold", "patchbay in-process cold apply",
+             "git-apply-loop cold", COLD_TARGET),
+            ("CLI cold / git-apply-loop cold", "patchbay CLI cold apply", "git-apply-loop cold",
+             COLD_TARGET),
+            ("in-process no-op / grep-loop re-run", "patchbay in-process no-op re-run",
+             noop_base, NOOP_TARGET),
+            ("CLI no-op / grep-loop re-run", "patchbay CLI no-op re-run", noop_base,
+             NOOP_TARGET),
+        ],
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from _common import (
     REPO,
     CheckFailed,
     install_patchbay,
-    print_ratios,
+    print_round_ratios,
     print_times,
     run_checked,
     timed,
@@ -110,14 +110,16 @@ def main(argv: list[str] | None = None) -> int:
             f"median of {args.repeat} rounds (min..max)"
         )
         print()
-        med = print_times(times)
-        base = med["python -c pass"]
-        rows = [
-            (f"{name} / python -c pass", med[name] / base, HELP_TARGET if "help" in name else 99.0)
-            for name in runs
-            if name != "python -c pass"
-        ]
-        print_ratios(rows)
+        print_times(times)
+        print_round_ratios(
+            times,
+            [
+                (f"{name} / python -c pass", name, "python -c pass",
+                 HELP_TARGET if "help" in name else None)
+                for name in runs
+                if name != "python -c pass"
+            ],
+        )  # fmt: skip
         fastest = min(times["patchbay --help"]) / min(times["python -c pass"])
         print(f"\nfastest runs: --help / python -c pass = {fastest:.2f}")
         spread = {k: statistics.pstdev(v) for k, v in times.items()}

@@ -83,6 +83,8 @@ def test_an_edited_patchset_yaml_falls_through(tmp_path: Path) -> None:
     yaml_file.write_text(yaml_file.read_text() + "# a comment\n")
     assert noop.check(str(ps), root=root) is None
     assert run_main("apply", ps, "--root", root).out.startswith("nothing to do")
+    # the full engine's no-op recorded the identity again: the next re-run is fast
+    assert noop.check(str(ps), root=root) is not None
 
 
 def test_an_edited_patched_file_falls_through(tmp_path: Path) -> None:
@@ -141,6 +143,7 @@ def test_a_ledger_without_identity_or_of_another_version_falls_through(tmp_path:
     assert noop.check(str(ps), root=root) is None
     res = run_main("apply", ps, "--root", root)
     assert res.out == "nothing to do: 2 patch(es) already present\n"  # the full engine's no-op
+    assert noop.check(str(ps), root=root) is not None  # which recorded the identity again
     path.write_text("{not json")
     assert noop.check(str(ps), root=root) is None
     assert run_main("apply", ps, "--root", root).code == 2  # the engine names the bad ledger
