@@ -154,3 +154,9 @@ def test_a_step_reports_n_of_m_and_the_last_line_of_a_failure(
     assert err[1].startswith("patchbay: 3 forge request(s): 3 of 3 done in ")
     assert err[-1].endswith("last line: error: command 'gcc' failed")
     assert "failed after" in err[-1]
+    proc = progress.run(["sh", "-c", "echo making; echo 'ld: missing -lhip' >&2; exit 3"],
+                        title="rebuild")  # fmt: skip
+    assert proc.returncode == 3 and b"ld: missing -lhip" in proc.stdout
+    end = capsys.readouterr().err.splitlines()[-1]
+    assert re.fullmatch(r"patchbay: rebuild: exited with status 3 after [\d.]+ s; "
+                        r"last line: ld: missing -lhip", end), end  # fmt: skip

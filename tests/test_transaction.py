@@ -199,7 +199,7 @@ def test_a_failed_restore_is_reported_the_others_restored_and_retried(
     immutable_ok.append(a)
     ps = _ab_patchset(tmp_path, [_failing_command("chattr +i demo_engine/a.py; exit 3")])
     before = snapshot(root)
-    res = cli("apply", ps, "--root", root)
+    res = cli("apply", ps, "--root", root, "--quiet")  # stderr: the error alone, no progress
     assert res.code == 1, res.err
     assert "every file this run touched was restored" not in res.err
     assert "1 file(s) could not be restored" in res.err.splitlines()[0]
@@ -312,7 +312,7 @@ def test_a_disk_that_fills_up_mid_run_is_one_line_and_fully_rolled_back(
     fill = "cat /dev/zero > ../filler 2>/dev/null; exit 0"
     ps = _ab_patchset(tmp_path, [{**_failing_command(fill), "id": "fill"}])
     before = snapshot(root)
-    res = cli("apply", ps, "--root", root)
+    res = cli("apply", ps, "--root", root, "--quiet")  # stderr: the error alone, no progress
     assert res.code == 1, res.err
     assert "No space left on device" in res.err
     assert "every file this run touched was restored" in res.err

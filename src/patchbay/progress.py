@@ -103,6 +103,7 @@ class Step:
         self.log = None if log is None else os.fspath(log)
         self.done = 0
         self.last = ""
+        self.exit_code: int | None = None  # of the step's process, set by :func:`run`
         self.started = 0.0
         self._live: Any = None
         self._task: Any = None
@@ -186,6 +187,8 @@ class Step:
         if self.kind == "count":
             of = f" of {self.total}" if self.total is not None else ""
             return f"{self.title}: {self.done}{of} {how} {elapsed:.1f} s"
+        if self.exit_code:
+            failed, how = True, f"exited with status {self.exit_code} after"
         last = f"; last line: {self.last[-200:]}" if failed and self.last else ""
         log = f" (log: {self.log})" if self.log else ""
         return f"{self.title}: {how} {elapsed:.1f} s{log}{last}"
@@ -310,5 +313,6 @@ def run(
             raise
         # a process it left running may hold the pipe open: do not wait for it forever
         reader.join(_DRAIN_S)
+        s.exit_code = code
     out = b"".join(kept)
     return subprocess.CompletedProcess(argv, code, out.decode("utf-8", "replace") if text else out)
