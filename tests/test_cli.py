@@ -233,3 +233,19 @@ def test_no_option_or_argument_of_the_typer_cli_is_lost() -> None:
         assert isinstance(whole, argparse.ArgumentParser)
         strings = {s for a in alone._actions for s in a.option_strings}
         assert strings == {s for a in whole._actions for s in a.option_strings}
+
+
+def test_validate_json_lists_unordered_overlaps(tmp_path: Path) -> None:
+    edit = {"file": "demo_engine/m.py", "old": "A", "new": "B"}
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "first", "kind": "replace", "edits": [edit]},
+         {"id": "second", "kind": "replace", "edits": [{**edit, "old": "C", "new": "D"}]}],
+    )  # fmt: skip
+    res = run_main("validate", ps, "--format", "json")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    _schema_check("validate", doc)
+    (overlap,) = doc["overlaps"]
+    assert (overlap["earlier"], overlap["later"]) == ("first", "second")
+    assert overlap["path"].endswith("m.py") and overlap["line"]

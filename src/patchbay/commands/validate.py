@@ -107,5 +107,15 @@ def _json(patchset_arg: str) -> int:
         {"file": str(patchset.path), "line": line, "patch_id": pid, "field": field, "text": text}
         for pid, line, field, text in _blank_items(patchset)
     ]
+    doc["overlaps"] = [  # patches that change one file with no declared order (notes)
+        {
+            "file": str(patchset.path),
+            "line": patchset.patch_line(o.index, "id"),
+            "later": o.later,
+            "earlier": o.earlier,
+            "path": o.path,
+        }
+        for o in unordered_overlaps(patchset, loaded)
+    ]
     print_json(doc)
     return 0
