@@ -16,7 +16,7 @@ import pytest
 
 from conftest import PATCHBAY, REPO, Engine, diff_patch, run_cli, write_patchset
 from inprocess import run_main
-from patchbay.cli import _build
+from patchbay.cliparser import build as _build
 
 SCHEMAS = REPO / "docs" / "schemas"
 COMMANDS = [name for name, _ in _build("")[1]]
@@ -199,7 +199,7 @@ TYPER_CLI = {
 def _parsers() -> dict[str, object]:
     import argparse
 
-    from patchbay.cli import build_parser
+    from patchbay.cliparser import build_parser
 
     out: dict[str, object] = {}
 
