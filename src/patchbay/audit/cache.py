@@ -30,7 +30,7 @@ from pathlib import Path
 from ..analysis.engines import EngineNames
 from .rules import RULES, Finding, Suppression
 
-__all__ = ["FORMAT", "ScriptCache", "analyser_digest", "cache_disabled"]
+__all__ = ["FORMAT", "ScriptCache", "analyser_digest", "cache_disabled", "write_json"]
 
 FORMAT = 1
 """The layout of a cache file; a file of another layout is ignored."""
@@ -237,29 +237,42 @@ class ScriptCache:
             "root": self.root,
             "entries": {k: v for k, v in self.entries.items() if k in self.used},
         }
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".scripts-", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(doc, fh, separators=(",", ":"))
-                os.replace(tmp, self.path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-            self._prune()
-        except OSError:
-            return
-        self.dirty = False
+        if write_json(self.folder, self.path, doc):
+            self.dirty = False
 
-    def _prune(self) -> None:
-        """Remove the cache files of roots not audited for :data:`_KEEP_SECONDS`."""
-        cutoff = time.time() - _KEEP_SECONDS
-        with os.scandir(self.folder) as it:
-            for entry in it:
-                if entry.name.startswith("scripts-") and entry.name.endswith(".json"):
-                    try:
-                        if entry.stat().st_mtime < cutoff:
-                            os.unlink(entry.path)
-                    except OSError:
-                        continue
+
+def write_json(folder: Path, path: Path, doc: object) -> bool:
+    """Write ``doc`` to the cache file ``path`` in ``folder`` atomically (a temporary file
+    renamed over it), then remove the cache files of roots not audited for
+    :data:`_KEEP_SECONDS`. A cache that cannot be written is skipped (it is only a cache).
+
+    Returns:
+        True when the file was written.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cache-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, separators=(",", ":"))
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        _prune(folder)
+    except OSError:
+        return False
+    return True
+
+
+def _prune(folder: Path) -> None:
+    """Remove the cache files of roots not audited for :data:`_KEEP_SECONDS`."""
+    cutoff = time.time() - _KEEP_SECONDS
+    with os.scandir(folder) as it:
+        for entry in it:
+            if entry.name.startswith(("scripts-", "documents-")) and entry.name.endswith(".json"):
+                try:
+                    if entry.stat().st_mtime < cutoff:
+                        os.unlink(entry.path)
+                except OSError:
+                    continue
