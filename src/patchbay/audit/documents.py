@@ -89,6 +89,7 @@ class DocumentCache:
         self.dirty = False
         self.hits = 0
         self.misses = 0
+        self._contexts: dict[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], str] = {}
         try:
             doc = json.loads(self.path.read_bytes())
         except (OSError, ValueError):
@@ -129,8 +130,11 @@ class DocumentCache:
             InputError: as :func:`~patchbay.waivers.parse_waiver` (nothing is cached).
         """
         projects = sorted(set(projects))
-        context = json.dumps([path.name, list(names.items()), projects])
-        key = _key("waiver", context + "\0" + text)
+        given = (tuple(names.items()), tuple(projects))
+        context = self._contexts.get(given)
+        if context is None:
+            context = self._contexts[given] = json.dumps(given)
+        key = _key("waiver", f"{path.name}\0{context}\0{text}")
         return self._lookup(
             key,
             lambda raw: _waiver_of(raw, path),
