@@ -7,6 +7,7 @@ configuration. Nothing is written.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -478,7 +479,7 @@ def _read_waivers(
     explicit = "waivers" in cfg.model_fields_set
     waivers: list[Waiver] = []
     translations: list[Translation] = []
-    seen: set[Path] = set()
+    seen = _SeenFiles()
     for entry in cfg.waivers:
         folder = root / entry
         if explicit and not folder.is_dir():
@@ -490,17 +491,37 @@ def _read_waivers(
             )
         files = waiver_files(folder)
         for path in files.waivers:
-            key = path.resolve()
-            if key not in seen:
-                seen.add(key)
+            if seen.first(path):
                 if documents is None:
                     waivers.append(parse_waiver(path, names=names, projects=projects))
                 else:
                     text = read_waiver_text(path)
                     waivers.append(documents.waiver(path, text, names=names, projects=projects))
         for t in files.translations:
-            key = t.path.resolve()
-            if key not in seen:
-                seen.add(key)
+            if seen.first(t.path):
                 translations.append(t)
     return waivers, translations
+
+
+class _SeenFiles:
+    """Files met so far, compared resolved (symbolic links and ``..`` followed, as
+    :meth:`Path.resolve`): one ``stat`` each, and ``resolve`` (a system call per path
+    component) only for files that share an inode with one met before."""
+
+    def __init__(self) -> None:
+        self._by_inode: dict[tuple[int, int] | Path, list[Path]] = {}
+
+    def first(self, path: Path) -> bool:
+        """True the first time ``path`` (resolved) is met."""
+        try:
+            st = os.stat(path)
+            inode: tuple[int, int] | Path = (st.st_dev, st.st_ino)
+        except OSError:
+            inode = path.resolve()
+        met = self._by_inode.setdefault(inode, [])
+        if met:
+            key = path.resolve()
+            if any(other.resolve() == key for other in met):
+                return False
+        met.append(path)
+        return True
