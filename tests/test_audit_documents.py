@@ -152,3 +152,29 @@ def test_no_cache_writes_no_documents_file(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("PATCHBAY_NO_CACHE", "1")
     assert _audit(root, cache_dir=folder) == fresh
     assert not folder.exists()
+
+
+def test_a_cached_line_map_of_the_wrong_shape_is_taken_from_the_text(tmp_path: Path) -> None:
+    """The line map of a cached YAML document is decoded when first asked for; one that is
+    not what the cache writes gives way to a fresh parse."""
+    path = tmp_path / "patchset.yaml"
+    text = "schema: 1\npatches:\n  - id: a\n    file: x.patch\n"
+    expected = parse_yaml(text, path)
+    cold = DocumentCache(tmp_path / "cache", tmp_path)
+    assert cold.yaml_document(path, text).lines == expected.lines
+    cold.save()
+    warm = DocumentCache(tmp_path / "cache", tmp_path)
+    doc = warm.yaml_document(path, text)
+    assert warm.hits == 1
+    assert (doc.data, doc.lines, doc.line_of(("patches", 0, "file"))) == (
+        expected.data,
+        expected.lines,
+        4,
+    )
+    for forged in ('[[["patches", 0], "one"]]', "not json", '{"a": 1}'):
+        (entry,) = warm.entries.values()
+        assert isinstance(entry, dict)
+        entry["lines"] = forged  # each look-up decodes its entry afresh
+        again = warm.yaml_document(path, text)
+        assert again.lines == expected.lines and again.data == expected.data
+    assert warm.hits == 4

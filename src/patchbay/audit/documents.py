@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import operator
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
@@ -116,9 +117,10 @@ class DocumentCache:
         key = _key("yaml", text)
         return self._lookup(
             key,
-            lambda raw: _yaml_of(raw, path),
+            lambda raw: _yaml_of(raw, path, text),
             lambda: parse_yaml(text, path),
             _yaml_json,
+            lambda a, b: (a.path, a.data, a.lines) == (b.path, b.data, b.lines),
         )
 
     def waiver(
@@ -149,6 +151,7 @@ class DocumentCache:
         decode: Callable[[object], Any],
         parse: Callable[[], Any],
         encode: Callable[[Any], object],
+        same: Callable[[Any, Any], bool] = operator.eq,
     ) -> Any:
         raw = self.entries.get(key)
         if raw is not None:
@@ -165,7 +168,7 @@ class DocumentCache:
         value = parse()
         try:
             raw = json.loads(json.dumps(encode(value)))
-            faithful = decode(raw) == value
+            faithful = same(decode(raw), value)
         except (ValueError, TypeError, KeyError, IndexError):
             faithful = False
         if faithful:
@@ -202,17 +205,53 @@ def _is_line(value: object) -> bool:
 
 
 def _yaml_json(doc: YamlDocument) -> object:
-    return {"data": doc.data, "lines": [[list(k), line] for k, line in doc.lines.items()]}
+    # the line map as one string, decoded when a line is first asked for: most audits ask for
+    # none, and its thousands of small lists would be most of the file's decoding
+    lines = json.dumps([[list(k), line] for k, line in doc.lines.items()], separators=(",", ":"))
+    return {"data": doc.data, "lines": lines}
 
 
-def _yaml_of(raw: object, path: Path) -> YamlDocument:
-    _check(isinstance(raw, dict) and isinstance(raw.get("lines"), list) and "data" in raw)
+def _yaml_of(raw: object, path: Path, text: str) -> YamlDocument:
+    _check(isinstance(raw, dict) and isinstance(raw.get("lines"), str) and "data" in raw)
     assert isinstance(raw, dict)
-    lines = {tuple(key): line for key, line in raw["lines"]}
+    return _CachedDocument(path, raw["data"], raw["lines"], text)
+
+
+class _CachedDocument(YamlDocument):
+    """A YAML document from the cache: its line map is decoded on first use (and, should it
+    not have the shape this cache writes, taken from a fresh parse of the text instead)."""
+
+    def __init__(self, path: Path, data: Any, encoded: str, text: str) -> None:
+        self.path = path
+        self.data = data
+        self._encoded: str | None = encoded
+        self._text = text
+        self._lines: dict[tuple[str | int, ...], int] = {}
+
+    @property  # type: ignore[override]
+    def lines(self) -> dict[tuple[str | int, ...], int]:
+        if self._encoded is not None:
+            encoded, self._encoded = self._encoded, None
+            try:
+                self._lines = _lines_of(json.loads(encoded))
+            except (ValueError, TypeError):
+                self._lines = parse_yaml(self._text, self.path).lines
+        return self._lines
+
+    @lines.setter
+    def lines(self, value: dict[tuple[str | int, ...], int]) -> None:
+        self._encoded = None
+        self._lines = value
+
+
+def _lines_of(raw: object) -> dict[tuple[str | int, ...], int]:
+    _check(isinstance(raw, list))
+    assert isinstance(raw, list)
+    lines = {tuple(key): line for key, line in raw}
     # checked in bulk: a document has a line for every key and item
     _check({type(e) for key in lines for e in key} <= _KEY_TYPES)
     _check({type(n) for n in lines.values()} <= _INT and (not lines or min(lines.values()) >= 1))
-    return YamlDocument(path=path, data=raw["data"], lines=lines)
+    return lines
 
 
 _KEY_TYPES = frozenset((str, int))
