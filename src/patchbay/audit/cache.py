@@ -8,6 +8,11 @@ scanner and its rules, the grammars' and Python's versions) and of the engine na
 besides the script (:mod:`patchbay.analysis.inputs`: a ``source``d helper, a patch file, a glob,
 whether a file exists) and is reused only when each still gives the same answer.
 
+The same file keeps the scripts the file gate of :func:`~.scanner.scan_tree` rejected (same
+key), with the answers those verdicts rested on (whether each script a line runs exists): while
+every answer holds they are not judged again. Parsed patchsets and waivers have a file of their
+own (:mod:`.documents`).
+
 The cache lives outside the audited tree, under ``$XDG_CACHE_HOME/patchbay/audit`` (default
 ``~/.cache/patchbay/audit``): a repository can never ship verdicts about its own scripts. There
 is one file per audited root, rewritten (atomically) only when an entry was added or dropped;
