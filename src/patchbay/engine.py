@@ -280,8 +280,13 @@ def check_guard(
             "required": spec,
             "installed": installed,
         }
-        if env.python is None:
-            check.update(ok=False, message=f"{name}: cannot check {spec!r} without --python")
+        if env.python is None and installed is None:
+            check.update(
+                ok=False,
+                message=f"{name}: no {name}-*.dist-info under {env.tree_root}, so {spec!r} "
+                "cannot be checked (give --python, or unpack the image with its dist-info "
+                "folders)",
+            )
         elif installed is None:
             check.update(ok=False, message=f"{name} is not installed (required {spec})")
         else:
@@ -537,7 +542,7 @@ def state_lock(state_dir: Path, timeout: float) -> Iterator[None]:
 def upgrade_command(plan: Plan) -> str:
     """The exact command that moves this environment to the patchset as it is now."""
     env = plan.env
-    where = f"--python {env.python}" if env.python else f"--root {next(iter(env.roots.values()))}"
+    where = f"--python {env.python}" if env.python else f"--root {env.tree_root}"
     return f"patchbay apply {plan.patchset.folder} {where} --upgrade"
 
 
