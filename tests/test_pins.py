@@ -227,3 +227,120 @@ def test_pip_failure_reads_resolver_and_build_errors() -> None:
     assert "..." in build.lines  # the head of a long traceback is cut, its tail kept
     assert not any(ln.startswith(("note:", "hint:")) or "See above" in ln for ln in build.lines)
     assert pip_failure("", 2).headline == "pip exited with status 2"
+
+
+# -- a pin whose options changed, not its version, across `apply --upgrade` -----------------
+
+_BACKEND = """\
+import os, zipfile
+
+NAME, VERSION = "cxxpkg", "1.0"
+INFO = f"{NAME}-{VERSION}.dist-info"
+META = f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {VERSION}\\n"
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    os.makedirs(os.path.join(metadata_directory, INFO))
+    with open(os.path.join(metadata_directory, INFO, "METADATA"), "w") as fh:
+        fh.write(META)
+    return INFO
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    name = f"{NAME}-{VERSION}-py3-none-any.whl"
+    files = {
+        f"{NAME}.py": f"CXX = {os.environ.get('CXX')!r}\\n",  # the compiler it was built with
+        f"{INFO}/METADATA": META,
+        f"{INFO}/WHEEL": "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+    }
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+        zf.writestr(f"{INFO}/RECORD", "".join(f"{p},,\\n" for p in [*files, f"{INFO}/RECORD"]))
+    return name
+"""
+
+
+def _compiler_sdist(links: Path) -> None:
+    """``cxxpkg`` 1.0 as an sdist whose build records ``$CXX`` in the installed module."""
+    src = links.parent / "cxxpkg-1.0"
+    src.mkdir()
+    (src / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    )
+    (src / "backend.py").write_text(_BACKEND)
+    with tarfile.open(links / "cxxpkg-1.0.tar.gz", "w:gz") as tar:
+        tar.add(src, arcname="cxxpkg-1.0")
+    shutil.rmtree(src)
+
+
+def _set_pin(ps: Path, pin_id: str, **fields: object) -> None:
+    import yaml
+
+    doc = yaml.safe_load((ps / "patchset.yaml").read_text())
+    next(p for p in doc["patches"] if p["id"] == pin_id).update(fields)
+    (ps / "patchset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def _built_with(engine: Engine) -> str:
+    proc = subprocess.run(
+        [str(engine.python), "-c", "import cxxpkg; print(cxxpkg.CXX)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return proc.stdout.strip()
+
+
+def test_upgrade_reinstalls_a_pin_whose_build_env_changed(
+    tmp_path: Path, pengine: Engine, links: Path
+) -> None:
+    _compiler_sdist(links)
+    with Server() as empty:
+        pin = {
+            "id": "cxxpkg",
+            "kind": "pip",
+            "requirement": "cxxpkg==1.0",
+            "index_url": f"{empty.url}/simple/",
+            "find_links": [str(links)],
+            "build_env": {"CXX": "g++"},
+        }
+        ps = write_patchset(tmp_path / "ps", [pin])
+        res = run_main("apply", ps, "--python", pengine.python)
+        assert res.code == 0, res.err
+        assert _built_with(pengine) == "g++"
+        _set_pin(ps, "cxxpkg", build_env={"CXX": "hipcc"})  # the same version, a new compiler
+        res = run_main("status", ps, "--python", pengine.python, "--json")
+        assert res.code == 1
+        assert json.loads(res.out)["patches"][0]["status"] == "outdated"
+        res = run_main("apply", ps, "--python", pengine.python, "--upgrade")
+        assert res.code == 0, res.err
+        assert "reverted cxxpkg" in res.out, res.out
+        assert "patchset test: 1 applied, 0 already applied, 0 redundant" in res.out, res.out
+        assert _built_with(pengine) == "hipcc"
+        res = run_main("status", ps, "--python", pengine.python, "--json")
+    assert res.code == 0, res.out
+    assert json.loads(res.out)["patches"][0]["status"] == "applied"
+
+
+def test_upgrade_reinstalls_a_pin_whose_no_deps_changed(
+    tmp_path: Path, pengine: Engine, links: Path
+) -> None:
+    _install(pengine, links, "torchx==1.0")
+    with Server() as empty:
+        ps = _patchset(tmp_path, f"{empty.url}/simple/", links)
+        assert run_main("apply", ps, "--python", pengine.python).code == 0
+        assert _versions(pengine) == {"torchx": "2.0", "torchrec": "1.0"}
+        _set_pin(ps, "torchrec", no_deps=True)
+        res = run_main("apply", ps, "--python", pengine.python, "--upgrade")
+        assert res.code == 0, res.err
+        assert "reverted torchrec" in res.out, res.out
+        assert "patchset test: 1 applied, 0 already applied, 0 redundant" in res.out, res.out
+    # taken off (torchrec removed, torchx back), then installed again without its dependencies
+    assert _versions(pengine) == {"torchx": "1.0", "torchrec": "1.0"}
+    ledger = json.loads((pengine.state_dir / "ledger.json").read_text())
+    (entry,) = ledger["patchsets"]["test"]["entries"]
+    assert "--no-deps" in entry["extra"]["install_options"]
+    assert [(c["name"], c["from"], c["to"]) for c in entry["extra"]["changes"]] == [
+        ("torchrec", None, "1.0")
+    ]

@@ -42,7 +42,7 @@ from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_non
 from .model import Patchset
 from .options import RunOptions
 from .paths import PathRejected, resolve_under
-from .targets import Environment
+from .targets import Environment, read_again
 from .transaction import ENTRY_BYTES, MANIFEST, Transaction, fault_point, recover, write_atomic
 from .tree import DiskView, Tree
 
@@ -658,7 +658,9 @@ def apply_patchset(
         rolled_back = _recover(env, patchset)
         recovered += rolled_back
         if rolled_back or not _still_as_judged(plan):
-            # another run moved the tree between the plan and the lock: judge it as it is now
+            # another run moved the tree between the plan and the lock (its pins too): judge
+            # it as it is now
+            env = read_again(env)
             plan = make_plan(patchset, env, loaded, options=options)
             _refuse_blocking(plan, upgrade)
         if not plan.stale:
@@ -679,6 +681,8 @@ def apply_patchset(
                 ).ids
                 txn.doing = "writing the ledger"
                 ledger.save(txn)
+                # the reverts moved distributions (a pin taken off): judge what is there now
+                env = read_again(env)
                 plan = make_plan(patchset, env, loaded, options=options)
                 result.plan = plan
                 _refuse_blocking(plan, upgrade=True)

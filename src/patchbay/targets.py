@@ -19,7 +19,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -442,6 +442,29 @@ def resolve_environment(
         state_dir=folder,
         dist_info={k: Path(v) for k, v in answer.get("dist_info", {}).items()},  # type: ignore[union-attr]
         markers=dict(answer.get("markers", {})),  # type: ignore[call-overload]
+    )
+
+
+def read_again(env: Environment, *, probe_timeout: float | None = None) -> Environment:
+    """``env`` with its distributions read again, from the interpreter (or the ``--root``
+    tree): for a run that changed them before it plans (the reverts of ``apply --upgrade``);
+    its roots stay as resolved.
+
+    Raises:
+        EnvironmentProbeError: the interpreter could not be probed.
+    """
+    names = list(env.distributions)
+    if env.python is None:
+        if env.tree_root is None:  # roots given directly: no versions to read
+            return env
+        versions, dist_info = tree_distributions(env.tree_root, names)
+        return replace(env, distributions=versions, dist_info=dist_info)
+    answer = probe(env.python, [], names, timeout=probe_timeout)
+    dist_info = {k: Path(v) for k, v in answer.get("dist_info", {}).items()}  # type: ignore[union-attr]
+    return replace(
+        env,
+        distributions=answer["distributions"],  # type: ignore[arg-type]
+        dist_info=dist_info,
     )
 
 
