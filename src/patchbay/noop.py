@@ -189,7 +189,7 @@ def identity(plan: Plan, loaded: list[LoadedPatch]) -> dict[str, Any] | None:
     outputs = [os.path.join(env.roots[t], rel) for t, rel in sorted(exists)]
     environment: dict[str, Any] = {
         "state_dir": str(env.state_dir),
-        "root": None if env.unpacked_root is None else str(env.unpacked_root),
+        "root": None if env.tree_root is None else str(env.tree_root),
         "roots": {k: str(v) for k, v in env.roots.items()},
     }
     if env.python is not None:

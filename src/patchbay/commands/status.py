@@ -7,6 +7,7 @@ from pathlib import Path
 from ..engine import BLOCKING, PatchStatus, interrupted, make_plan, upgrade_command
 from ..output import guard_lines, print_guard, status_epilogue, status_lines, status_table
 from ..provenance import check_record_path, provenance, write_record
+from ..trial import try_pending
 from .common import console, environment, load, print_json, read_format, say
 
 
@@ -23,7 +24,8 @@ def run(
 ) -> int:
     """Print the status in ``output_format`` (``table``, ``concise``, ``json``; default: see
     :func:`~patchbay.commands.common.read_format`); exit 0 when nothing blocks an apply, 1
-    otherwise. ``as_json`` is ``output_format="json"``."""
+    otherwise (a pending pin that apply's dry run would refuse blocks it: see
+    :mod:`patchbay.trial`). ``as_json`` is ``output_format="json"``."""
     if as_json:
         output_format = "json"
     patchset = load(patchset_arg)
@@ -31,6 +33,7 @@ def run(
     if record is not None:
         check_record_path(record)
     plan = make_plan(patchset, env)
+    try_pending(plan)
     busy = interrupted(env)
     if busy:
         say(
