@@ -41,6 +41,43 @@ def run_checked(
     return proc
 
 
+def install_patchbay(work: Path, source_tree: Path = REPO) -> Path:
+    """patchbay installed as a user installs it, into a fresh virtual environment under
+    ``work``: a regular (non-editable) install of this checkout, bytecode compiled by pip at
+    install time, dependencies from the configured index; returns its ``bin/patchbay``.
+
+    The checkout's (``source_tree``, default this one) ``src/``, ``pyproject.toml`` and
+    ``README.md`` are copied first, so that the build leaves nothing (``build/``,
+    ``*.egg-info``) in the checkout.
+    """
+    source = work / "patchbay-source"
+    shutil.copytree(
+        source_tree / "src", source / "src", ignore=shutil.ignore_patterns("*.egg-info")
+    )
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(source_tree / name, source / name)
+    venv = work / "patchbay-venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    proc = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--compile",
+            "--disable-pip-version-check",
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise CheckFailed(f"pip install of patchbay failed: {proc.stderr.strip()[-2000:]}")
+    return venv / "bin" / "patchbay"
+
+
 def find_cli(bench: str) -> str:
     """The ``patchbay`` script of the repository's .venv, else the one next to this Python."""
     for candidate in (
@@ -76,3 +113,28 @@ def print_ratios(rows: list[tuple[str, float, float]]) -> None:
     for name, value, target in rows:
         verdict = "PASS" if value <= target else "MISS"
         print(f"{name:<{width}}  {value:>6.2f}  {'<= ' + format(target, '.1f'):>8}  {verdict}")
+
+
+def print_round_ratios(
+    times: dict[str, list[float]], rows: list[tuple[str, str, str, float | None]]
+) -> bool:
+    """Print ``(name, measured, baseline, target)`` rows: the ratio ``measured / baseline`` of
+    each round (the two were timed in the same round, so load on the machine weighs on both
+    alike), its median, min and max, and PASS (median <= target) or MISS. Returns whether
+    every row passed (a row with target None is shown without a verdict)."""
+    width = max(len(r[0]) for r in rows)
+    print(f"{'ratio (per round)':<{width}}  {'median':>6}  {'min..max':>11}  {'target':>7}  result")
+    print(f"{'-' * width}  {'-' * 6}  {'-' * 11}  {'-' * 7}  ------")
+    ok = True
+    for name, measured, baseline, target in rows:
+        ratios = [a / b for a, b in zip(times[measured], times[baseline], strict=True)]
+        med = statistics.median(ratios)
+        spread = f"{min(ratios):.2f}..{max(ratios):.2f}"
+        if target is None:
+            print(f"{name:<{width}}  {med:>6.2f}  {spread:>11}  {'-':>7}")
+            continue
+        verdict = "PASS" if med <= target else "MISS"
+        ok = ok and med <= target
+        goal = f"<= {target:g}"
+        print(f"{name:<{width}}  {med:>6.2f}  {spread:>11}  {goal:>7}  {verdict}")
+    return ok

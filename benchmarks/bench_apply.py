@@ -18,7 +18,8 @@ not timed), and reports the median:
 - ``patchbay in-process``: ``load_patchset`` + ``resolve_environment(root=...)`` +
   ``apply_patchset``, cold (applies everything) and as a no-op re-run on the applied tree;
 - ``patchbay CLI``: ``patchbay apply PATCHSET --root TREE``, cold and no-op (wall time,
-  including interpreter start-up);
+  including interpreter start-up), of a regular (non-editable) install of this checkout with
+  bytecode compiled, in a fresh virtual environment, as users install it;
 - ``grep-loop``: one bash script running ``grep -qF MARKER FILE || git apply -p1 PATCH`` per
   patch, cold (all patches applied) and re-run (every grep hits);
 - ``git-apply-loop``: one bash script running ``git apply -p1 PATCH`` per patch, cold.
@@ -48,7 +49,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import CheckFailed, find_cli, print_ratios, print_times, run_checked, timed
+from _common import (
+    CheckFailed,
+    install_patchbay,
+    print_round_ratios,
+    print_times,
+    run_checked,
+    timed,
+)
 from _generate import PACKAGE, BenchPatch, build_patches, build_tree
 
 from patchbay.engine import ApplyResult, apply_patchset
@@ -165,7 +173,7 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
     patch_dir = str(bench.patchset / "patches")
     pristine_sig = signature(bench.pristine, bench.touched)
 
-    # warm-up (untimed): page cache, GitPython's import inside patchbay, the git binary
+    # warm-up (untimed): page cache, the git binary
     warm = bench.fresh_tree("warm")
     patchbay_in_process(bench.patchset, warm, bench.work / "state-warm")
     shutil.rmtree(warm)
@@ -270,30 +278,21 @@ def report(times: dict[str, list[float]], bench: Bench, repeat: int) -> None:
         f"touching {n_touched} files; median of {repeat} runs (min..max), fresh tree per run"
     )
     print()
-    med = print_times(times)
-    rows = [
-        (
-            "in-process cold / git-apply-loop cold",
-            med["patchbay in-process cold apply"] / med["git-apply-loop cold"],
-            COLD_TARGET,
-        ),
-        (
-            "CLI cold / git-apply-loop cold",
-            med["patchbay CLI cold apply"] / med["git-apply-loop cold"],
-            COLD_TARGET,
-        ),
-        (
-            "in-process no-op / grep-loop re-run",
-            med["patchbay in-process no-op re-run"] / med["grep-loop re-run (all greps hit)"],
-            NOOP_TARGET,
-        ),
-        (
-            "CLI no-op / grep-loop re-run",
-            med["patchbay CLI no-op re-run"] / med["grep-loop re-run (all greps hit)"],
-            NOOP_TARGET,
-        ),
-    ]
-    print_ratios(rows)
+    print_times(times)
+    noop_base = "grep-loop re-run (all greps hit)"
+    print_round_ratios(
+        times,
+        [
+            ("in-process cold / git-apply-loop cold", "patchbay in-process cold apply",
+             "git-apply-loop cold", COLD_TARGET),
+            ("CLI cold / git-apply-loop cold", "patchbay CLI cold apply", "git-apply-loop cold",
+             COLD_TARGET),
+            ("in-process no-op / grep-loop re-run", "patchbay in-process no-op re-run",
+             noop_base, NOOP_TARGET),
+            ("CLI no-op / grep-loop re-run", "patchbay CLI no-op re-run", noop_base,
+             NOOP_TARGET),
+        ],
+    )  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,6 +305,17 @@ def main(argv: list[str] | None = None) -> int:
         "--profile", action="store_true", help="also print a cProfile of the in-process apply"
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=REPO,
+        help="the checkout to install (default: this one; another gives a before/after)",
+    )
+    parser.add_argument(
+        "--cli",
+        help="the patchbay executable to time (default: a fresh non-editable install of this "
+        "checkout, as users install it)",
+    )
     args = parser.parse_args(argv)
     if args.files < 200 or args.patches < 1 or args.repeat < 1:
         parser.error("need --files >= 200, --patches >= 1, --repeat >= 1")
@@ -320,12 +330,13 @@ def main(argv: list[str] | None = None) -> int:
         "LC_ALL": "C",
     }
     try:
+        cli = args.cli or str(install_patchbay(work, args.source))
         pristine = work / "pristine"
         started = time.perf_counter()
         modules = build_tree(pristine, args.files, rng)
         patchset = work / "patchset"
         patches = build_patches(pristine, patchset, modules, args.patches, rng)
-        bench = Bench(work, pristine, patchset, patches, find_cli("bench_apply"), env)
+        bench = Bench(work, pristine, patchset, patches, cli, env)
         generated = time.perf_counter() - started
         times, problems = measure(bench, args.repeat)
         report(times, bench, args.repeat)

@@ -36,9 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
-from typer.testing import CliRunner
 
-from patchbay.cli import app
+from inprocess import run_main
 from patchbay.ledger import Ledger, sha256_bytes
 from patchbay.transaction import recover
 
@@ -163,11 +162,11 @@ def tree_state(root: Path, *, bytecode: bool = True) -> dict[str, tuple[bytes, i
 
 def cli(*args: str | Path) -> tuple[int, str]:
     """The CLI in-process; returns the exit code and stdout + stderr."""
-    res = CliRunner().invoke(app, [str(a) for a in args])
-    text = res.stdout + res.stderr
-    if res.exception is not None and not isinstance(res.exception, SystemExit):
-        text += f"\nTraceback: {type(res.exception).__name__}: {res.exception}"
-    return res.exit_code, text
+    res = run_main(*args)
+    text = res.out + res.err
+    if res.crash is not None:
+        text += f"\nTraceback: {res.crash}"
+    return res.code, text
 
 
 @dataclass

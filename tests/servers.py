@@ -23,6 +23,9 @@ class Response:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    # a slow body: sent in chunks of this many bytes with ``chunk_delay`` seconds between
+    chunk: int = 0
+    chunk_delay: float = 0.0
 
 
 class Server:
@@ -51,7 +54,13 @@ class Server:
                     self.send_header(key, value)
                 self.send_header("Content-Length", str(len(response.body)))
                 self.end_headers()
-                self.wfile.write(response.body)
+                if not response.chunk:
+                    self.wfile.write(response.body)
+                    return
+                for start in range(0, len(response.body), response.chunk):
+                    self.wfile.write(response.body[start : start + response.chunk])
+                    self.wfile.flush()
+                    time.sleep(response.chunk_delay)
 
             def log_message(self, *args: object) -> None:
                 pass

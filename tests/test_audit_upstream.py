@@ -169,10 +169,15 @@ def test_unreachable_forge_is_one_line_exit_1(
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     write_repo(tmp_path / "repo", ids["P"], {"merged": "acme/engine#12"})
-    res = run_cli("audit", tmp_path / "repo", "--upstream", "--api-url", f"http://127.0.0.1:{port}")
+    api = f"http://127.0.0.1:{port}"
+    res = run_cli("audit", tmp_path / "repo", "--upstream", "--api-url", api)
     assert res.code == 1
     lines = res.err.strip().splitlines()
-    assert len(lines) == 1, res.err
+    # the retries are announced as they happen (progress), then the one error line
+    assert all("; retry " in ln for ln in lines[:-1]) and len(lines) > 1, res.err
+    lines = lines[-1:]
+    quiet = run_cli("audit", tmp_path / "repo", "--upstream", "--api-url", api, "--quiet")
+    assert quiet.code == 1 and quiet.err.strip().splitlines() == lines
     assert "answered none" in lines[0] and "error" in lines[0]
     assert TOKEN not in res.out + res.err
 

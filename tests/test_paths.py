@@ -12,10 +12,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from conftest import CASES, Result, snapshot, write_patchset
-from patchbay.cli import app
+from inprocess import run_main
 from patchbay.diffparse import parse_diff
 from patchbay.errors import InputError
 from patchbay.paths import PathRejected, check_relative, contained, quote_c, unquote_c
@@ -23,8 +22,8 @@ from patchbay.paths import PathRejected, check_relative, contained, quote_c, unq
 
 def cli(*args: str | Path) -> Result:
     """The CLI in-process (the same code path as the console script, without a process)."""
-    res = CliRunner().invoke(app, [str(a) for a in args])
-    return Result(res.exit_code, res.stdout, res.stderr)
+    res = run_main(*args)
+    return Result(res.code, res.out, res.err)
 
 
 def _engine_tree(tmp_path: Path) -> Path:

@@ -74,6 +74,12 @@ def _failing_command(script: str) -> dict[str, object]:
             "argv": [script], "target": "engine"}  # fmt: skip
 
 
+def _from_the_error(err: str) -> list[str]:
+    """stderr from the error line on (the progress lines of the pip steps come before it)."""
+    lines = err.splitlines()
+    return lines[next(i for i, ln in enumerate(lines) if ln.startswith("patchbay: error: ")) :]
+
+
 def test_revert_restores_every_distribution_the_install_changed(
     tmp_path: Path, pengine: Engine, links: Path
 ) -> None:
@@ -123,7 +129,7 @@ def test_a_rollback_that_cannot_restore_a_pin_says_so(
         )
         res = run_main("apply", ps, "--python", pengine.python)
     assert res.code == 1 and res.crash is None
-    head = res.err.splitlines()[0]
+    head = _from_the_error(res.err)[0]
     assert "command exited with status 3" in head
     assert "but not everything else (below)" in head
     assert "could not restore torchx==1.0 (torchx 2.0 stays installed)" in res.err
@@ -163,7 +169,7 @@ def test_a_build_error_in_the_dry_run_quotes_pip(
         ps = write_patchset(tmp_path / "ps", [patch])
         res = run_main("apply", ps, "--python", pengine.python)
     assert res.code == 1 and res.crash is None
-    lines = res.err.splitlines()
+    lines = _from_the_error(res.err)
     log = pengine.state_dir / "logs" / "badpkg.log"
     assert "pip cannot resolve badpkg==1.0: RuntimeError: hipcc not found: set CXX" in lines[0]
     assert f"(log: {log})" in lines[0]

@@ -12,10 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from conftest import REPO, Engine, Result, diff_patch, run_cli, snapshot, write_patchset
-from patchbay.cli import app
+from inprocess import run_main
 from patchbay.transaction import Transaction, recover, write_atomic
 
 
@@ -102,8 +101,8 @@ def test_a_killed_apply_is_rolled_back_by_the_next_run(engine: Engine) -> None:
 
 def cli(*args: str | Path) -> Result:
     """The CLI in-process (the code path of the console script, without a process)."""
-    res = CliRunner().invoke(app, [str(a) for a in args])
-    return Result(res.exit_code, res.stdout, res.stderr)
+    res = run_main(*args)
+    return Result(res.code, res.out, res.err)
 
 
 def _chattr(flag: str, path: Path) -> None:
@@ -200,7 +199,7 @@ def test_a_failed_restore_is_reported_the_others_restored_and_retried(
     immutable_ok.append(a)
     ps = _ab_patchset(tmp_path, [_failing_command("chattr +i demo_engine/a.py; exit 3")])
     before = snapshot(root)
-    res = cli("apply", ps, "--root", root)
+    res = cli("apply", ps, "--root", root, "--quiet")  # stderr: the error alone, no progress
     assert res.code == 1, res.err
     assert "every file this run touched was restored" not in res.err
     assert "1 file(s) could not be restored" in res.err.splitlines()[0]
@@ -313,7 +312,7 @@ def test_a_disk_that_fills_up_mid_run_is_one_line_and_fully_rolled_back(
     fill = "cat /dev/zero > ../filler 2>/dev/null; exit 0"
     ps = _ab_patchset(tmp_path, [{**_failing_command(fill), "id": "fill"}])
     before = snapshot(root)
-    res = cli("apply", ps, "--root", root)
+    res = cli("apply", ps, "--root", root, "--quiet")  # stderr: the error alone, no progress
     assert res.code == 1, res.err
     assert "No space left on device" in res.err
     assert "every file this run touched was restored" in res.err

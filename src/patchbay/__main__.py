@@ -1,5 +1,7 @@
 """``python -m patchbay``: the same as the ``patchbay`` command."""
 
+import sys
+
 from patchbay.cli import main
 
-main()
+sys.exit(main())

@@ -22,6 +22,7 @@ unlocked   remote content or an artifact hash is not pinned yet (``patchbay vend
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -40,6 +41,7 @@ from .identity import same_patch
 from .kinds import KINDS, ContentState, Inspection, LoadedPatch, PendingPatch
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
+from .noop import identity as noop_identity
 from .options import RunOptions
 from .paths import PathRejected, resolve_under
 from .targets import Environment, read_again
@@ -653,6 +655,7 @@ def apply_patchset(
     plan = make_plan(patchset, env, loaded, options=options)
     _refuse_blocking(plan, upgrade)
     if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
+        _refresh_identity(plan, loaded)
         return ApplyResult(plan, recovered=recovered)
     with state_lock(env.state_dir, lock_timeout):
         rolled_back = _recover(env, patchset)
@@ -691,10 +694,48 @@ def apply_patchset(
             pending = plan.with_status(PatchStatus.PENDING)
             _write_pending(patchset, pending, env, ledger, txn, options)
             result.applied = [r.id for r in pending]
+            # what a re-run checks to answer "nothing to do" without the engine (noop.py)
+            ledger.set_identity(patchset.name, noop_identity(plan, loaded))
             txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()
     return result
+
+
+def _refresh_identity(plan: Plan, loaded: list[LoadedPatch]) -> None:
+    """After the full engine found nothing to do: record the identity a verified no-op checks
+    (:mod:`patchbay.noop`) when the ledger's is missing or stale (an edited ``patchset.yaml``,
+    a ledger of an older patchbay), so that the next re-run takes the fast path again.
+
+    Only a cache: done only when a ledger exists, the lock is free at once and the tree is
+    still as judged; anything in the way (a read-only state folder, another run) leaves
+    everything as it was, silently.
+    """
+    ledger = plan.ledger
+    if not ledger.path.is_file():
+        return
+    fresh = noop_identity(plan, loaded)
+    if fresh is None or _same_identity(ledger.identity(plan.patchset.name), fresh):
+        return
+    env = plan.env
+    try:
+        with state_lock(env.state_dir, 0.0):
+            if interrupted(env) or not _still_as_judged(plan):
+                return
+            with Transaction(env.state_dir / "journal", _roots(env, plan.patchset)) as txn:
+                ledger.set_identity(plan.patchset.name, noop_identity(plan, loaded))
+                txn.doing = "writing the ledger"
+                ledger.save(txn)
+                txn.commit()
+    except (PatchbayError, OSError):
+        pass
+
+
+def _same_identity(recorded: dict[str, Any] | None, fresh: dict[str, Any]) -> bool:
+    """Whether a recorded identity is ``fresh`` (compared as JSON: lists, not tuples)."""
+    return recorded is not None and json.dumps(recorded, sort_keys=True) == json.dumps(
+        fresh, sort_keys=True
+    )
 
 
 def _roots(env: Environment, patchset: Patchset) -> list[Path]:

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import progress
 from .errors import ApplyFailed, RefusedError
 
 if TYPE_CHECKING:
@@ -101,11 +102,15 @@ def fetch_pinned(
             with resp:
                 if resp.status_code != 200:
                     raise ApplyFailed(f"download of {real_url} failed: HTTP {resp.status_code}")
+                length = resp.headers.get("Content-Length", "")
+                total = size or (int(length) if length.isdigit() else None)
                 try:
-                    for chunk in resp.iter_content(1 << 16):
-                        out.write(chunk)
-                        digest.update(chunk)
-                        received += len(chunk)
+                    with progress.download(f"download {real_url}", total=total) as bar:
+                        for chunk in resp.iter_content(1 << 16):
+                            out.write(chunk)
+                            digest.update(chunk)
+                            received += len(chunk)
+                            bar.advance(len(chunk))
                 except requests.RequestException as exc:
                     raise ApplyFailed(f"download of {real_url} broke off: {_short(exc)}") from None
         got = digest.hexdigest()

@@ -1,4 +1,5 @@
-"""Running ``git apply`` (through GitPython) so that its surroundings cannot fool it.
+"""Running ``git apply`` (a plain ``subprocess`` argument list) so that its surroundings cannot
+fool it.
 
 The engine's site-packages may sit inside some unrelated git work tree (a source checkout, a
 home directory under version control), or be one itself (an editable install). ``git apply``
@@ -19,7 +20,6 @@ import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from .errors import ApplyFailed
 
@@ -55,8 +55,6 @@ def git_apply(patch_text: bytes, root: Path, *, strip: int = 1, check: bool = Fa
     Raises:
         ApplyFailed: git refused the patch; the message carries git's first error line.
     """
-    import git  # GitPython; imported here because it is slow to import and only writes need it
-
     root = root.resolve()
     with tempfile.TemporaryDirectory(prefix="patchbay-git-") as scratch:
         patch_file = os.path.join(scratch, "run.patch")
@@ -68,18 +66,32 @@ def git_apply(patch_text: bytes, root: Path, *, strip: int = 1, check: bool = Fa
         args.append(f"--directory={root}")
         if check:
             args.append("--check")
-        _run_git(git, [*args, patch_file], work)
+        _run_git([*args, patch_file], work)
 
 
-def _run_git(git: Any, args: list[str], work: Path) -> None:
+def _run_git(args: list[str], work: Path) -> None:
+    """Run ``args`` (``git apply ...``) in ``work`` with :func:`git_environment`, stdin closed.
+
+    Raises:
+        ApplyFailed: git is missing or refused; the message carries git's first error line.
+    """
     try:
-        git.Git(str(work)).execute(args, env=git_environment(work), with_extended_output=False)
-    except git.GitCommandError as exc:
-        stderr = (exc.stderr or "").strip().removeprefix("stderr:").strip().strip("'")
+        proc = subprocess.run(
+            args,
+            cwd=work,
+            env={**os.environ, **git_environment(work)},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError:
+        raise ApplyFailed("git apply: git is not installed") from None
+    if proc.returncode != 0:
+        stderr = proc.stderr.decode("utf-8", "replace").strip()
         first = next((ln for ln in stderr.splitlines() if ln.strip()), None)
         if first is None:
-            first = f"git apply failed with {_exit_description(exc.status)}"
-        raise ApplyFailed(f"git apply: {first}") from None
+            first = f"git apply failed with {_exit_description(proc.returncode)}"
+        raise ApplyFailed(f"git apply: {first}")
 
 
 @contextlib.contextmanager

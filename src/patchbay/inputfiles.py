@@ -13,10 +13,14 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from pathlib import Path
 
 from .errors import InputError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (apply's no-op check)
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PATCHSET_FILENAMES = ("patchset.yaml", "patchset.yml")  # tried in this order in a folder
 MAX_PATCH_BYTES = 64 << 20  # a patch file, a vendored diff
 MAX_YAML_BYTES = 8 << 20  # patchset.yaml, patchbay.lock
 

@@ -6,7 +6,8 @@ original bytes of those files (content-addressed blobs) so ``revert`` restores t
 
 Layout of the state folder::
 
-    ledger.json      {"format": 1, "patchsets": {name: {"entries": [entry, ...]}}}
+    ledger.json      {"format": 1, "patchsets": {name: {"entries": [entry, ...],
+                                                     "applied_identity": {...}}}}
     blobs/<sha256>   file contents from before each patch
     journal/         the open transaction (see transaction.py)
     lock             held by apply and revert
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .noop import IDENTITY_KEY
 from .transaction import Transaction, fault_point, write_atomic
 
 LEDGER_FORMAT = 1
@@ -185,11 +187,28 @@ class Ledger:
             not self._data["patchsets"] and self.blob_dir.is_dir() and any(self.blob_dir.iterdir())
         )
 
+    def identity(self, patchset: str) -> dict[str, Any] | None:
+        """The identity of ``patchset`` as its last apply left it (:mod:`patchbay.noop`), or
+        None."""
+        return self._data["patchsets"].get(patchset, {}).get(IDENTITY_KEY)
+
+    def set_identity(self, patchset: str, identity: dict[str, Any] | None) -> None:
+        """Record (None: drop) the identity of ``patchset`` in memory; saved with the ledger.
+        Every other change of the patchset's entries drops it, so a recorded identity always
+        describes the entries it was saved with."""
+        bucket = self._data["patchsets"].get(patchset)
+        if bucket is None:
+            return
+        bucket.pop(IDENTITY_KEY, None)
+        if identity is not None:
+            bucket[IDENTITY_KEY] = identity
+
     def put(self, patchset: str, entry: LedgerEntry) -> None:
         """Add ``entry`` (replacing an older one of the same patch id) in memory."""
         if entry.patch_id in self._ids_of(patchset):
             self.remove(patchset, entry.patch_id)
         bucket = self._data["patchsets"].setdefault(patchset, {"entries": []})
+        bucket.pop(IDENTITY_KEY, None)
         bucket["entries"].append(asdict(entry))
         self._ids_of(patchset).add(entry.patch_id)
         self._parsed.pop(patchset, None)
@@ -200,6 +219,7 @@ class Ledger:
         order of entries is the order patches were applied, which revert and the history of
         each file follow); appended when there is none. In memory, like :meth:`put`."""
         bucket = self._data["patchsets"].setdefault(patchset, {"entries": []})
+        bucket.pop(IDENTITY_KEY, None)
         self._parsed.pop(patchset, None)
         self._index.pop(patchset, None)
         self._ids.pop(patchset, None)
@@ -216,6 +236,7 @@ class Ledger:
         self._index.pop(patchset, None)
         self._ids.pop(patchset, None)
         if bucket:
+            bucket.pop(IDENTITY_KEY, None)
             bucket["entries"] = [e for e in bucket["entries"] if e["patch_id"] != patch_id]
             if not bucket["entries"]:
                 del self._data["patchsets"][patchset]

@@ -27,11 +27,11 @@ from pydantic import (
 )
 
 from .errors import InputError
+from .inputfiles import PATCHSET_FILENAMES
 from .paths import check_relative
 from .yamlfile import YamlDocument, load_yaml
 
 SCHEMA_VERSION = 1
-PATCHSET_FILENAMES = ("patchset.yaml", "patchset.yml")
 
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 _SHA256 = r"^[0-9a-f]{64}$"

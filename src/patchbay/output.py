@@ -1,15 +1,22 @@
-"""How plans and results look to people (rich tables); machines get ``--json``."""
+"""How plans and results look to people: a rich table, or one line per patch (``concise``, for
+CI logs, in ruff's style ``patch-id: status detail``); machines get ``--format json``.
+
+Tables never cut or split a patch id (its column does not wrap; folded only if the terminal is
+narrower than the id itself); off a terminal, a table that would wrap is printed concise.
+"""
 
 from __future__ import annotations
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from .check import CLEAR, CheckItem, CheckResult, Verdict
 from .engine import PatchReport, PatchStatus, Plan, RevertResult
 from .hunks import HunkResult
 from .hunkview import closest_lines, counts_text, hunk_counts, hunk_sentence, mixed, unit_name
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 STYLES = {
     PatchStatus.PENDING: "yellow",
@@ -26,16 +33,29 @@ STYLES = {
 DETAILED = {PatchStatus.PARTIAL, PatchStatus.CONFLICT, PatchStatus.AMBIGUOUS}
 
 
+def id_column(table: Table, width: int) -> None:
+    """Add the ``patch`` column: never wrapped at a ``-``, folded (not cut) only when the
+    console is narrower than the longest id (``width``)."""
+    table.add_column("patch", no_wrap=True, overflow="fold", min_width=width)
+
+
+def _columns(table: Table, ids: list[str], verdict: str) -> None:
+    table.add_column("#", justify="right", no_wrap=True)
+    id_column(table, max((len(i) for i in ids), default=5))
+    table.add_column("kind", no_wrap=True)
+    table.add_column(verdict, no_wrap=True)
+    table.add_column("detail", overflow="fold")
+
+
 def status_table(plan: Plan) -> Table:
     """One row per patch, with per-hunk lines (and counts per state) where a patch is not all
     one state or something is wrong; every located hunk away from its declared line shows its
     offset."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=f"patchset {plan.patchset.name}", title_justify="left")
-    table.add_column("#", justify="right")
-    table.add_column("patch")
-    table.add_column("kind")
-    table.add_column("status")
-    table.add_column("detail")
+    _columns(table, [r.id for r in plan.reports], "status")
     for report in plan.reports:
         style = STYLES[report.status]
         table.add_row(
@@ -46,6 +66,21 @@ def status_table(plan: Plan) -> Table:
             Text("\n".join(patch_detail(report))),
         )
     return table
+
+
+def status_lines(plan: Plan) -> list[str]:
+    """``concise``: one line per patch, ``patch-id: status detail`` (details joined by
+    ``; ``)."""
+    out = []
+    for report in plan.reports:
+        detail = "; ".join(patch_detail(report)).replace("\n", " ")
+        out.append(f"{report.id}: {report.status.value}" + (f" {detail}" if detail else ""))
+    return out
+
+
+def guard_lines(plan: Plan) -> list[str]:
+    """The base guard's failures, one line each."""
+    return [f"base guard: {failure}" for failure in plan.guard.failures]
 
 
 def patch_detail(report: PatchReport) -> list[str]:
@@ -115,7 +150,9 @@ def revert_lines(result: RevertResult, patchset: str, patch_ids: list[str] | Non
 
 
 def print_guard(plan: Plan, console: Console) -> None:
-    """The base guard's failures, if any."""
+    """The base guard's failures, if any (in red on a terminal)."""
+    from rich.text import Text
+
     for failure in plan.guard.failures:
         console.print(Text("base guard: ", style="red") + Text(failure))
 
@@ -148,11 +185,13 @@ def check_detail(item: CheckItem) -> list[str]:
 
 def check_table(result: CheckResult) -> Table:
     """``check``'s table: one row per patch with its verdict and detail."""
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(
         title=f"patchset {result.plan.patchset.name} on the candidate", title_justify="left"
     )
-    for column in ("#", "patch", "kind", "verdict", "detail"):
-        table.add_column(column)
+    _columns(table, [i.report.id for i in result.items], "verdict")
     for n, item in enumerate(result.items, start=1):
         table.add_row(
             str(n),
@@ -162,6 +201,21 @@ def check_table(result: CheckResult) -> Table:
             Text("\n".join(check_detail(item))),
         )
     return table
+
+
+def check_lines(result: CheckResult) -> list[str]:
+    """``concise``: the guard's failures, one line per patch ``patch-id: verdict detail``,
+    and the patches the candidate makes unnecessary."""
+    out = guard_lines(result.plan)
+    for item in result.items:
+        detail = "; ".join(check_detail(item)).replace("\n", " ")
+        out.append(f"{item.report.id}: {item.verdict.value}" + (f" {detail}" if detail else ""))
+    if result.droppable:
+        out.append(
+            f"{len(result.droppable)} patch(es) can be dropped with this image: "
+            + ", ".join(result.droppable)
+        )
+    return out
 
 
 def check_epilogue(result: CheckResult) -> list[str]:

@@ -32,7 +32,8 @@ def provenance(
     """
     outcome = outcome or {}
     return {
-        "format": PROVENANCE_FORMAT,
+        "schema_version": PROVENANCE_FORMAT,
+        "format": PROVENANCE_FORMAT,  # its old name, kept
         "tool": {"name": "patchbay", "version": __version__},
         "command": command,
         "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

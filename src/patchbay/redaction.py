@@ -151,19 +151,24 @@ def write_log(
 
 class RedactedStream(io.TextIOBase):
     """A text stream that redacts what is written and passes it on to ``sys.<name>``, looked
-    up at each write (so a test's captured stdout, or a redirected one, still gets it).
+    up at each write (so a test's captured stdout, or a redirected one, still gets it), or to
+    a fixed ``target``.
 
     Args:
         name: ``"stdout"`` or ``"stderr"``.
+        target: the stream to write to instead of the one ``sys`` has at each write (a live
+            progress display that redirects ``sys.stderr`` to itself writes to the stream
+            that was there before it, not to its own redirection).
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, target: Any = None) -> None:
         super().__init__()
         self._name = name
+        self._fixed = target
 
     @property
     def _target(self) -> Any:
-        return getattr(sys, self._name)
+        return self._fixed if self._fixed is not None else getattr(sys, self._name)
 
     def write(self, text: str) -> int:
         self._target.write(redact(text))

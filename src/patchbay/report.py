@@ -313,8 +313,10 @@ class Report:
         return lines
 
     def to_json(self) -> dict[str, Any]:
-        """The document of ``--format json`` (``version`` 1)."""
+        """The document of ``--format json`` (``schema_version`` 1, the key of every patchbay
+        document; ``version`` is its old name, kept)."""
         return {
+            "schema_version": 1,
             "version": 1,
             "generated": _iso(self.generated),
             "today": self.today.isoformat(),

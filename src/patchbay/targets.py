@@ -21,11 +21,12 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-
-from packaging.requirements import Requirement
+from typing import TYPE_CHECKING
 
 from .errors import EnvironmentProbeError, InputError, RefusedError
-from .model import Patchset, Target
+
+if TYPE_CHECKING:  # imported lazily: `apply`'s verified no-op needs neither
+    from .model import Patchset, Target
 
 PROBE_TIMEOUT_S = 120.0  # the whole probe: a huge sys.path takes a while to list
 PROBE_SILENCE_S = 10.0  # the probe's first line: an interpreter silent this long hangs
@@ -132,6 +133,7 @@ print(json.dumps({
     "packages": {name: locate(name) for name in args["packages"]},
     "distributions": dists,
     "dist_info": dist_info,
+    "sys_path": [os.path.abspath(p) for p in sys.path],
 }))
 """
 
@@ -150,6 +152,7 @@ class Environment:
         dist_info: distribution name -> its ``.dist-info`` (or ``.egg-info``) folder.
         markers: the interpreter's PEP 508 environment-marker values.
         state_dir: where the ledger, its blobs, the journal and the lock live.
+        sys_path: the interpreter's ``sys.path`` as the probe saw it (absolute folders).
         tree_root: the ``--root`` tree (None when the interpreter was probed).
     """
 
@@ -161,6 +164,7 @@ class Environment:
     state_dir: Path = Path()
     dist_info: dict[str, Path] = field(default_factory=dict)
     markers: dict[str, str] = field(default_factory=dict)
+    sys_path: list[Path] = field(default_factory=list)
     tree_root: Path | None = None
 
     def describe(self) -> dict[str, object]:
@@ -372,6 +376,8 @@ def resolve_environment(
         raise InputError("give --python or --root, not both")
     if state_dir is not None:  # up front: before the probe, with the option's name
         check_state_dir(state_dir, writable=writable, option="--state-dir")
+    from packaging.requirements import Requirement
+
     spec = patchset.spec
     names = sorted({t.package for t in spec.targets.values() if t.package is not None})
     pins = [Requirement(p.requirement).name for p in spec.patches if p.kind == "pip"]
@@ -442,6 +448,7 @@ def resolve_environment(
         state_dir=folder,
         dist_info={k: Path(v) for k, v in answer.get("dist_info", {}).items()},  # type: ignore[union-attr]
         markers=dict(answer.get("markers", {})),  # type: ignore[call-overload]
+        sys_path=[Path(p) for p in answer.get("sys_path", [])],  # type: ignore[union-attr]
     )
 
 

@@ -28,8 +28,9 @@ from .run import AuditResult
 
 if TYPE_CHECKING:  # rich is imported by print_table only (start-up time of the CLI)
     from rich.console import Console
+    from rich.table import Table
 
-FORMATS = ("table", "json", "github", "sarif")
+FORMATS = ("table", "concise", "json", "github", "sarif")
 
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -65,16 +66,16 @@ def _waived_mark(f: Finding) -> str:
     return f" (waived by {f.waived_by.id})" if f.waived_by is not None else ""
 
 
-def print_table(result: AuditResult, console: Console, fail_on: Severity) -> None:
-    """The findings that count and the waived ones (marked), grouped by file, one table each;
-    the translated copies that were not audited; then the summary line."""
+def finding_tables(result: AuditResult) -> list[Table]:
+    """The findings that count and the waived ones (marked), grouped by file, one table each."""
     from rich.markup import escape
     from rich.table import Table
 
+    tables = []
     for path, group in groupby(result.shown, key=lambda f: f.path):
         table = Table(title=path, title_justify="left", title_style="bold", expand=False)
-        table.add_column("line", justify="right")
-        table.add_column("code")
+        table.add_column("line", justify="right", no_wrap=True)
+        table.add_column("code", no_wrap=True)
         table.add_column("severity")
         table.add_column("message", overflow="fold")
         for f in group:
@@ -84,6 +85,21 @@ def print_table(result: AuditResult, console: Console, fail_on: Severity) -> Non
             style = _STYLE[f.severity]
             severity = f"[{style}]{f.severity.value}[/]{escape(_waived_mark(f))}"
             table.add_row(line, f.code, severity, escape(f.message))
+        tables.append(table)
+    return tables
+
+
+def print_table(
+    result: AuditResult,
+    console: Console,
+    fail_on: Severity,
+    tables: list[Table] | None = None,
+) -> None:
+    """The tables of :func:`finding_tables` (or ``tables``, made by it); the translated copies
+    that were not audited; then the summary line."""
+    from rich.markup import escape
+
+    for table in finding_tables(result) if tables is None else tables:
         console.print(table)
     for t in result.translations:
         original = relative(t.original, result.root)
@@ -92,6 +108,19 @@ def print_table(result: AuditResult, console: Console, fail_on: Severity) -> Non
             "not audited as a waiver",
         )
     console.print(summary(result, fail_on))
+
+
+def concise_lines(result: AuditResult) -> list[str]:
+    """One line per finding that counts and per waived finding, in ruff's concise style:
+    ``path:line: CODE message`` (``path: CODE message`` without a line), the severity after
+    the code when it is not an error."""
+    out = []
+    for f in result.shown:
+        where = f"{f.path}:{f.line}" if f.line else f.path
+        level = "" if f.severity is Severity.ERROR else f" [{f.severity.value}]"
+        message = f.message.replace("\n", " ")
+        out.append(f"{where}: {f.code}{level} {message}{_waived_mark(f)}")
+    return out
 
 
 def github_lines(result: AuditResult) -> list[str]:

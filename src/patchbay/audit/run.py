@@ -99,8 +99,10 @@ class AuditResult:
         return out
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON document of ``--format json`` (``version`` 1)."""
+        """The JSON document of ``--format json`` (``schema_version`` 1, the key of every
+        patchbay document; ``version`` is its old name, kept)."""
         return {
+            "schema_version": 1,
             "version": 1,
             "root": str(self.root),
             "config": None if self.config.path is None else str(self.config.path),

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from pathlib import Path
 
-from rich.markup import escape
+from .common import environment, load, say
 
-from ..bundle import check_bundle
-from ..engine import PatchStatus, apply_patchset, make_plan, plan_apply
-from ..options import RunOptions
-from ..output import apply_notes
-from ..preview import dry_run_text
-from ..provenance import check_record_path, provenance, write_record
-from ..redaction import redact
-from .common import console, environment, load
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the no-op path)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from ..options import RunOptions
 
 
 def run(
@@ -30,13 +26,41 @@ def run(
     record: Path | None,
     options: Callable[[], RunOptions] | None = None,
     probe_timeout: float | None = None,
+    bundle: Path | None = None,
 ) -> int:
-    """Apply; print what was done; exit 0 (done or nothing to do). Errors raise."""
+    """Apply; print what was done; exit 0 (done or nothing to do). Errors raise.
+
+    A re-run on an environment the ledger's identity still describes is answered by the
+    verified no-op (:mod:`patchbay.noop`) without loading the patchset; anything it cannot
+    verify takes the full engine. ``bundle`` is the bundle the ``options`` name (checked
+    first, as every apply with a bundle does).
+    """
+    if bundle is not None:
+        from ..bundle import check_bundle
+
+        check_bundle(bundle)
+    if record is None and not dry_run:
+        from .. import noop
+
+        verified = noop.check(patchset_arg, python=python, root=root, state_dir=state_dir)
+        if verified is not None:
+            # plain: the ids are checked names and the rest are counts (nothing to redact)
+            if verified.redundant:
+                _print_redundant(verified.redundant)
+            sys.stdout.write(f"nothing to do: {verified.present} patch(es) already present\n")
+            return 0
+
+    from ..engine import PatchStatus, apply_patchset, make_plan, plan_apply
+    from ..options import RunOptions
+    from ..output import apply_notes
+    from ..preview import dry_run_text
+    from ..provenance import check_record_path, provenance, write_record
+    from ..redaction import redact
+
+    run_options = options() if options is not None else RunOptions()
+
     if record is not None:
         check_record_path(record)
-    run_options = options() if options is not None else RunOptions()
-    if run_options.bundle is not None:
-        check_bundle(run_options.bundle)
     patchset = load(patchset_arg)
     if dry_run:
         env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
@@ -49,24 +73,20 @@ def run(
     )
     plan = result.plan
     for path in result.recovered:
-        console.print(f"rolled back an interrupted earlier run: restored {path}", markup=False)
+        say(f"rolled back an interrupted earlier run: restored {path}")
     for pid in result.reverted:
-        console.print(f"reverted {pid} (recorded version)", markup=False)
+        say(f"reverted {pid} (recorded version)")
     for pid in result.applied:
-        console.print(f"[green]applied[/] {escape(pid)}")
+        say(("applied", "green"), f" {pid}")
     redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
     already = [r.id for r in plan.with_status(PatchStatus.APPLIED)]
     for line in apply_notes(plan):
-        console.print(line, markup=False)
-    if redundant:
-        console.print(
-            f"[cyan]{len(redundant)} patch(es) redundant[/] (already in the image, not applied "
-            f"by patchbay; remove them from the patchset): {escape(', '.join(redundant))}"
-        )
+        say(line)
     if result.nothing_to_do:
-        console.print(f"nothing to do: {len(already) + len(redundant)} patch(es) already present")
+        _print_nothing_to_do(redundant, len(already) + len(redundant))
     else:
-        console.print(
+        _print_redundant(redundant)
+        say(
             f"patchset {patchset.name}: {len(result.applied)} applied, {len(already)} already "
             f"applied, {len(redundant)} redundant"
         )
@@ -77,3 +97,17 @@ def run(
         final = make_plan(patchset, env) if not result.nothing_to_do else plan
         write_record(record, provenance(final, command="apply", outcome=outcome))
     return 0
+
+
+def _print_redundant(redundant: list[str]) -> None:
+    if redundant:
+        say(
+            (f"{len(redundant)} patch(es) redundant", "cyan"),
+            " (already in the image, not applied by patchbay; remove them from the patchset): "
+            + ", ".join(redundant),
+        )
+
+
+def _print_nothing_to_do(redundant: list[str], present: int) -> None:
+    _print_redundant(redundant)
+    say(f"nothing to do: {present} patch(es) already present")

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 def run(
     root: Path,
     *,
-    output_format: str = "table",
+    output_format: str | None = None,
     fail_on: str | None = None,
     config: Path | None = None,
     output: Path | None = None,
@@ -31,7 +31,10 @@ def run(
     image_python: str | None = None,
     image_root: Path | None = None,
 ) -> int:
-    """Audit ``root`` and print the report in ``output_format`` (to ``output`` if given).
+    """Audit ``root`` and print the report in ``output_format`` (to ``output`` if given):
+    ``table``, ``concise``, ``json``, ``github`` or ``sarif``; by default ``table`` on a
+    terminal or into ``output``, elsewhere ``table`` when every table fits the width, else
+    ``concise``.
 
     Returns:
         0 when no finding is at or above ``fail_on`` (default: the configuration's, ``error``),
@@ -66,11 +69,18 @@ def run(
         image_root=image_root,
     )
     threshold = Severity(fail_on or result.config.config.fail_on)
-    if output_format == "table":
+    tables = None
+    if output_format is None and output is None and not _console().is_terminal:
+        from ..audit.formats import finding_tables
+        from .common import fits
+
+        tables = finding_tables(result)
+        output_format = "table" if all(fits(t) for t in tables) else "concise"
+    if output_format in (None, "table"):
         from ..audit.formats import print_table
 
         if output is None:
-            print_table(result, _console(), threshold)
+            print_table(result, _console(), threshold, tables)
         else:
             from rich.console import Console
 
@@ -83,6 +93,11 @@ def run(
 
         if output_format == "json":
             text = json.dumps(result.to_json(), indent=2)
+        elif output_format == "concise":
+            lines = formats.concise_lines(result)
+            if output is None:  # as ruff does: the summary ends the list
+                lines.append(formats.summary(result, threshold))
+            text = "\n".join(lines)
         elif output_format == "sarif":
             text = json.dumps(formats.sarif(result), indent=2)
         else:
@@ -92,7 +107,7 @@ def run(
                 sys.stdout.write(text + "\n")
         else:
             output.write_text(text + "\n" if text else "", encoding="utf-8")
-        if output_format != "json" or output is not None:
+        if output_format not in ("json", "concise") or output is not None:
             _console(stderr=True).print(formats.summary(result, threshold))
     return 1 if result.failing(threshold) else 0
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..bundle import make_bundle
 from ..options import RunOptions
 from ..selfcarry import INSTALLER
-from .common import console, environment, load
+from .common import environment, load, say
 
 
 def run(
@@ -25,15 +25,11 @@ def run(
     manifest = make_bundle(patchset, env, out, options(), with_patchbay=with_patchbay)
     apply = f"patchbay apply {out / 'patchset'} --bundle {out} --offline"
     if with_patchbay:
-        console.print(
+        say(
             f"bundle {out}: {len(manifest)} file(s); inside the container run "
             f"`sh {out / INSTALLER}` (it prints the patchbay command it installed), then "
-            f"`{apply}` with that command",
-            markup=False,
+            f"`{apply}` with that command"
         )
     else:
-        console.print(
-            f"bundle {out}: {len(manifest)} file(s); inside the container run `{apply}`",
-            markup=False,
-        )
+        say(f"bundle {out}: {len(manifest)} file(s); inside the container run `{apply}`")
     return 0

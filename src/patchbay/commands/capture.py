@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..capture import PristineSources, capture_patch
-from .common import console, environment, load
+from .common import environment, load, say
 
 
 def run(
@@ -35,19 +35,17 @@ def run(
         upstream=upstream,
     )
     for note in result.skipped:
-        console.print(f"skipped: {note}", markup=False)
+        say(f"skipped: {note}")
     for f in result.files:
-        console.print(f"captured: {f.path} ({f.change}; from {f.base})", markup=False)
-    console.print(
+        say(f"captured: {f.path} ({f.change}; from {f.base})")
+    say(
         f"wrote {result.patch_file} ({len(result.files)} file(s), {result.context} lines of "
         f"context) and added patch {result.patch_id} (target {result.target}, strip 1) to "
         f"{patchset.path}; recorded as applied in this environment",
-        markup=False,
     )
     if not description or not upstream:
-        console.print(
+        say(
             "fill in the <TODO: ...> blanks of its description and upstream state "
-            "(`patchbay validate` lists them)",
-            markup=False,
+            "(`patchbay validate` lists them)"
         )
     return 0

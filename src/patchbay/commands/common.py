@@ -1,37 +1,110 @@
-"""What every command needs: the patchset argument, the environment, the console."""
+"""What every command needs: the PATCHSET argument, the environment, printing.
+
+Printing is cheap off a terminal: :func:`say` writes plain lines (redacted) and imports rich
+only when the stream is a terminal (colours) or a table is drawn, so a command whose output is
+a few lines does not pay for rich's import.
+"""
 
 from __future__ import annotations
 
-import json
+import os
 import sys
-from pathlib import Path
-from typing import Any
+from functools import cache
 
-from rich.console import Console
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (apply's no-op path)
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
 
-from ..model import Patchset, load_patchset
-from ..redaction import RedactedStream, redact
-from ..targets import Environment, resolve_environment
+    from rich.console import Console
 
-# soft_wrap: one message is one line, whatever the width (paths stay greppable in CI logs);
-# whatever a command prints passes through the redaction (a URL with a password, a token)
-console = Console(file=RedactedStream("stdout"), highlight=False, soft_wrap=True)
-err_console = Console(file=RedactedStream("stderr"), highlight=False, soft_wrap=True)
+    from ..model import Patchset
+    from ..targets import Environment
+
+SCHEMA_VERSION = 1  # of every JSON document a command prints (docs/schemas/)
+READ_FORMATS = ("table", "concise", "json")
+
+# a part of a line: text, or (text, rich style) coloured on a terminal
+
+
+@cache
+def _console(stderr: bool) -> Console:
+    from rich.console import Console
+
+    from ..redaction import RedactedStream
+
+    # soft_wrap: one message is one line, whatever the width (paths stay greppable in CI logs);
+    # whatever a command prints passes through the redaction (a URL with a password, a token)
+    return Console(
+        file=RedactedStream("stderr" if stderr else "stdout"), highlight=False, soft_wrap=True
+    )
+
+
+class _LazyConsole:
+    """A rich console made on first use (its import costs more than most commands' work)."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_console(self._stderr), name)
+
+
+console: Console = _LazyConsole(stderr=False)  # type: ignore[assignment]
+err_console: Console = _LazyConsole(stderr=True)  # type: ignore[assignment]
+
+
+def _stream(err: bool) -> Any:
+    return sys.stderr if err else sys.stdout
+
+
+def is_terminal(err: bool = False) -> bool:
+    """Whether stdout (or stderr) is a terminal."""
+    return bool(getattr(_stream(err), "isatty", lambda: False)())
+
+
+def say(*parts: str | tuple[str, str], err: bool = False) -> None:
+    """Print one line made of ``parts`` (redacted); styled parts are coloured on a terminal.
+
+    Args:
+        parts: plain strings, or ``(text, style)`` pairs with a rich style name (``"green"``).
+        err: to stderr instead of stdout.
+    """
+    if is_terminal(err) and any(isinstance(p, tuple) for p in parts):
+        from rich.text import Text
+
+        line = Text()
+        for p in parts:
+            line.append(*(p if isinstance(p, tuple) else (p,)))
+        _console(err).print(line)
+        return
+    from ..redaction import redact
+
+    text = "".join(p if isinstance(p, str) else p[0] for p in parts)
+    _stream(err).write(redact(text) + "\n")
+
+
+def patchset_location(arg: str) -> str:
+    """A PATCHSET argument: a folder holding ``patchset.yaml``, a YAML file, or a bare name
+    under ``./patchsets`` (tried when ``arg`` itself is no patchset)."""
+    is_patchset = os.path.isfile(arg) or os.path.isfile(os.path.join(arg, "patchset.yaml"))
+    named = os.path.join("patchsets", arg)
+    if not is_patchset and "/" not in arg and os.path.isfile(os.path.join(named, "patchset.yaml")):
+        return named
+    return arg
 
 
 def patchset_path(arg: str) -> Path:
-    """A PATCHSET argument: a folder holding ``patchset.yaml``, a YAML file, or a bare name
-    under ``./patchsets`` (tried when ``arg`` itself is no patchset)."""
-    path = Path(arg)
-    is_patchset = path.is_file() or (path / "patchset.yaml").is_file()
-    named = Path("patchsets") / arg
-    if not is_patchset and "/" not in arg and (named / "patchset.yaml").is_file():
-        return named
-    return path
+    """:func:`patchset_location` as a path."""
+    from pathlib import Path
+
+    return Path(patchset_location(arg))
 
 
 def load(arg: str) -> Patchset:
     """Load the patchset named by a PATCHSET argument (see :func:`patchset_path`)."""
+    from ..model import load_patchset
+
     return load_patchset(patchset_path(arg))
 
 
@@ -47,6 +120,8 @@ def environment(
 ) -> Environment:
     """Resolve the engine environment from the common options (``writable``: the command
     writes the state folder; see :func:`~patchbay.targets.resolve_environment`)."""
+    from ..targets import resolve_environment
+
     return resolve_environment(
         patchset,
         python=python,
@@ -58,6 +133,39 @@ def environment(
     )
 
 
+def document(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` as a JSON document of patchbay: ``schema_version`` first (the one key every
+    document has; its schema is under ``docs/schemas/``)."""
+    return {"schema_version": SCHEMA_VERSION, **data}
+
+
 def print_json(data: Any) -> None:
-    """JSON to stdout, for machines."""
+    """JSON to stdout, for machines (a dict gets ``schema_version``, see :func:`document`)."""
+    import json
+
+    from ..redaction import redact
+
+    if isinstance(data, dict) and "schema_version" not in data:
+        data = document(data)
     sys.stdout.write(redact(json.dumps(data, indent=2)) + "\n")
+
+
+def read_format(requested: str | None, table: Any = None) -> str:
+    """The output format of a read command: ``requested``, else ``table`` on a terminal; off
+    one (a CI log, a pipe), ``table`` when ``table`` (a rich renderable) fits the width without
+    wrapping a cell, else ``concise`` (one line per item)."""
+    if requested is not None:
+        return requested
+    if is_terminal() or table is None:
+        return "table"
+    return "table" if fits(table) else "concise"
+
+
+def fits(table: Any) -> bool:
+    """Whether the rich ``table`` is drawn at the console's width without wrapping a cell
+    (off a terminal the width is ``$COLUMNS``, else 80)."""
+    from rich.measure import Measurement
+
+    c = _console(False)
+    unbounded = c.options.update(max_width=1 << 16)  # get() clamps to the options' width
+    return Measurement.get(c, unbounded, table).maximum <= c.width

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import InputError, PatchbayError
 from ..importer import import_script, parse_projects
 from . import status, validate
-from .common import console, err_console
+from .common import say
 
 
 def run(
@@ -44,25 +44,22 @@ def run(
     for draft in result.patches:
         kinds[draft.kind] = kinds.get(draft.kind, 0) + 1
     summary = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
-    console.print(
+    say(
         f"imported {script} into {out}: {len(result.patches)} patch(es)"
-        + (f" ({summary})" if summary else ""),
-        markup=False,
+        + (f" ({summary})" if summary else "")
     )
     if result.unconverted:
-        console.print(
+        say(
             f"NOT CONVERTED: {len(result.unconverted)} part(s) of the script; the patchset does "
-            f"not do them (details in {result.notes}):",
-            markup=False,
+            f"not do them (details in {result.notes}):"
         )
         for o in result.unconverted:
             where = f"line {o.start}" if o.start == o.end else f"lines {o.start}-{o.end}"
-            console.print(f"  {script}:{where}: {o.text}", markup=False)
+            say(f"  {script}:{where}: {o.text}")
     if result.review or result.todo:
-        console.print(
+        say(
             f"to check: {len(result.review)} point(s), to fill: {len(result.todo)} TODO blank(s) "
-            f"(see {result.notes})",
-            markup=False,
+            f"(see {result.notes})"
         )
     validate.run(str(out))
     if python is not None:
@@ -72,5 +69,5 @@ def run(
             )
         except PatchbayError as exc:
             # the draft is written and valid; the status is extra information
-            err_console.print(f"patchbay: status of the draft: {exc}", markup=False)
+            say(f"patchbay: status of the draft: {exc}", err=True)
     return 1 if result.partial else 0

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..capture import PristineSources
 from ..errors import InputError
 from ..rebase import rebase_patchset
-from .common import console, environment, load
+from .common import environment, load, say
 
 _STYLES = {"unchanged": "green", "refreshed": "yellow", "dropped": "cyan", "conflict": "red"}
 
@@ -46,34 +46,29 @@ def run(
     width = max((len(i.id) for i in result.items), default=0)
     for item in result.items:
         style = _STYLES.get(item.outcome, "")
-        line = f"{item.id:<{width}}  {item.verdict:<9} -> [{style}]{item.outcome}[/]"
-        console.print(line)
+        say(f"{item.id:<{width}}  {item.verdict:<9} -> ", (item.outcome, style))
         for detail in item.details:
-            console.print(f"{'':<{width}}    {detail}", markup=False)
+            say(f"{'':<{width}}    {detail}")
     for note in result.guard:
-        console.print(f"guard: {note}", markup=False)
+        say(f"guard: {note}")
     where = f"--python {onto_python}" if onto_python else f"--root {onto_root}"
     if result.conflicts:
-        console.print(
+        say(
             f"\n{len(result.conflicts)} patch(es) need a hand merge: "
             + ", ".join(i.id for i in result.conflicts)
-            + " (left as they were in the result)",
-            markup=False,
+            + " (left as they were in the result)"
         )
         if result.conflicts_dir is not None:
-            console.print(f"merged files with conflict markers in {result.conflicts_dir}:")
+            say(f"merged files with conflict markers in {result.conflicts_dir}:")
             for item in result.conflicts:
                 for path in item.conflict_files:
-                    console.print(f"  {path}", markup=False)
-            console.print(
+                    say(f"  {path}")
+            say(
                 "merge them by hand (remove the markers), then run rebase again with "
-                f"--resolved {result.conflicts_dir}",
-                markup=False,
+                f"--resolved {result.conflicts_dir}"
             )
-    console.print(
+    say(
         f"\nwrote the rebased patchset to {result.folder}; `patchbay check {result.folder} "
-        f"{where}`: "
-        + ("all clear" if result.final.ok else "all clear except the conflicts above"),
-        markup=False,
+        f"{where}`: " + ("all clear" if result.final.ok else "all clear except the conflicts above")
     )
     return 0 if result.ok else 1

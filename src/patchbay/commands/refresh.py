@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..capture import PristineSources
 from ..refresh import edit_patch, refresh_patch
-from .common import console, environment, load
+from .common import environment, load, say
 
 
 def edit(
@@ -22,16 +22,15 @@ def edit(
     env = environment(patchset, python, root, state_dir)
     result = edit_patch(patchset, env, patch_id)
     for pid in result.reverted:
-        console.print(f"took off {pid}", markup=False)
+        say(f"took off {pid}")
     for pid in result.applied:
-        console.print(f"applied {pid}", markup=False)
-    console.print(f"the tree is at the state just after {patch_id}; its files:", markup=False)
+        say(f"applied {pid}")
+    say(f"the tree is at the state just after {patch_id}; its files:")
     for path in result.files:
-        console.print(f"  {path}", markup=False)
-    console.print(
+        say(f"  {path}")
+    say(
         f"edit them, then `patchbay refresh {patchset_arg} {patch_id}`; `patchbay apply` puts "
-        "the later patches back",
-        markup=False,
+        "the later patches back"
     )
     return 0
 
@@ -54,17 +53,14 @@ def refresh(
         patchset, env, patch_id, files, sources=PristineSources(wheels=wheels, from_git=from_git)
     )
     for path in result.dropped:
-        console.print(f"dropped {path}: back to what it was before the patch", markup=False)
-    console.print(
+        say(f"dropped {path}: back to what it was before the patch")
+    say(
         f"refreshed {patch_id}: wrote {result.patch_file} ({len(result.files)} file(s)); the "
         "ledger records the new content",
-        markup=False,
     )
     pending = [pid for pid, status in result.later.items() if status == "pending"]
     if pending:
-        console.print(
-            f"the later patches still apply ({', '.join(pending)}): `patchbay apply` puts them "
-            "back",
-            markup=False,
+        say(
+            f"the later patches still apply ({', '.join(pending)}): `patchbay apply` puts them back"
         )
     return 0

@@ -24,7 +24,7 @@ from ..report import (
 from ..upstream.evidence import pinned_evidence
 from ..upstream.github import GitHubClient
 from ..upstream.status import RefState
-from .common import err_console
+from .common import say
 
 DEFAULT_HISTORY = Path(".patchbay") / "upstream-history.jsonl"
 SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".html": "html"}
@@ -139,10 +139,10 @@ def run(
                 raise InputError(f"cannot write the report: {exc}", file=path) from None
         counts = ", ".join(f"{n} {v}" for v, n in report.counts.items())
         stats = client.stats
-        err_console.print(
+        say(
             f"patchbay: {len(report.rows)} patches: {counts}; {stats.requests} requests to the "
             f"forge, {stats.not_modified} answered 304 from the cache",
-            markup=False,
+            err=True,
         )
         entry = report.entry()
         if publish_to is not None:
@@ -154,10 +154,7 @@ def run(
                 "updated": "updated",
                 "unchanged": "is up to date; not edited",
             }[result.action]
-            err_console.print(
-                f"patchbay: tracking issue {result.repository}#{result.number} {what}",
-                markup=False,
-            )
+            say(f"patchbay: tracking issue {result.repository}#{result.number} {what}", err=True)
         # after publishing: a run whose issue update failed is not the "last run" of the next one
         if history_path is not None:
             append_history(history_path, entry)

@@ -9,7 +9,7 @@ from ..engine import revert_patchset
 from ..errors import InputError
 from ..options import RunOptions
 from ..output import revert_lines
-from .common import console, environment, load
+from .common import environment, load, say
 
 
 def run(
@@ -38,5 +38,5 @@ def run(
         patchset, env, patch_ids, lock_timeout=lock_timeout, options=options() if options else None
     )
     for line in revert_lines(result, patchset.name, patch_ids):
-        console.print(line, markup=False)
+        say(line)
     return 0

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..engine import BLOCKING, PatchStatus, interrupted, make_plan, upgrade_command
-from ..output import print_guard, status_epilogue, status_table
+from ..output import guard_lines, print_guard, status_epilogue, status_lines, status_table
 from ..provenance import check_record_path, provenance, write_record
 from ..trial import try_pending
-from .common import console, environment, err_console, load, print_json
+from .common import console, environment, load, print_json, read_format, say
 
 
 def run(
@@ -17,12 +17,17 @@ def run(
     python: str | None,
     root: Path | None,
     state_dir: Path | None,
-    as_json: bool,
-    record: Path | None,
+    output_format: str | None = None,
+    record: Path | None = None,
     probe_timeout: float | None = None,
+    as_json: bool = False,
 ) -> int:
-    """Print the status; exit 0 when nothing blocks an apply, 1 otherwise (a pending pin
-    that apply's dry run would refuse blocks it: see :mod:`patchbay.trial`)."""
+    """Print the status in ``output_format`` (``table``, ``concise``, ``json``; default: see
+    :func:`~patchbay.commands.common.read_format`); exit 0 when nothing blocks an apply, 1
+    otherwise (a pending pin that apply's dry run would refuse blocks it: see
+    :mod:`patchbay.trial`). ``as_json`` is ``output_format="json"``."""
+    if as_json:
+        output_format = "json"
     patchset = load(patchset_arg)
     env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
     if record is not None:
@@ -31,32 +36,36 @@ def run(
     try_pending(plan)
     busy = interrupted(env)
     if busy:
-        err_console.print(
+        say(
             f"patchbay: warning: {env.state_dir / 'journal'} exists: an apply or revert is "
             "running, or was interrupted mid-write (the next apply or revert restores its files "
             "first); the states below may be transient",
-            markup=False,
+            err=True,
         )
     if plan.ledger.has_orphan_blobs():
-        err_console.print(
+        say(
             f"patchbay: warning: {env.state_dir} holds saved originals but no ledger: was the "
             "ledger deleted, or is --state-dir different from the first run? 'redundant' below "
             "may mean 'applied by patchbay, record lost'",
-            markup=False,
+            err=True,
         )
-    if as_json:
+    if output_format == "json":
         print_json(plan.to_json())
     else:
-        print_guard(plan, console)
-        console.print(status_table(plan))
-        for line in status_epilogue(plan):
-            console.print(line, markup=False, highlight=False)
+        table = status_table(plan) if output_format != "concise" else None
+        if read_format(output_format, table) == "table":
+            print_guard(plan, console)
+            console.print(table)
+            for line in status_epilogue(plan):
+                console.print(line, markup=False, highlight=False)
+        else:
+            for line in [*guard_lines(plan), *status_lines(plan)]:
+                say(line)
         for entry in plan.stale:
             if entry.patch_id not in {r.id for r in plan.reports}:
-                console.print(
+                say(
                     f"note: the ledger records {entry.patch_id}, which is no longer in the "
-                    f"patchset; `{upgrade_command(plan)}` reverts it",
-                    markup=False,
+                    f"patchset; `{upgrade_command(plan)}` reverts it"
                 )
     if record is not None:
         write_record(record, provenance(plan, command="status"))

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ..options import RunOptions
 from ..vendor import DEFAULT_API, vendor_patchset
-from .common import console, load
+from .common import load, say
 
 
 def run(
@@ -22,18 +22,18 @@ def run(
         patchset, api_url=api_url or DEFAULT_API, options=options(), update=update
     )
     for pid in result.sources:
-        console.print(f"locked {pid}", markup=False)
+        say(f"locked {pid}")
         left = result.left_out.get(pid)
         if left:
-            console.print(f"  left out by its paths filter: {', '.join(left)}", markup=False)
+            say(f"  left out by its paths filter: {', '.join(left)}")
         if pid in result.relocked:
-            console.print(f"  note: {result.relocked[pid]}", markup=False)
+            say(f"  note: {result.relocked[pid]}")
     for url in result.artifacts:
-        console.print(f"locked {url}", markup=False)
+        say(f"locked {url}")
     for pid, what in result.revisions.items():
-        console.print(f"locked {pid}: {what}", markup=False)
+        say(f"locked {pid}: {what}")
     if not result.sources and not result.artifacts and not result.revisions:
-        console.print(
+        say(
             "nothing to vendor: no remote source, no unhashed artifact, no source build at a "
             "tag or branch"
         )

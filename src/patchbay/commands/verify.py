@@ -5,11 +5,14 @@ declared patch."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..model import Patchset
 from ..provenance import check_record_path, write_record
-from ..targets import Environment
-from .common import console, environment, err_console, load, print_json
+from .common import environment, load, print_json, say
+
+if TYPE_CHECKING:
+    from ..model import Patchset
+    from ..targets import Environment
 
 
 def run(
@@ -18,13 +21,16 @@ def run(
     python: str | None,
     root: Path | None,
     state_dir: Path | None,
-    as_json: bool,
+    output_format: str | None = None,
     installed: bool = False,
     dists: list[str] | None = None,
     record: Path | None = None,
     probe_timeout: float | None = None,
+    as_json: bool = False,
 ) -> int:
-    """Exit 0 when verified, 1 otherwise (each problem printed on one line)."""
+    """Exit 0 when verified, 1 otherwise. ``output_format``: ``json``, or lines for people
+    (``table`` and ``concise`` are the same here: one line per problem)."""
+    as_json = as_json or output_format == "json"
     if record is not None:
         check_record_path(record)
     patchset = load(patchset_arg)
@@ -40,13 +46,13 @@ def run(
     if as_json:
         print_json({"ok": result.ok, "problems": result.problems, "compiled": result.compiled})
     elif result.ok:
-        console.print(
+        say(
             f"verified: {len(result.plan.reports)} patch(es) present, "
             f"{len(result.compiled)} Python file(s) compile"
         )
     else:
         for problem in result.problems:
-            err_console.print(f"patchbay: verify: {problem}", markup=False)
+            say(f"patchbay: verify: {problem}", err=True)
     if record is not None:
         doc = provenance(result.plan, command="verify")
         doc["verify"] = {"ok": result.ok, "problems": result.problems}
@@ -69,10 +75,10 @@ def _installed(
         print_json(result.to_json())
     else:
         for finding in result.undeclared:
-            err_console.print(
+            say(
                 f"patchbay: verify: {finding.path}: undeclared {finding.kind} "
                 f"({finding.distribution}): {finding.detail}",
-                markup=False,
+                err=True,
             )
         checked = sum(d["checked"] for d in result.distributions.values())
         names = ", ".join(f"{n} {d['version']}" for n, d in result.distributions.items())
@@ -82,13 +88,12 @@ def _installed(
                 {p for f in result.declared for p in (f.declared_by or "").split(", ") if p}
             )
             extra = f" {len(patches)} declared patch(es): {', '.join(patches)}" if patches else ""
-            console.print(
-                f"verified {checked} installed file(s) of {names}: {verdict}{extra}", markup=False
-            )
+            say(f"verified {checked} installed file(s) of {names}: {verdict}{extra}")
         else:
-            err_console.print(
+            say(
                 f"patchbay: verify: {len(result.undeclared)} undeclared modification(s) in "
-                f"{checked} installed file(s) of {names}"
+                f"{checked} installed file(s) of {names}",
+                err=True,
             )
     if record is not None:
         from ..engine import make_plan

@@ -11,7 +11,7 @@ from ..errors import InputError, PatchbayError, RefusedError
 from ..kinds import KINDS
 from ..model import PATCHSET_FILENAMES, Patchset, load_patchset
 from ..waivers import PatchSummary, waiver_template
-from .common import console, load
+from .common import load, say
 
 
 def new(
@@ -95,7 +95,7 @@ def new(
     )
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text, encoding="utf-8")
-    console.print(
+    say(
         f"wrote {output}: waiver {wid} for {len(summaries)} patch(es); fill in every "
         "<TODO: ...> (`patchbay audit` lists the ones left)"
     )

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from .. import progress
 from ..errors import ApplyFailed
 from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
@@ -107,16 +108,15 @@ class CommandKind:
             # the raw output lives in an unlinked file: only its redacted copy reaches the disk
             with tempfile.TemporaryFile() as raw:
                 try:
-                    try:
-                        proc = subprocess.run(
+                    try:  # a progress step: elapsed, the log, the last line of output
+                        proc = progress.run(
                             argv,
+                            title=f"{patch.id}: {' '.join(patch.argv)}"[:120],
+                            log=log,
+                            sink=raw,
                             cwd=cwd,
                             env=command_environment(patch.env),
-                            stdin=subprocess.DEVNULL,
-                            stdout=raw,
-                            stderr=subprocess.STDOUT,
                             timeout=patch.timeout,
-                            check=False,
                         )
                     finally:
                         _write_command_log(log, argv, cwd, raw)

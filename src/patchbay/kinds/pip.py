@@ -43,6 +43,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from .. import progress
 from ..errors import ApplyFailed, RefusedError, SourceUnreachable
 from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
@@ -242,17 +243,14 @@ def _pip(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m pip ARGS`` (stderr into stdout, as a terminal shows them); its whole
     output is appended to ``log`` (a new log when ``fresh``), redacted, mode 0600."""
-    try:
-        proc = subprocess.run(
+    try:  # a progress step: elapsed time, the log, pip's last line (patchbay.progress)
+        proc = progress.run(
             [python, "-m", "pip", "--no-input", "--disable-pip-version-check", *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
+            title=f"pip {args[0]} {args[-1]}",
+            log=log,
             text=True,
-            errors="replace",
             timeout=PIP_TIMEOUT_S,
             env={**os.environ, **(env or {})},
-            check=False,
         )
     except subprocess.TimeoutExpired as exc:
         out = exc.output or ""

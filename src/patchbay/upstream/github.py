@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
-from .. import __version__
+from .. import __version__, progress
 from ..errors import InputError, RefusedError
 from ..redaction import redact
 
@@ -505,7 +505,7 @@ class GitHubClient:
                 self.stats.count("timeout", graphql=graphql)
                 if retry and attempt < self.retries:
                     attempt += 1
-                    self._backoff(attempt)
+                    self._backoff(attempt, shown, f"no answer within {self.timeout:g} s")
                     continue
                 raise GitHubError(
                     f"{shown}: no answer within {self.timeout:g} s ({attempt + 1} attempts)",
@@ -515,7 +515,7 @@ class GitHubClient:
                 self.stats.count("error", graphql=graphql)
                 if retry and attempt < self.retries:
                     attempt += 1
-                    self._backoff(attempt)
+                    self._backoff(attempt, shown, "connection failed")
                     continue
                 raise GitHubError(
                     f"{shown}: {self.redact(_connection_problem(exc))} ({attempt + 1} attempts)",
@@ -529,7 +529,7 @@ class GitHubClient:
                     continue
             if resp.status_code >= 500 and retry and attempt < self.retries:
                 attempt += 1
-                self._backoff(attempt)
+                self._backoff(attempt, shown, f"HTTP {resp.status_code}")
                 continue
             return resp
 
@@ -537,8 +537,9 @@ class GitHubClient:
         query = f"?{urlencode(dict(params))}" if params else ""
         return self.redact(f"{method} {url}{query}")
 
-    def _backoff(self, attempt: int) -> None:
+    def _backoff(self, attempt: int, shown: str = "", why: str = "") -> None:
         delay = self.backoff * (2 ** (attempt - 1))
+        progress.note(f"{shown}: {why}; retry {attempt} of {self.retries} in {delay:g} s")
         self.stats.slept(delay)
         self._sleep(delay)
 
@@ -553,6 +554,7 @@ class GitHubClient:
             if self._stopped is not None:
                 raise RateLimitError(self._stopped, status=resp.status_code, url=resp.url)
             self._rate_waited += wait
+        progress.note(f"{shown}: rate limit (HTTP {resp.status_code}); waiting {wait:.0f} s")
         self.stats.slept(wait)
         self._sleep(wait)
 
@@ -671,6 +673,19 @@ class GitHubClient:
                 # valid JSON of the wrong shape: the reference is unknown, never a crash
                 return malformed(exc)
 
+        if len(items) < 2:  # one request is no step worth a progress line
+            return self._map(one, items)
+        with progress.count(f"{len(items)} forge request(s)", total=len(items)) as bar:
+
+            def counted(item: Any) -> T | GitHubError:
+                try:
+                    return one(item)
+                finally:
+                    bar.advance()
+
+            return self._map(counted, items)
+
+    def _map(self, one: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
         if len(items) <= 1 or self.workers == 1:
             results = []
             for item in items:
@@ -684,7 +699,7 @@ class GitHubClient:
             pool = self._pool
         futures = [pool.submit(one, item) for item in items]
         wait(futures)
-        out: list[T | GitHubError] = []
+        out: list[Any] = []
         stop: RateLimitError | None = None
         for future in futures:
             exc = future.exception()

@@ -1,0 +1,251 @@
+"""The command line's conventions: help without type placeholders, ``-h``, ``--version``,
+one-line usage errors (exit 2), shell completion, one output switch on read commands, concise
+output off a terminal when a table would wrap, ids never cut, ``schema_version`` in every JSON
+document and each document valid against its schema under docs/schemas."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import PATCHBAY, REPO, Engine, diff_patch, run_cli, write_patchset
+from inprocess import run_main
+from patchbay.cliparser import build as _build
+
+SCHEMAS = REPO / "docs" / "schemas"
+COMMANDS = [name for name, _ in _build("")[1]]
+PLACEHOLDERS = re.compile(r"<bool>|<list\[|\[\[|\]\.\.\.\]|\{[A-Z_]+\}|<path>|<float>|<int>")
+
+
+def _schema_check(name: str, doc: dict[str, object]) -> None:
+    schema = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(doc, schema, cls=jsonschema.Draft202012Validator)
+    assert next(iter(doc)) == "schema_version" and doc["schema_version"] == 1
+
+
+def _tree(tmp_path: Path, n: int = 2) -> tuple[Path, Path]:
+    root = tmp_path / "tree"
+    (root / "demo_engine").mkdir(parents=True)
+    patches, files = [], {}
+    for i in range(n):
+        (root / "demo_engine" / f"m{i}.py").write_text(f"V = {i}\n")
+        pid = f"a-rather-long-patch-identifier-number-{i}"
+        patches.append({"id": pid, "kind": "diff", "file": f"p{i}.patch"})
+        files[f"p{i}.patch"] = diff_patch(f"demo_engine/m{i}.py", f"V = {i}\n", f"V = {i + 10}\n")
+    return root, write_patchset(tmp_path / "ps", patches, files=files)
+
+
+@pytest.mark.parametrize("command", [None, *COMMANDS])
+def test_help_has_no_type_placeholders_and_h_works(command: str | None) -> None:
+    args = ["-h"] if command is None else [command, "-h"]
+    res = run_main(*args)
+    assert res.code == 0 and res.err == ""
+    assert res.out.startswith("usage: patchbay")
+    assert not PLACEHOLDERS.findall(res.out), res.out
+    assert "--help" in res.out
+
+
+def test_help_defaults_are_whole_at_a_narrow_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    res = run_cli("apply", "--help")
+    text = " ".join(res.out.split())  # lines wrapped, never cut
+    assert "(default: <sys.prefix>/share/patchbay, or <root>/.patchbay)" in text
+    assert "…" not in res.out
+
+
+def test_version_and_usage_errors_are_one_line_exit_2() -> None:
+    assert run_main("--version").out.strip() == run_main("version").out.strip() != ""
+    for args in (["apply"], ["frobnicate"], ["status", "x", "--format", "nope"], ["--nope"],
+                 ["waiver"], ["report", "--workers", "0"]):  # fmt: skip
+        res = run_main(*args)
+        assert res.code == 2, args
+        assert res.out == ""
+        assert res.err.count("\n") == 1 and res.err.startswith("patchbay: error: "), res.err
+
+
+def test_no_arguments_prints_the_help_and_exits_2() -> None:
+    res = run_main()
+    assert res.code == 2 and "commands:" in res.out and "apply" in res.out
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_script(shell: str) -> None:
+    res = run_main("completion", shell)
+    assert res.code == 0 and "patchbay" in res.out and "_ARGCOMPLETE" in res.out
+
+
+def test_completion_completes_commands_and_options(tmp_path: Path) -> None:
+    out = tmp_path / "completions"
+    for line, expected in (("patchbay sta", "status"), ("patchbay apply --up", "--upgrade")):
+        env = {**os.environ, "_ARGCOMPLETE": "1", "COMP_LINE": line,
+               "COMP_POINT": str(len(line)), "_ARGCOMPLETE_STDOUT_FILENAME": str(out)}  # fmt: skip
+        subprocess.run([str(PATCHBAY)], env=env, capture_output=True, check=False, timeout=60)
+        assert expected in [c.strip() for c in out.read_text().split("\v")]
+
+
+def test_one_output_switch_on_read_commands(tmp_path: Path) -> None:
+    root, ps = _tree(tmp_path)
+    as_json = run_main("status", ps, "--root", root, "--json")
+    as_format = run_main("status", ps, "--root", root, "--format", "json")
+    assert json.loads(as_json.out) == json.loads(as_format.out)
+    concise = run_main("status", ps, "--root", root, "--format", "concise")
+    assert concise.out.splitlines() == [
+        "a-rather-long-patch-identifier-number-0: pending",
+        "a-rather-long-patch-identifier-number-1: pending",
+    ]
+    check = run_main("check", ps, "--root", root, "-f", "concise")
+    assert check.out.splitlines()[0] == "a-rather-long-patch-identifier-number-0: applies"
+    for command in ("status", "check", "verify", "validate", "audit", "report"):
+        assert "--format FORMAT" in run_main(command, "-h").out
+        assert "--json" in run_main(command, "-h").out
+
+
+def test_off_a_terminal_a_table_that_would_wrap_is_concise_and_ids_are_never_cut(
+    tmp_path: Path,
+) -> None:
+    root, ps = _tree(tmp_path)
+    wide = run_cli("status", ps, "--root", root)  # COLUMNS=200: the table fits
+    assert "┃ patch" in wide.out
+    env = {**os.environ, "COLUMNS": "40"}
+    narrow = subprocess.run([str(PATCHBAY), "status", str(ps), "--root", str(root)],
+                            capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert "┃" not in narrow.stdout
+    assert "a-rather-long-patch-identifier-number-1: pending" in narrow.stdout.splitlines()
+    forced = subprocess.run(
+        [str(PATCHBAY), "status", str(ps), "--root", str(root), "--format", "table"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert "…" not in forced.stdout
+    # folded over lines when the terminal is narrower than the id, never cut
+    flat = "".join(c for c in forced.stdout if c.isalnum() or c == "-")
+    assert "a-rather-long-patch-identifier-number-1" in flat
+
+
+def test_every_json_document_has_schema_version_and_matches_its_schema(
+    tmp_path: Path, engine: Engine
+) -> None:
+    root, ps = _tree(tmp_path)
+    _schema_check("status", json.loads(run_main("status", ps, "--root", root, "--json").out))
+    _schema_check("check", json.loads(run_main("check", ps, "--root", root, "--json").out))
+    _schema_check("validate", json.loads(run_main("validate", ps, "--json").out))
+    record = tmp_path / "record.json"
+    assert run_main("apply", ps, "--root", root, "--record", record).code == 0
+    _schema_check("record", json.loads(record.read_text()))
+    _schema_check("verify", json.loads(run_main("verify", ps, "--root", root, "--json").out))
+    ps2 = write_patchset(tmp_path / "ps2", [])
+    yaml_file = ps2 / "patchset.yaml"
+    yaml_file.write_text(yaml_file.read_text() + "components: [{distribution: demo-engine}]\n")
+    res = run_main("verify", ps2, "--python", engine.python, "--installed", "--json")
+    _schema_check("verify-installed", json.loads(res.out))
+    res = run_main("audit", "--repo", REPO, "--format", "json")
+    _schema_check("audit", json.loads(res.out))
+
+
+def test_validate_reports_bad_input_as_json_with_exit_2(tmp_path: Path) -> None:
+    ps = write_patchset(tmp_path / "ps", [{"id": "x", "kind": "diff", "file": "missing.patch"}])
+    res = run_main("validate", ps, "--format", "json")
+    assert res.code == 2
+    doc = json.loads(res.out)
+    _schema_check("validate", doc)
+    assert doc["valid"] is False and "missing.patch" in doc["error"]["message"]
+    assert doc["error"]["patch_id"] == "x" and doc["error"]["line"]
+
+
+def test_audit_repo_option_and_its_old_positional_spelling_agree() -> None:
+    new = run_main("audit", "--repo", REPO, "--format", "json")
+    old = run_main("audit", REPO, "--format", "json")
+    assert (new.code, json.loads(new.out)) == (old.code, json.loads(old.out))
+    concise = run_main("audit", "--repo", REPO, "--format", "concise")
+    lines = concise.out.splitlines()
+    assert lines and all(re.match(r"^\S+(:\d+)?: PB\d{3} ", ln) for ln in lines[:-1])
+
+
+# Every option and positional argument of the typer command line this one replaced (as main
+# had it when the CLI moved to argparse): none may be lost.
+TYPER_CLI = {
+    "apply": ("--bundle --cache-dir --dry-run --lock-timeout --mirror --offline --probe-timeout "
+              "--python --record --root --state-dir --upgrade", 1),
+    "audit": ("--api-url --changed-since --config --fail-on --format --image-root --output --pr "
+              "--python --today --upstream -f -o", 1),
+    "bundle": ("--cache-dir --mirror --python --without-patchbay", 2),
+    "capture": ("--description --from-git --python --state-dir --target --upstream --wheel", 3),
+    "check": ("--json --probe-timeout --python --root", 1),
+    "edit": ("--python --root --state-dir", 2),
+    "import": ("--force --out --project --python", 1),
+    "rebase": ("--conflicts --from-git --onto-python --onto-root --out --python --resolved "
+               "--root --state-dir --wheel --write", 1),
+    "refresh": ("--from-git --python --root --state-dir --wheel", 3),
+    "report": ("--api-url --cache-dir --candidate-python --candidate-root --format --graphql "
+               "--no-graphql --history --max-wait --no-history --output --publish --python "
+               "--repo --root --timeout --today --workers -f -o", 1),
+    "revert": ("--bundle --lock-timeout --offline --probe-timeout --python --root --state-dir", 2),
+    "schema": ("", 0),
+    "status": ("--json --probe-timeout --python --record --root --state-dir", 1),
+    "validate": ("", 1),
+    "vendor": ("--api-url --cache-dir --mirror --update", 1),
+    "verify": ("--dist --installed --json --probe-timeout --python --record --root --state-dir", 1),
+    "version": ("", 0),
+    "waiver new": ("--force --id --output -o", 2),
+}  # fmt: skip
+
+
+def _parsers() -> dict[str, object]:
+    import argparse
+
+    from patchbay.cliparser import build_parser
+
+    out: dict[str, object] = {}
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    out[f"{prefix}{name}".strip()] = sub
+                    walk(sub, f"{prefix}{name} ")
+
+    walk(build_parser(), "")
+    return out
+
+
+def test_no_option_or_argument_of_the_typer_cli_is_lost() -> None:
+    import argparse
+
+    parsers = _parsers()
+    for command, (options, positionals) in TYPER_CLI.items():
+        parser = parsers[command]
+        assert isinstance(parser, argparse.ArgumentParser)
+        have = {s for a in parser._actions for s in a.option_strings}
+        missing = set(options.split()) - have
+        assert not missing, (command, missing)
+        assert len([a for a in parser._actions if not a.option_strings]) >= positionals, command
+    # and a command built alone (as main() does) has the same options as in the whole parser
+    for command in ("apply", "audit", "report", "revert"):
+        alone, _ = _build(command)
+        assert alone is not None
+        whole = parsers[command]
+        assert isinstance(whole, argparse.ArgumentParser)
+        strings = {s for a in alone._actions for s in a.option_strings}
+        assert strings == {s for a in whole._actions for s in a.option_strings}
+
+
+def test_validate_json_lists_unordered_overlaps(tmp_path: Path) -> None:
+    edit = {"file": "demo_engine/m.py", "old": "A", "new": "B"}
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "first", "kind": "replace", "edits": [edit]},
+         {"id": "second", "kind": "replace", "edits": [{**edit, "old": "C", "new": "D"}]}],
+    )  # fmt: skip
+    res = run_main("validate", ps, "--format", "json")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    _schema_check("validate", doc)
+    (overlap,) = doc["overlaps"]
+    assert (overlap["earlier"], overlap["later"]) == ("first", "second")
+    assert overlap["path"].endswith("m.py") and overlap["line"]

@@ -1,0 +1,255 @@
+"""The verified no-op of ``apply`` (patchbay.noop): a re-run answers "nothing to do" from the
+ledger's identity only while every input, file, pin and the environment are what the last apply
+left; every kind of difference falls through to the full engine, which then decides (and never
+says nothing-to-do wrongly). Real trees, real venvs, real pip, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import Engine, copy_engine, diff_patch, write_patchset
+from inprocess import run_main
+from patchbay import noop
+from servers import Response, Server, make_wheel
+
+OLD = "def work():\n    return 1\n"
+NEW = "def work():\n    return 2\n"
+
+
+def _tree(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    (root / "demo_engine").mkdir(parents=True)
+    (root / "demo_engine" / "worker.py").write_text(OLD)
+    (root / "demo_engine" / "other.py").write_text("X = 1\n")
+    return root
+
+
+def _patchset(
+    tmp_path: Path, *more: dict[str, object], files: dict[str, str] | None = None
+) -> Path:
+    patches = [
+        {"id": "worker", "kind": "diff", "file": "worker.patch"},
+        {
+            "id": "other",
+            "kind": "replace",
+            "edits": [{"file": "demo_engine/other.py", "old": "X = 1\n", "new": "X = 2\n"}],
+        },
+        *more,
+    ]
+    body = {"worker.patch": diff_patch("demo_engine/worker.py", OLD, NEW), **(files or {})}
+    return write_patchset(tmp_path / "ps", patches, files=body)
+
+
+def _applied(tmp_path: Path) -> tuple[Path, Path]:
+    root, ps = _tree(tmp_path), _patchset(tmp_path)
+    res = run_main("apply", ps, "--root", root)
+    assert res.code == 0, res.err
+    assert noop.check(str(ps), root=root) is not None
+    return root, ps
+
+
+def _ledger(state: Path) -> dict[str, object]:
+    return json.loads((state / "ledger.json").read_text())
+
+
+def test_a_rerun_is_a_verified_noop_with_the_full_engines_output(tmp_path: Path) -> None:
+    root, ps = _applied(tmp_path)
+    res = run_main("apply", ps, "--root", root)
+    assert (res.code, res.out) == (0, "nothing to do: 2 patch(es) already present\n")
+    verified = noop.check(str(ps), root=root)
+    assert verified is not None and verified.present == 2 and verified.redundant == []
+    # the record is part of the ledger, written in the apply's transaction
+    assert "applied_identity" in _ledger(root / ".patchbay")["patchsets"]["test"]  # type: ignore[index]
+
+
+def test_an_edited_patch_file_falls_through(tmp_path: Path) -> None:
+    root, ps = _applied(tmp_path)
+    (ps / "worker.patch").write_text(
+        diff_patch("demo_engine/worker.py", OLD, "def work():\n    return 3\n")
+    )
+    assert noop.check(str(ps), root=root) is None
+    res = run_main("apply", ps, "--root", root)
+    assert res.code == 1 and "--upgrade" in res.err  # the engine refuses: not "nothing to do"
+
+
+def test_an_edited_patchset_yaml_falls_through(tmp_path: Path) -> None:
+    root, ps = _applied(tmp_path)
+    yaml_file = ps / "patchset.yaml"
+    yaml_file.write_text(yaml_file.read_text() + "# a comment\n")
+    assert noop.check(str(ps), root=root) is None
+    assert run_main("apply", ps, "--root", root).out.startswith("nothing to do")
+    # the full engine's no-op recorded the identity again: the next re-run is fast
+    assert noop.check(str(ps), root=root) is not None
+
+
+def test_an_edited_patched_file_falls_through(tmp_path: Path) -> None:
+    root, ps = _applied(tmp_path)
+    target = root / "demo_engine" / "other.py"
+    target.write_text("X = 2\n# a local edit: the replace patch is still present\n")
+    assert noop.check(str(ps), root=root) is None
+    res = run_main("apply", ps, "--root", root)
+    assert "changed since patchbay wrote it" in res.out
+
+
+def test_same_bytes_do_not_hide_a_changed_mode_or_a_reverted_file(tmp_path: Path) -> None:
+    root, ps = _applied(tmp_path)
+    target = root / "demo_engine" / "worker.py"
+    os.chmod(target, 0o600)
+    assert noop.check(str(ps), root=root) is None
+    os.chmod(target, 0o644)
+    assert noop.check(str(ps), root=root) is not None
+    target.write_text(OLD)  # put back to pristine by hand: the patch is pending again
+    assert noop.check(str(ps), root=root) is None
+    res = run_main("apply", ps, "--root", root)
+    assert res.code == 0 and "applied worker" in res.out
+
+
+def test_a_swapped_in_symlink_falls_through(tmp_path: Path) -> None:
+    root, ps = _applied(tmp_path)
+    target = root / "demo_engine" / "worker.py"
+    elsewhere = tmp_path / "copy.py"
+    elsewhere.write_bytes(target.read_bytes())
+    target.unlink()
+    target.symlink_to(elsewhere)  # the same bytes, through a link the path gate refuses
+    assert noop.check(str(ps), root=root) is None
+
+
+def test_another_tree_or_state_folder_falls_through(tmp_path: Path) -> None:
+    root, ps = _applied(tmp_path)
+    other = tmp_path / "other"
+    (other / "demo_engine").mkdir(parents=True)
+    for name in ("worker.py", "other.py"):
+        (other / "demo_engine" / name).write_bytes((root / "demo_engine" / name).read_bytes())
+    # the same state folder for another tree: the identity names the first tree
+    assert noop.check(str(ps), root=other, state_dir=root / ".patchbay") is None
+    assert noop.check(str(ps), root=other) is None  # no ledger there at all
+
+
+def test_a_ledger_without_identity_or_of_another_version_falls_through(tmp_path: Path) -> None:
+    root, ps = _applied(tmp_path)
+    path = root / ".patchbay" / "ledger.json"
+    data = json.loads(path.read_text())
+    ident = data["patchsets"]["test"]["applied_identity"]
+    ident["tool_version"] = "0.0.1"
+    path.write_text(json.dumps(data))
+    assert noop.check(str(ps), root=root) is None
+    del data["patchsets"]["test"]["applied_identity"]  # a ledger an older patchbay wrote
+    path.write_text(json.dumps(data))
+    assert noop.check(str(ps), root=root) is None
+    res = run_main("apply", ps, "--root", root)
+    assert res.out == "nothing to do: 2 patch(es) already present\n"  # the full engine's no-op
+    assert noop.check(str(ps), root=root) is not None  # which recorded the identity again
+    path.write_text("{not json")
+    assert noop.check(str(ps), root=root) is None
+    assert run_main("apply", ps, "--root", root).code == 2  # the engine names the bad ledger
+
+
+def test_a_journal_falls_through(tmp_path: Path) -> None:
+    root, ps = _applied(tmp_path)
+    (root / ".patchbay" / "journal").mkdir()
+    assert noop.check(str(ps), root=root) is None
+
+
+def test_revert_drops_the_identity(tmp_path: Path) -> None:
+    root, ps = _applied(tmp_path)
+    assert run_main("revert", ps, "--root", root).code == 0
+    assert noop.check(str(ps), root=root) is None
+    res = run_main("apply", ps, "--root", root)
+    assert "2 applied" in res.out
+
+
+def test_a_patch_added_to_the_patchset_falls_through(tmp_path: Path) -> None:
+    root, ps = _applied(tmp_path)
+    (root / "demo_engine" / "third.py").write_text("Y = 1\n")
+    more = {
+        "id": "third",
+        "kind": "replace",
+        "edits": [{"file": "demo_engine/third.py", "old": "Y = 1\n", "new": "Y = 2\n"}],
+    }
+    ps = _patchset(tmp_path, more)  # rewrites patchset.yaml in place
+    assert noop.check(str(ps), root=root) is None
+    assert "applied third" in run_main("apply", ps, "--root", root).out
+
+
+def test_a_changed_artifact_falls_through(tmp_path: Path) -> None:
+    import hashlib
+
+    body = b"\x7fELF kernel v1"
+    root = _tree(tmp_path)
+    with Server() as server:
+        server.add("/k.co", Response(body=body))
+        art = {
+            "id": "kernel",
+            "kind": "artifact",
+            "files": [
+                {
+                    "url": f"{server.url}/k.co",
+                    "dest": "demo_engine/k.co",
+                    "sha256": hashlib.sha256(body).hexdigest(),
+                    "insecure_http": True,
+                }
+            ],
+        }
+        ps = _patchset(tmp_path, art)
+        res = run_main("apply", ps, "--root", root, "--cache-dir", tmp_path / "cache")
+        assert res.code == 0, res.err
+    assert noop.check(str(ps), root=root) is not None
+    (root / "demo_engine" / "k.co").write_bytes(b"\x7fELF kernel v2")
+    assert noop.check(str(ps), root=root) is None
+
+
+def test_another_interpreter_or_its_variables_fall_through(
+    tmp_path: Path, engine: Engine, engine_template: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "pad", "kind": "replace", "edits": [{"file": "demo_engine/worker.py",
+          "old": "r * 2", "new": "r * 3"}]}],
+    )  # fmt: skip
+    res = run_main("apply", ps, "--python", engine.python)
+    assert res.code == 0, res.err
+    assert noop.check(str(ps), python=str(engine.python)) is not None
+    # the prefix comes from pyvenv.cfg, as CPython derives it, and the ledger confirms it
+    assert noop.venv_prefix(str(engine.python)) == str(engine.prefix)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    assert noop.check(str(ps), python=str(engine.python)) is None
+    monkeypatch.delenv("PYTHONPATH")
+    other = copy_engine(engine_template, tmp_path / "other")
+    assert noop.check(str(ps), python=str(other.python)) is None
+    # a .pth file dropped into site-packages may send imports elsewhere
+    (engine.site / "zz-redirect.pth").write_text(str(tmp_path) + "\n")
+    assert noop.check(str(ps), python=str(engine.python)) is None
+    (engine.site / "zz-redirect.pth").unlink()
+    assert noop.check(str(ps), python=str(engine.python)) is not None
+    res = run_main("apply", ps, "--python", engine.python)
+    assert res.out == "nothing to do: 1 patch(es) already present\n"
+
+
+def test_a_moved_pin_falls_through(
+    tmp_path: Path, pengine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")
+    monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+    links = tmp_path / "links"
+    make_wheel(links, "tinypin", "1.0")
+    make_wheel(links, "tinypin", "2.0")
+    with Server() as empty:
+        pin = {"id": "tinypin", "kind": "pip", "requirement": "tinypin==2.0",
+               "index_url": f"{empty.url}/simple/", "find_links": [str(links)]}  # fmt: skip
+        ps = write_patchset(tmp_path / "ps", [pin])
+        res = run_main("apply", ps, "--python", pengine.python)
+        assert res.code == 0, res.err
+        assert noop.check(str(ps), python=str(pengine.python)) is not None
+        subprocess.run(
+            [str(pengine.python), "-m", "pip", "install", "-q", "--no-index", "-f", str(links),
+             "tinypin==1.0"],
+            check=True,
+        )  # fmt: skip
+        assert noop.check(str(ps), python=str(pengine.python)) is None
+        res = run_main("status", ps, "--python", pengine.python, "--format", "concise")
+        assert "tinypin: pending" in res.out
