@@ -103,8 +103,8 @@ def test_a_failed_run_rolls_back_every_distribution(
         res = run_main("apply", ps, "--python", pengine.python)
     assert res.code == 1 and res.crash is None
     assert "command exited with status 3" in res.err
-    assert "every file this run touched was restored" in res.err
-    assert "not everything" not in res.err
+    assert "every file patchbay journaled was restored, but not what command" in res.err
+    assert "nor everything else" not in res.err
     assert _versions(pengine) == {"torchx": "1.0"}
     assert (
         not (pengine.state_dir / "ledger.json").exists()

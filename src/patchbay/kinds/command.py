@@ -8,7 +8,9 @@ interpreter, in ``cwd`` under its target; ``remove`` paths (stale builds, under 
 ``{target, path}`` under another one, such as a per-user JIT folder) are deleted first, through
 the run's journal. A non-zero exit fails the run, which is rolled back like any other
 failure (files restored; what the command itself wrote beyond its declared output cannot be
-tracked).
+tracked, and the failure says so). The command runs in a process group of its own
+(:mod:`patchbay.childgroup`): on a timeout, an interrupt or a failure, and when it exits, every
+process it started is killed and waited for before the rollback begins.
 
 The environment is patchbay's own with every credential removed (the rule of
 :func:`patchbay.redaction.is_credential`: ``GITHUB_TOKEN``, ``*_TOKEN``, ``*_SECRET``,
@@ -24,6 +26,7 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from ..childgroup import run_in_group
 from ..errors import ApplyFailed
 from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
@@ -105,18 +109,18 @@ class CommandKind:
             if not cwd.is_dir():
                 raise ApplyFailed(f"working folder {cwd} does not exist", patch_id=patch.id)
             # the raw output lives in an unlinked file: only its redacted copy reaches the disk
+            txn.note_untracked(
+                f"what command {patch.id} wrote outside its declared output and remove paths"
+            )
             with tempfile.TemporaryFile() as raw:
                 try:
                     try:
-                        proc = subprocess.run(
+                        returncode = run_in_group(
                             argv,
                             cwd=cwd,
                             env=command_environment(patch.env),
-                            stdin=subprocess.DEVNULL,
                             stdout=raw,
-                            stderr=subprocess.STDOUT,
                             timeout=patch.timeout,
-                            check=False,
                         )
                     finally:
                         _write_command_log(log, argv, cwd, raw)
@@ -128,13 +132,12 @@ class CommandKind:
                     ) from None
                 except subprocess.TimeoutExpired:
                     raise ApplyFailed(
-                        f"command timed out after {patch.timeout:g} s (log: {log})",
+                        f"command timed out after {patch.timeout:g} s; its process group was "
+                        f"killed (log: {log})",
                         patch_id=patch.id,
                     ) from None
-            if proc.returncode != 0:
-                raise ApplyFailed(
-                    f"command exited with status {proc.returncode} (log: {log})", patch_id=patch.id
-                )
+            if returncode != 0:
+                raise ApplyFailed(f"command {_status(returncode)} (log: {log})", patch_id=patch.id)
             if output is not None and not output.exists():
                 raise ApplyFailed(
                     f"command did not produce its declared output {patch.output} (log: {log})",
@@ -197,3 +200,14 @@ def _remove(path: Path, txn: Transaction) -> None:
     elif path.exists() or path.is_symlink():
         txn.save(path)
         path.unlink()
+
+
+def _status(returncode: int) -> str:
+    """``exited with status N`` or ``was killed by SIGNAME``."""
+    if returncode >= 0:
+        return f"exited with status {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"was killed by {name}"
