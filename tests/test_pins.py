@@ -125,7 +125,7 @@ def test_a_rollback_that_cannot_restore_a_pin_says_so(
     assert res.code == 1 and res.crash is None
     head = res.err.splitlines()[0]
     assert "command exited with status 3" in head
-    assert "but not everything else (below)" in head
+    assert "nor everything else (below)" in head
     assert "could not restore torchx==1.0 (torchx 2.0 stays installed)" in res.err
     assert "ERROR: No matching distribution found for torchx==1.0" in res.err
     # what could be restored was: the added distribution is gone again
