@@ -109,10 +109,54 @@ def test_check_is_clear_on_the_pinned_image(engine: Engine) -> None:
     assert {p["verdict"] for p in json.loads(res.out)["patches"]} == {"applies"}
 
 
-def test_check_ignores_the_ledger_of_the_candidate(engine: Engine) -> None:
+def test_check_reads_the_ledger_of_the_candidate(engine: Engine) -> None:
+    """What patchbay applied in the candidate is applied there, never upstream or droppable."""
     assert run_cli("apply", DEMO, "--python", engine.python).code == 0
-    doc = json.loads(run_cli("check", DEMO, "--python", engine.python, "--json").out)
-    assert len(doc["droppable"]) == 5  # as shipped plus patches, everything is present
+    res = run_cli("check", DEMO, "--python", engine.python, "--json")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    assert doc["droppable"] == []
+    assert {p["verdict"] for p in doc["patches"]} == {"applied"}
+    assert all("applied by patchbay in this environment" in n for p in doc["patches"]
+               for n in p["notes"][-1:])  # fmt: skip
+    res = run_cli("check", DEMO, "--python", engine.python)
+    assert "can be dropped" not in res.out
+
+
+def test_check_and_rebase_of_a_patched_candidate_keep_patchbays_patches(
+    tmp_path: Path, engine: Engine, candidate: Engine
+) -> None:
+    """The newer image with patches applied by patchbay: the patch the image ships is still
+    upstream and dropped; those patchbay applied are applied there, kept by rebase."""
+    import yaml
+
+    cand = tmp_path / "cand"
+    shutil.copytree(candidate.prefix, cand, symlinks=True)
+    python = cand / "bin" / "python"
+    ps = tmp_path / "ps"
+    shutil.copytree(DEMO, ps)
+    doc = yaml.safe_load((ps / "patchset.yaml").read_text())
+    doc.pop("base", None)  # applied on the newer image on purpose
+    keep = {"envs-asm-padding", "mla-full-graph", "mla-fp8-kernel-row"}
+    doc["patches"] = [p for p in doc["patches"] if p["id"] in keep]
+    (ps / "patchset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    res = run_cli("apply", ps, "--python", python)
+    assert res.code == 0, res.err
+    res = run_cli("check", ps, "--python", python, "--json")
+    assert res.code == 0, res.err
+    out = json.loads(res.out)
+    assert {p["id"]: p["verdict"] for p in out["patches"]} == {
+        "envs-asm-padding": "upstream",
+        "mla-full-graph": "applied",
+        "mla-fp8-kernel-row": "applied",
+    }
+    assert out["droppable"] == ["envs-asm-padding"]
+    res = run_cli(
+        "rebase", ps, "--python", engine.python, "--onto-python", python, "--out", tmp_path / "r"
+    )
+    assert res.code == 0, res.err + res.out
+    rebased = yaml.safe_load((tmp_path / "r" / "patchset.yaml").read_text())
+    assert [p["id"] for p in rebased["patches"]] == ["mla-full-graph", "mla-fp8-kernel-row"]
 
 
 def test_check_on_an_unpacked_tree_with_duplicated_context(tmp_path: Path) -> None:

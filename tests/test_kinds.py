@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import diff_patch, snapshot, write_patchset
+from conftest import diff_patch, run_cli, snapshot, write_patchset
 from patchbay.engine import PatchStatus, apply_patchset, make_plan, revert_patchset
 from patchbay.errors import RefusedError
 from patchbay.model import load_patchset
@@ -191,6 +191,66 @@ def test_replace_that_extends_its_old_text(tmp_path: Path, root: Path) -> None:
     apply(ps, root)
     assert statuses(ps, root) == {"r": PatchStatus.APPLIED}
     assert (root / "pkg/m.py").read_text().count("d = 4") == 1
+
+
+SCHED = (
+    "def can_decode(num_decode_tokens):\n"
+    "    if num_decode_tokens:\n"
+    "        return num_decode_tokens == 1\n"
+    "    return False\n"
+)
+
+
+def test_replace_with_a_typo_in_old_is_a_conflict_not_redundant(tmp_path: Path) -> None:
+    """old mistyped (absent), new present elsewhere by chance: not evidence it was applied."""
+    root = tmp_path / "root"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/s.py").write_text(SCHED)
+    edit = {"file": "pkg/s.py", "old": "return num_decode_tokns == 1", "new": "return False"}
+    ps = _replace_ps(tmp_path, [edit])
+    patchset, env = _run(ps, root)
+    report = make_plan(patchset, env).reports[0]
+    assert report.status is PatchStatus.CONFLICT
+    assert "old text not found, but line 3 is close to it" in report.inspection.hunks[0].detail
+    with pytest.raises(RefusedError):
+        apply_patchset(patchset, env)
+    assert (root / "pkg/s.py").read_text() == SCHED
+    res = run_cli("status", ps, "--root", root)
+    assert res.code == 1 and "redundant" not in res.out
+
+
+def test_replace_whose_new_text_is_there_too_often_is_a_conflict(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/s.py").write_text(SCHED + "def other():\n    return False\n")
+    ps = _replace_ps(tmp_path, [{"file": "pkg/s.py", "old": "raise Stop()", "new": "return False"}])
+    report = make_plan(*_run(ps, root)).reports[0]
+    assert report.status is PatchStatus.CONFLICT
+    assert "new text found 2 time(s), expected 1" in report.inspection.hunks[0].detail
+
+
+def test_replace_already_made_upstream_is_redundant(tmp_path: Path) -> None:
+    """The image ships the edit (a small one: new is close to old, and stands where old was)."""
+    root = tmp_path / "root"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/s.py").write_text(SCHED.replace("== 1", "== 2"))
+    edit = {
+        "file": "pkg/s.py",
+        "old": "return num_decode_tokens == 1",
+        "new": "return num_decode_tokens == 2",
+    }
+    ps = _replace_ps(tmp_path, [edit])
+    assert statuses(ps, root) == {"r": PatchStatus.REDUNDANT}
+
+
+def test_replace_applied_by_patchbay_is_applied(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg/s.py").write_text(SCHED)
+    edit = {"file": "pkg/s.py", "old": "return num_decode_tokens == 1", "new": "return True"}
+    ps = _replace_ps(tmp_path, [edit])
+    assert apply(ps, root).applied == ["r"]
+    assert statuses(ps, root) == {"r": PatchStatus.APPLIED}
 
 
 def test_replace_in_crlf_file_keeps_crlf(tmp_path: Path, root: Path) -> None:

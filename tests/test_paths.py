@@ -256,7 +256,7 @@ def test_a_command_output_turned_into_a_link_out_of_the_target_is_refused(
     res = cli("apply", ps, "--root", root)
     assert res.code == 1, res.err
     assert "declared output refused" in res.err and "symbolic link" in res.err
-    assert "every file this run touched was restored" in res.err
+    assert "every file patchbay journaled was restored, but not what command" in res.err
     assert not os.path.lexists(root / "demo_engine" / "module.so")
     assert snapshot(root) == before and outside.read_text() == "outside\n"
 

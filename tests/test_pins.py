@@ -109,8 +109,8 @@ def test_a_failed_run_rolls_back_every_distribution(
         res = run_main("apply", ps, "--python", pengine.python)
     assert res.code == 1 and res.crash is None
     assert "command exited with status 3" in res.err
-    assert "every file this run touched was restored" in res.err
-    assert "not everything" not in res.err
+    assert "every file patchbay journaled was restored, but not what command" in res.err
+    assert "nor everything else" not in res.err
     assert _versions(pengine) == {"torchx": "1.0"}
     assert (
         not (pengine.state_dir / "ledger.json").exists()
@@ -131,7 +131,7 @@ def test_a_rollback_that_cannot_restore_a_pin_says_so(
     assert res.code == 1 and res.crash is None
     head = _from_the_error(res.err)[0]
     assert "command exited with status 3" in head
-    assert "but not everything else (below)" in head
+    assert "nor everything else (below)" in head
     assert "could not restore torchx==1.0 (torchx 2.0 stays installed)" in res.err
     assert "ERROR: No matching distribution found for torchx==1.0" in res.err
     # what could be restored was: the added distribution is gone again

@@ -241,7 +241,7 @@ def test_rollback_across_filesystems_restores_by_rename(tmp_path: Path, other_fs
     before = snapshot(root)
     res = cli("apply", ps, "--root", root, "--state-dir", other_fs)
     assert res.code == 1, res.err
-    assert "every file this run touched was restored" in res.err
+    assert "every file patchbay journaled was restored, but not what command p3" in res.err
     assert snapshot(root) == before
     assert not [p for p in root.rglob(".patchbay-*")]
 
@@ -315,7 +315,7 @@ def test_a_disk_that_fills_up_mid_run_is_one_line_and_fully_rolled_back(
     res = cli("apply", ps, "--root", root, "--quiet")  # stderr: the error alone, no progress
     assert res.code == 1, res.err
     assert "No space left on device" in res.err
-    assert "every file this run touched was restored" in res.err
+    assert "every file patchbay journaled was restored, but not what command fill" in res.err
     assert "Traceback" not in res.err and len(res.err.splitlines()) == 1
     assert snapshot(root) == before
     assert not (root / ".patchbay" / "journal").exists()

@@ -1,10 +1,15 @@
 """``check``: every patch against a candidate image, before an image bump; writes nothing.
 
-The candidate is judged as shipped (its ledger, if any, is ignored) by the same classification
-engine as ``status``, and each patch gets a verdict for the bump:
+The candidate is judged by the same classification engine as ``status``, with the candidate
+environment's own ledger (the state-folder rules of ``status``): a patch patchbay itself
+applied there is ``applied``, never ``upstream`` (its result is there because patchbay wrote
+it, not because the image ships it). Each patch gets a verdict for the bump:
 
 =========== ===========================================================================
 applies     still needed, and applies cleanly
+applied     patchbay applied it in the candidate environment (its ledger says so): still
+            needed, not droppable; judge a fresh copy of the image to know more
+outdated    patchbay applied an older version of it there
 upstream    its result is already in the candidate: drop the patch with the bump
 partial     some hunks are already there, others pending: trim the patch (hunks named)
 conflict    a hunk neither applies nor is present (the closest matching place is named)
@@ -30,6 +35,8 @@ class Verdict(str, Enum):
     """What a candidate image means for one patch."""
 
     APPLIES = "applies"
+    APPLIED = "applied"
+    OUTDATED = "outdated"
     UPSTREAM = "upstream"
     PARTIAL = "partial"
     CONFLICT = "conflict"
@@ -39,7 +46,8 @@ class Verdict(str, Enum):
 
 _VERDICTS = {
     PatchStatus.PENDING: Verdict.APPLIES,
-    PatchStatus.APPLIED: Verdict.UPSTREAM,
+    PatchStatus.APPLIED: Verdict.APPLIED,  # with a ledger entry only: patchbay wrote it
+    PatchStatus.OUTDATED: Verdict.OUTDATED,
     PatchStatus.REDUNDANT: Verdict.UPSTREAM,
     PatchStatus.PARTIAL: Verdict.PARTIAL,
     PatchStatus.CONFLICT: Verdict.CONFLICT,
@@ -47,7 +55,12 @@ _VERDICTS = {
     PatchStatus.UNLOCKED: Verdict.UNLOCKED,
 }
 
-CLEAR = {Verdict.APPLIES, Verdict.UPSTREAM}
+CLEAR = {Verdict.APPLIES, Verdict.APPLIED, Verdict.UPSTREAM}
+
+APPLIED_NOTE = (
+    "applied by patchbay in this environment (its ledger records it), so its presence says "
+    "nothing of the image: keep the patch; check a fresh copy of the image to see if it ships it"
+)
 
 
 @dataclass
@@ -101,11 +114,15 @@ def check_patchset(patchset: Patchset, env: Environment) -> CheckResult:
     """Judge every patch of ``patchset`` on the candidate environment ``env``.
 
     The base guard is evaluated and reported but does not block: a candidate image is expected
-    to differ from the pinned one.
+    to differ from the pinned one. The candidate's ledger (``env.state_dir``) is read: what
+    patchbay applied there is ``applied``, not ``upstream``.
 
     Raises:
         InputError: a patch's content is missing or corrupt.
         RefusedError: a patch path is unsafe in the candidate tree.
     """
-    plan = make_plan(patchset, env, use_ledger=False)
+    plan = make_plan(patchset, env)
+    for report in plan.reports:
+        if report.status is PatchStatus.APPLIED:
+            report.inspection.notes.append(APPLIED_NOTE)
     return CheckResult(plan, [CheckItem(r, _VERDICTS[r.status]) for r in plan.reports])

@@ -467,6 +467,13 @@ def _status(
 ) -> tuple[PatchStatus, list[str]]:
     notes = list(inspection.notes)
     state = inspection.state
+    if entry is None and inspection.unproven:
+        # present by a guess only, and patchbay did not write it: fail closed
+        for index, why in inspection.unproven:
+            for hunk in inspection.hunks:
+                if hunk.index == index:
+                    hunk.state, hunk.detail = HunkState.CONFLICT, why
+        inspection.state = state = ContentState.CONFLICT
     if entry is not None and not same_patch(entry, loaded):
         recorded = entry.patch_identity or entry.patch_sha256
         now = loaded.identity if entry.patch_identity else loaded.sha256

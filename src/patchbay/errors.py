@@ -107,3 +107,18 @@ class SourceUnreachable(RefusedError):
     def __init__(self, reason: str, *, place: str, **kwargs: Any) -> None:
         super().__init__(reason, **kwargs)
         self.place = place
+
+
+class Interrupted(PatchbayError):
+    """A run was stopped by a signal (SIGINT: exit 130, SIGTERM: exit 143, i.e. 128 plus the
+    signal number, as a shell reports it) after its changes were rolled back."""
+
+    def __init__(self, reason: str, *, signum: int, **kwargs: object) -> None:
+        super().__init__(reason, **kwargs)  # type: ignore[arg-type]
+        self.exit_code = 128 + signum
+
+
+class Terminated(KeyboardInterrupt):
+    """Raised in the main thread by the SIGTERM handler a :class:`~patchbay.transaction.
+    Transaction` installs, so ``docker stop`` or a CI cancel rolls the run back as Ctrl-C does
+    (a ``BaseException``: no ``except Exception`` on the way swallows it)."""

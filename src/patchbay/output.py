@@ -159,6 +159,8 @@ def print_guard(plan: Plan, console: Console) -> None:
 
 CHECK_STYLES = {
     Verdict.APPLIES: "yellow",
+    Verdict.APPLIED: "green",
+    Verdict.OUTDATED: "red",
     Verdict.UPSTREAM: "cyan",
     Verdict.PARTIAL: "red",
     Verdict.CONFLICT: "red",

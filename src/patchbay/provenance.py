@@ -15,6 +15,7 @@ from typing import Any
 from . import __version__
 from .engine import Plan
 from .errors import ApplyFailed, InputError
+from .outputs import check_output_file
 from .transaction import write_atomic
 
 PROVENANCE_FORMAT = 1
@@ -54,20 +55,21 @@ def provenance(
     }
 
 
-def check_record_path(path: Path) -> None:
-    """Make sure a record can be written at ``path`` before the command changes anything.
+def check_record_path(path: Path, option: str = "--record") -> None:
+    """Make sure a record (or report) can be written at ``path`` before the command changes
+    anything; ``option`` names the option the user gave, for the message.
 
     Raises:
-        InputError: the folder cannot be created or written, or ``path`` is a folder.
+        InputError: the folder cannot be created or written, or ``path`` is a folder
+            (:func:`patchbay.outputs.check_output_file`).
     """
+    check_output_file(path, option)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir():
-            raise InputError("--record names a folder, not a file", file=path)
         probe = tempfile.NamedTemporaryFile(dir=path.parent, prefix=".patchbay-record-")  # noqa: SIM115
         probe.close()
     except OSError as exc:
-        raise InputError(f"--record cannot be written: {exc.strerror or exc}", file=path) from None
+        raise InputError(f"{option} cannot be written: {exc.strerror or exc}", file=path) from None
 
 
 def write_record(path: Path, document: dict[str, Any]) -> None:

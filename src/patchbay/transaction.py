@@ -51,7 +51,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .errors import ApplyFailed, PatchbayError, RefusedError
+from .errors import ApplyFailed, Interrupted, PatchbayError, RefusedError, Terminated
 from .paths import contained
 
 MANIFEST = "journal.jsonl"
@@ -126,9 +126,20 @@ class Transaction:
         self._real: dict[str, str] = {}  # realpath cache of the run (roots and folders)
         self._journal_dev: int | None = None
         self.outcome: Rollback | None = None
+        self._untracked: list[str] = []
+        self._previous_sigterm: Any = None
 
     def __enter__(self) -> Transaction:
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
         return self
+
+    def note_untracked(self, what: str) -> None:
+        """Record an effect of the run the journal cannot see (what a command wrote beyond
+        its declared paths); a rollback's message then names it instead of claiming every
+        change was undone."""
+        if what not in self._untracked:
+            self._untracked.append(what)
 
     def __exit__(
         self,
@@ -136,6 +147,14 @@ class Transaction:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        try:
+            self._finish(exc)
+        finally:
+            if self._previous_sigterm is not None:
+                signal.signal(signal.SIGTERM, self._previous_sigterm)
+                self._previous_sigterm = None
+
+    def _finish(self, exc: BaseException | None) -> None:
         if self._done:
             return
         outcome = self.rollback()
@@ -145,8 +164,10 @@ class Transaction:
             error: PatchbayError = exc
         elif isinstance(exc, OSError):
             error = ApplyFailed(f"{self.doing} failed: {exc.strerror or exc}", file=exc.filename)
-        elif isinstance(exc, KeyboardInterrupt) and not outcome.complete:
-            error = ApplyFailed("interrupted")
+        elif isinstance(exc, Terminated):
+            error = Interrupted("terminated by SIGTERM", signum=signal.SIGTERM)
+        elif isinstance(exc, KeyboardInterrupt):
+            error = Interrupted("interrupted", signum=signal.SIGINT)
         else:
             if not outcome.complete and isinstance(exc, Exception):
                 for line in outcome.problems():
@@ -163,6 +184,14 @@ class Transaction:
                 f"; {n} file(s) could not be restored (listed below; the journal {self.dir} "
                 "keeps their originals and the next apply or revert tries again)"
             )
+        elif "nothing was changed" not in error.reason and self._untracked:
+            error.reason += (
+                "; every file patchbay journaled was restored, but not "
+                + " nor ".join(self._untracked)
+                + " (patchbay does not track it)"
+            )
+            if outcome.undo_problems:
+                error.reason += ", nor everything else (below)"
         elif "nothing was changed" not in error.reason:
             error.reason += "; every file this run touched was restored"
             if outcome.undo_problems:
@@ -377,6 +406,10 @@ def _existing_ancestor(folder: Path) -> Path:
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     return folder
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 @contextlib.contextmanager

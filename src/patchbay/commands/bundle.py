@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..bundle import make_bundle
 from ..options import RunOptions
+from ..outputs import check_output_folder
 from ..selfcarry import INSTALLER
 from .common import environment, load, say
 
@@ -19,7 +20,8 @@ def run(
     options: Callable[[], RunOptions],
     with_patchbay: bool = True,
 ) -> int:
-    """Write the bundle; exit 0. Errors raise."""
+    """Write the bundle; exit 0. Errors raise (a bad ``out`` before any work)."""
+    check_output_folder(out, "OUT")
     patchset = load(patchset_arg)
     env = environment(patchset, python, None, None)
     manifest = make_bundle(patchset, env, out, options(), with_patchbay=with_patchbay)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..errors import InputError, PatchbayError
 from ..importer import import_script, parse_projects
+from ..outputs import check_output_folder
 from . import status, validate
 from .common import say
 
@@ -32,9 +33,7 @@ def run(
         from ..targets import _interpreter_path, probe
 
         probe(_interpreter_path(python), [], [])
-    parent = next((p for p in out.parents if p.exists()), None)
-    if parent is not None and not parent.is_dir():
-        raise InputError(f"--out cannot be created: {parent} is not a folder", file=out)
+    check_output_folder(out, "--out")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..capture import PristineSources
 from ..errors import InputError
+from ..outputs import check_input_folder, check_output_folder
 from ..rebase import rebase_patchset
 from .common import environment, load, say
 
@@ -30,6 +31,12 @@ def run(
     """Print what happened to each patch; exit 0 when all clear, 1 when conflicts remain."""
     if (onto_python is None) == (onto_root is None):
         raise InputError("give the candidate image: --onto-python PATH or --onto-root DIR")
+    if out is not None:
+        check_output_folder(out, "--out")
+    if conflicts is not None:
+        check_output_folder(conflicts, "--conflicts")
+    if resolved is not None:
+        check_input_folder(resolved, "--resolved")
     patchset = load(patchset_arg)
     old_env = environment(patchset, python, root, state_dir)
     new_env = environment(patchset, onto_python, onto_root, None)

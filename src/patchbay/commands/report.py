@@ -97,7 +97,7 @@ def run(
         use_graphql=graphql,
     )
     for path in outputs or []:  # before asking the forge anything
-        check_record_path(path)
+        check_record_path(path, "-o/--output")
     if history is not None and history.is_dir():
         raise InputError("--history names a folder, not a file", file=history)
     if history is not None and history.exists() and not history.is_file():

@@ -10,6 +10,7 @@ from ..audit.config import load_config
 from ..errors import InputError, PatchbayError, RefusedError
 from ..kinds import KINDS
 from ..model import PATCHSET_FILENAMES, Patchset, load_patchset
+from ..outputs import check_output_file
 from ..waivers import PatchSummary, waiver_template
 from .common import load, say
 
@@ -32,6 +33,8 @@ def new(
         InputError: unknown patch id, invalid waiver id, a patchset that does not load.
         RefusedError: the file exists and ``force`` is not set.
     """
+    if output is not None:
+        check_output_file(output, "-o/--output")
     patchset = load(patchset_arg)
     patch_ids = list(dict.fromkeys(patch_ids))  # `waiver new ps pad pad` covers pad once
     by_id = {p.id: (i, p) for i, p in enumerate(patchset.patches)}

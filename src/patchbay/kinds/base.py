@@ -93,6 +93,8 @@ class Inspection:
     record of how to write it (e.g. hunks at the places found), so that writing needs no second
     look at the tree. ``undo`` (when applied, and the kind can tell) says what the files were
     before the patch, so that the patches before it can be judged on the tree as they left it.
+    ``unproven`` lists ``(hunk index, why)`` of units found present only by a guess that the
+    ledger must confirm: with no ledger entry of the patch they are conflicts, not present.
     """
 
     state: ContentState
@@ -102,6 +104,7 @@ class Inspection:
     data: Any = None
     undo: list[FileChange] = field(default_factory=list)
     record: dict[str, Any] = field(default_factory=dict)
+    unproven: list[tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass

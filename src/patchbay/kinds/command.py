@@ -8,7 +8,9 @@ interpreter, in ``cwd`` under its target; ``remove`` paths (stale builds, under 
 ``{target, path}`` under another one, such as a per-user JIT folder) are deleted first, through
 the run's journal. A non-zero exit fails the run, which is rolled back like any other
 failure (files restored; what the command itself wrote beyond its declared output cannot be
-tracked).
+tracked, and the failure says so). The command runs in a process group of its own
+(:mod:`patchbay.childgroup`): on a timeout, an interrupt or a failure, and when it exits, every
+process it started is killed and waited for before the rollback begins.
 
 The environment is patchbay's own with every credential removed (the rule of
 :func:`patchbay.redaction.is_credential`: ``GITHUB_TOKEN``, ``*_TOKEN``, ``*_SECRET``,
@@ -24,14 +26,17 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from .. import progress
+from ..childgroup import run_in_group
 from ..errors import ApplyFailed
 from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
@@ -106,10 +111,13 @@ class CommandKind:
             if not cwd.is_dir():
                 raise ApplyFailed(f"working folder {cwd} does not exist", patch_id=patch.id)
             # the raw output lives in an unlinked file: only its redacted copy reaches the disk
+            txn.note_untracked(
+                f"what command {patch.id} wrote outside its declared output and remove paths"
+            )
             with tempfile.TemporaryFile() as raw:
                 try:
                     try:  # a progress step: elapsed, the log, the last line of output
-                        proc = progress.run(
+                        returncode = _run_step(
                             argv,
                             title=f"{patch.id}: {' '.join(patch.argv)}"[:120],
                             log=log,
@@ -128,13 +136,12 @@ class CommandKind:
                     ) from None
                 except subprocess.TimeoutExpired:
                     raise ApplyFailed(
-                        f"command timed out after {patch.timeout:g} s (log: {log})",
+                        f"command timed out after {patch.timeout:g} s; its process group was "
+                        f"killed (log: {log})",
                         patch_id=patch.id,
                     ) from None
-            if proc.returncode != 0:
-                raise ApplyFailed(
-                    f"command exited with status {proc.returncode} (log: {log})", patch_id=patch.id
-                )
+            if returncode != 0:
+                raise ApplyFailed(f"command {_status(returncode)} (log: {log})", patch_id=patch.id)
             if output is not None and not output.exists():
                 raise ApplyFailed(
                     f"command did not produce its declared output {patch.output} (log: {log})",
@@ -164,6 +171,9 @@ class CommandKind:
         return True
 
 
+_DRAIN_S = 5.0  # seconds the output is still read once the group is gone
+
+
 def command_environment(
     declared: Mapping[str, str | None], environ: Mapping[str, str] | None = None
 ) -> dict[str, str]:
@@ -178,6 +188,42 @@ def command_environment(
         elif name in env:
             out[name] = env[name]
     return out
+
+
+def _run_step(
+    argv: list[str],
+    *,
+    title: str,
+    log: Path,
+    sink: IO[bytes],
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout: float | None,
+) -> int:
+    """Run ``argv`` in its own process group (:func:`~patchbay.childgroup.run_in_group`) as a
+    progress step: its output (stderr joined) goes to ``sink`` line by line and its last line
+    is shown while it runs. Returns its exit status; raises as ``run_in_group`` does."""
+    read_fd, write_fd = os.pipe()
+    with progress.step(title, log=log) as s, os.fdopen(write_fd, "wb") as pipe:
+
+        def copy() -> None:
+            with os.fdopen(read_fd, "rb") as out:
+                try:
+                    for raw in iter(out.readline, b""):
+                        sink.write(raw)
+                        s.line(raw.decode("utf-8", "replace"))
+                except (OSError, ValueError):  # the sink was closed under a straggler's output
+                    pass
+
+        reader = threading.Thread(target=copy, name="patchbay-command-output", daemon=True)
+        reader.start()
+        try:
+            returncode = run_in_group(argv, cwd=cwd, env=env, stdout=pipe, timeout=timeout)
+        finally:
+            pipe.close()  # the group is gone: the reader sees the end of its output
+            reader.join(_DRAIN_S)
+        s.exit_code = returncode
+    return returncode
 
 
 def _write_command_log(log: Path, argv: list[str], cwd: Path, raw: IO[bytes]) -> None:
@@ -197,3 +243,14 @@ def _remove(path: Path, txn: Transaction) -> None:
     elif path.exists() or path.is_symlink():
         txn.save(path)
         path.unlink()
+
+
+def _status(returncode: int) -> str:
+    """``exited with status N`` or ``was killed by SIGNAME``."""
+    if returncode >= 0:
+        return f"exited with status {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"was killed by {name}"

@@ -10,11 +10,19 @@ the guarantees they lacked. Each edit is one unit (like a hunk):
 - otherwise *conflict*, saying how many times each text was found: an edit never applies when
   ``old`` matches a different number of times than declared.
 
+*Applied* found by counts alone is a guess: a typo in ``old`` makes it absent, and ``new`` (say
+``return False``) may occur elsewhere by chance. So an applied edit is *unproven* (a conflict
+unless the ledger says patchbay applied the patch, see :attr:`Inspection.unproven`) when
+``new`` does not occur exactly ``count`` times, or when the file, with every occurrence of
+``new`` blanked out, still holds text close to ``old`` (:func:`near_match`: the place the edit
+aims at is still there, unchanged or mistyped).
+
 Edits of one patch apply in order; YAML text uses LF, and is matched with CRLF in a CRLF file.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 from typing import TYPE_CHECKING
 
@@ -61,6 +69,59 @@ def _classify(text: str, edit: ReplaceEdit, old: str, new: str) -> tuple[HunkSta
     )
 
 
+# share of ``old``'s characters found, in order and in runs of 3 or more, for a near match
+NEAR_SHARE = 0.85
+
+
+def near_match(text: str, old: str, new: str) -> int | None:
+    """The 1-based line of a text close to ``old`` in ``text`` outside the occurrences of
+    ``new``, or None.
+
+    ``text`` is compared line window by line window (as many lines as ``old`` has) with
+    ``old``, leading and trailing blanks stripped; a window matches when runs of 3 or more
+    characters common to both, in order (:class:`difflib.SequenceMatcher`), cover
+    :data:`NEAR_SHARE` of ``old``.
+    """
+    target = old.strip()
+    if len(target) < 4:
+        return None
+    masked = text
+    if new:
+        masked = text.replace(new, "".join(c if c == "\n" else " " for c in new))
+    lines = masked.split("\n")
+    size = target.count("\n") + 1
+    matcher = difflib.SequenceMatcher(None, autojunk=False)
+    matcher.set_seq2(target)
+    for start in range(len(lines)):
+        window = "\n".join(lines[start : start + size]).strip()
+        if not window:
+            continue
+        matcher.set_seq1(window)
+        if matcher.real_quick_ratio() * (len(window) + len(target)) < 2 * NEAR_SHARE * len(target):
+            continue
+        found = sum(b.size for b in matcher.get_matching_blocks() if b.size >= 3)
+        if found >= NEAR_SHARE * len(target):
+            return start + 1
+    return None
+
+
+def _unproven(text: str, edit: ReplaceEdit, old: str, new: str) -> str | None:
+    """Why an edit found applied by counts may not be (None: the counts are evidence)."""
+    n_new = text.count(new)
+    if n_new != edit.count:
+        return (
+            f"old text not found; new text found {n_new} time(s), expected {edit.count}, "
+            "so it is not known to be this edit's"
+        )
+    line = near_match(text, old, new)
+    if line is not None:
+        return (
+            f"old text not found, but line {line} is close to it (a typo in old, or the "
+            "line changed); new text found elsewhere"
+        )
+    return None
+
+
 class ReplaceKind(FileKind):
     """Implements :class:`~patchbay.kinds.base.PatchKind` for ``kind: replace``."""
 
@@ -80,6 +141,7 @@ class ReplaceKind(FileKind):
         texts: dict[str, str | None] = {}
         originals: dict[str, bytes | None] = {}
         crlf_files: dict[str, bool] = {}  # of each text as it is now (it changes with an edit)
+        unproven: list[tuple[int, str]] = []
         for number, edit in enumerate(patch.edits, start=1):
             if edit.file not in texts:
                 data = tree.read(patch.target, edit.file)
@@ -100,6 +162,10 @@ class ReplaceKind(FileKind):
                 old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
                 notes.append(f"{edit.file} uses CRLF line endings; edit {number} matched with CRLF")
             result.state, result.detail = _classify(text, edit, old, new)
+            if result.state is HunkState.APPLIED:
+                why = _unproven(text, edit, old, new)
+                if why is not None:
+                    unproven.append((number, why))
             where = text.find(old if result.state is HunkState.PENDING else new)
             if where >= 0 and result.state is not HunkState.CONFLICT:
                 result.line = text.count("\n", 0, where) + 1
@@ -119,7 +185,14 @@ class ReplaceKind(FileKind):
                 )
                 for f in texts
             ]
-        return Inspection(state=state, hunks=results, changes=changes, notes=notes, undo=undo)
+        return Inspection(
+            state=state,
+            hunks=results,
+            changes=changes,
+            notes=notes,
+            undo=undo,
+            unproven=unproven,
+        )
 
     @staticmethod
     def _undo(
