@@ -131,6 +131,8 @@ class CommandKind:
                         f"command timed out after {patch.timeout:g} s (log: {log})",
                         patch_id=patch.id,
                     ) from None
+                finally:
+                    tree.forget_folders()  # it may have made or removed folders and links
             if proc.returncode != 0:
                 raise ApplyFailed(
                     f"command exited with status {proc.returncode} (log: {log})", patch_id=patch.id
