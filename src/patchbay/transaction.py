@@ -50,6 +50,7 @@ import filecmp
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -144,6 +145,7 @@ class Transaction:
         self._real: dict[str, str] = {}  # realpath cache of the run (roots and folders)
         self._journal_dev: int | None = None
         self._store_dev: int | None = None
+        self._store_made = False
         self.outcome: Rollback | None = None
 
     def __enter__(self) -> Transaction:
@@ -292,7 +294,9 @@ class Transaction:
         self._record(str(blob), existed=False, created_dirs=_missing_dirs(blob))
         fault_point("store-entry-journaled")
         try:
-            self.store.mkdir(parents=True, exist_ok=True)
+            if not self._store_made:
+                self.store.mkdir(parents=True, exist_ok=True)
+                self._store_made = True
             os.link(path, blob, follow_symlinks=False)
         except OSError:
             return None  # an immutable store, a file that cannot be linked: the journal keeps it
@@ -402,8 +406,11 @@ def _beside(path: Path, journal_id: str, n: int) -> Path:
     return path.parent / f".patchbay-{journal_id}-{n:06d}"
 
 
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
 def _is_digest(text: object) -> bool:
-    return isinstance(text, str) and len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+    return isinstance(text, str) and _DIGEST.fullmatch(text) is not None
 
 
 def _sha256_file(path: Path) -> str:
