@@ -148,7 +148,10 @@ class Edit:
 def plan_edits(
     rng: random.Random, lines: list[str], n_hunks: int, marker_line: str | None, tag: str
 ) -> list[Edit] | None:
-    """Edits at least 8 lines apart whose pre- and postimage each occur exactly once."""
+    """Edits at least 8 lines apart whose pre- and postimage each occur exactly once, and
+    whose replaced lines become lines the file does not hold yet (a changed line that already
+    reads so elsewhere can be taken for the change landed with its context moved, which
+    patchbay refuses as ambiguous, rightly or not: not what these benchmarks measure)."""
     n = len(lines)
     number = re.compile(r"(\d+)(\D*)$")
     for _ in range(200):
@@ -180,6 +183,8 @@ def plan_edits(
             if _count(pre, lines) != 1 or _count(post, new_lines) != 1:
                 ok = False
             if _count(pre, new_lines) or _count(post, lines):
+                ok = False
+            if e.replace and e.text in lines:  # the new line already elsewhere: see below
                 ok = False
         if ok:
             return edits

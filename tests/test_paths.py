@@ -16,8 +16,16 @@ import pytest
 from conftest import CASES, Result, snapshot, write_patchset
 from inprocess import run_main
 from patchbay.diffparse import parse_diff
-from patchbay.errors import InputError
-from patchbay.paths import PathRejected, check_relative, contained, quote_c, unquote_c
+from patchbay.errors import InputError, RefusedError
+from patchbay.paths import (
+    PathRejected,
+    check_relative,
+    contained,
+    quote_c,
+    resolve_under,
+    unquote_c,
+)
+from patchbay.tree import Tree
 
 
 def cli(*args: str | Path) -> Result:
@@ -335,3 +343,47 @@ def test_contained_is_the_gate_for_absolute_journal_paths(tmp_path: Path) -> Non
         str(root),
     ]:
         assert contained(bad, [root]) is None, bad
+
+
+def test_the_folder_cache_of_resolve_under_refuses_what_the_walk_refuses(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "a.py").write_text("a\n")
+    (root / "pkg" / "plain").write_text("not a folder\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "pkg" / "away").symlink_to(outside)
+    (root / "pkg" / "link.py").symlink_to(root / "pkg" / "a.py")
+    folders: dict[str, str] = {}
+    assert resolve_under(root, "pkg/a.py", folders=folders) == root / "pkg" / "a.py"
+    assert folders == {str(root / "pkg"): os.path.realpath(root / "pkg")}
+    # the folder is known now: its files' own checks still hold
+    with pytest.raises(PathRejected, match="symbolic link"):
+        resolve_under(root, "pkg/link.py", folders=folders)
+    with pytest.raises(PathRejected, match="is a file, not a folder"):
+        resolve_under(root, "pkg/plain/b.py", folders=folders)
+    for _ in range(2):  # the linked folder is refused every time, never cached
+        with pytest.raises(PathRejected, match="outside target root"):
+            resolve_under(root, "pkg/away/b.py", folders=folders)
+    assert str(root / "pkg" / "away") not in folders
+    # a missing folder is not cached: once it exists as a link out, it is refused
+    assert resolve_under(root, "new/c.py", folders=folders) == root / "new" / "c.py"
+    assert str(root / "new") not in folders
+    (root / "new").symlink_to(outside)
+    with pytest.raises(PathRejected, match="outside target root"):
+        resolve_under(root, "new/c.py", folders=folders)
+
+
+def test_a_tree_forgets_its_folders_when_told(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "pkg").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tree = Tree({"engine": root})
+    assert tree.fork().resolve("engine", "pkg/a.py") == root / "pkg" / "a.py"
+    # what a command could do: the folder becomes a link out of the root
+    shutil.rmtree(root / "pkg")
+    (root / "pkg").symlink_to(outside)
+    tree.forget_folders()
+    with pytest.raises(RefusedError, match="outside target root"):
+        tree.resolve("engine", "pkg/b.py")

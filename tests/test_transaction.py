@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -368,3 +369,177 @@ def test_a_journal_from_before_the_header_is_still_recovered(tmp_path: Path) -> 
     assert outcome.complete and sorted(outcome.restored) == sorted([root / "new.py", kept])
     assert kept.read_text() == "old\n" and not (root / "new.py").exists()
     assert not journal.exists()
+
+
+# -- originals kept as entries of a content-addressed store (journal format 2) ---------------
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _store_tree(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(root, state, a file under root holding b'old\\n', mode 0o755, an old mtime)."""
+    root, state = tmp_path / "root", tmp_path / "state"
+    (root / "pkg").mkdir(parents=True)
+    kept = root / "pkg" / "kept.py"
+    kept.write_bytes(b"old\n")
+    os.chmod(kept, 0o755)
+    os.utime(kept, ns=(1_000_000_000, 2_000_000_000))
+    return root, state, kept
+
+
+def test_an_original_kept_in_the_store_is_renamed_back_on_rollback(tmp_path: Path) -> None:
+    root, state, kept = _store_tree(tmp_path)
+    inode = os.stat(kept).st_ino
+    blob = state / "blobs" / _sha(b"old\n")
+    before = snapshot(root)
+    txn = Transaction(state / "journal", [root, state], store=state / "blobs")
+    with pytest.raises(RuntimeError), txn:
+        txn.save(kept, digest=_sha(b"old\n"))
+        assert os.stat(blob).st_ino == inode  # the original itself, no copy
+        assert sorted(p.name for p in (state / "journal").iterdir()) == ["journal.jsonl"]
+        write_atomic(kept, b"new\n")
+        raise RuntimeError("a later patch failed")
+    assert snapshot(root) == before and os.stat(kept).st_ino == inode
+    assert not (state / "blobs").exists()  # the store entry and the folder it needed: gone
+    assert not (state / "journal").exists()
+
+
+def test_a_commit_leaves_the_original_as_the_store_entry_and_deletes_nothing(
+    tmp_path: Path,
+) -> None:
+    root, state, kept = _store_tree(tmp_path)
+    inode = os.stat(kept).st_ino
+    with Transaction(state / "journal", [root, state], store=state / "blobs") as txn:
+        txn.save(kept, digest=_sha(b"old\n"))
+        write_atomic(kept, b"new\n")
+        txn.commit()
+    blob = state / "blobs" / _sha(b"old\n")
+    assert blob.read_bytes() == b"old\n" and os.stat(blob).st_ino == inode
+    assert kept.read_bytes() == b"new\n"
+    assert not (state / "journal").exists()
+
+
+def test_a_file_that_does_not_hold_its_digest_is_journaled_as_before(tmp_path: Path) -> None:
+    """The caller's digest is checked on the linked bytes: a file changed since it was read
+    never becomes a store entry under a digest it does not have."""
+    root, state, kept = _store_tree(tmp_path)
+    txn = Transaction(state / "journal", [root, state], store=state / "blobs")
+    with pytest.raises(RuntimeError), txn:
+        txn.save(kept, digest=_sha(b"something else\n"))
+        assert not (state / "blobs" / _sha(b"something else\n")).exists()
+        assert len(list((state / "journal").iterdir())) == 2  # the manifest and a link
+        write_atomic(kept, b"new\n")
+        raise RuntimeError("a later patch failed")
+    assert kept.read_bytes() == b"old\n"
+    assert not (state / "journal").exists()
+
+
+def test_an_existing_store_entry_is_never_an_original_to_rename_back(tmp_path: Path) -> None:
+    """Two files with the same bytes, and a store that already holds them: every original
+    is kept in the journal, and a rollback leaves the store entry that was there."""
+    root, state, kept = _store_tree(tmp_path)
+    twin = root / "pkg" / "twin.py"
+    twin.write_bytes(b"old\n")
+    txn = Transaction(state / "journal", [root, state], store=state / "blobs")
+    with pytest.raises(RuntimeError), txn:
+        txn.save(kept, digest=_sha(b"old\n"))
+        txn.save(twin, digest=_sha(b"old\n"))  # the entry exists now (made for kept.py)
+        write_atomic(kept, b"new\n")
+        write_atomic(twin, b"new\n")
+        raise RuntimeError("a later patch failed")
+    assert kept.read_bytes() == twin.read_bytes() == b"old\n"
+    (state / "blobs").mkdir()
+    (state / "blobs" / _sha(b"old\n")).write_bytes(b"old\n")
+    txn = Transaction(state / "journal", [root, state], store=state / "blobs")
+    with pytest.raises(RuntimeError), txn:
+        txn.save(kept, digest=_sha(b"old\n"))
+        write_atomic(kept, b"new\n")
+        raise RuntimeError("a later patch failed")
+    assert kept.read_bytes() == b"old\n"
+    assert (state / "blobs" / _sha(b"old\n")).read_bytes() == b"old\n"
+
+
+KILLED_STORE_RUN = """
+import hashlib, os, sys
+from pathlib import Path
+from patchbay.transaction import Transaction, write_atomic
+root, state = Path(sys.argv[1]), Path(sys.argv[2])
+txn = Transaction(state / "journal", [root, state], store=state / "blobs")
+for name in sys.argv[3:]:
+    path = Path(name)
+    txn.save(path, digest=hashlib.sha256(path.read_bytes()).hexdigest())
+txn.sync()
+for name in sys.argv[3:]:
+    write_atomic(Path(name), b"half-written garbage\\n")
+os._exit(9)  # killed mid-run: no rollback, no commit
+"""
+
+
+@pytest.mark.parametrize(
+    "fault",
+    ["kill@store-entry-journaled:2", "kill@store-entry-linked:2", "kill@journal-saved:2", ""],
+)
+def test_a_run_killed_around_a_store_entry_is_rolled_back(tmp_path: Path, fault: str) -> None:
+    root, state, kept = _store_tree(tmp_path)
+    other = root / "pkg" / "other.py"
+    other.write_bytes(b"other\n")
+    before = snapshot(root)
+    env = {**os.environ, "PATCHBAY_TEST_FAULT": fault} if fault else None
+    args = [sys.executable, "-c", KILLED_STORE_RUN, str(root), str(state), str(kept), str(other)]
+    proc = subprocess.run(args, env=env, capture_output=True)
+    assert proc.returncode == (-9 if fault else 9), proc.stderr
+    outcome = recover(state / "journal", [root, state])
+    assert outcome.complete, outcome.problems()
+    assert snapshot(root) == before
+    assert not (state / "journal").exists()
+    assert not (state / "blobs").exists()  # its entries and the folder made for them
+
+
+def _journal(state: Path, header: dict[str, object], entries: list[dict[str, object]]) -> Path:
+    journal = state / "journal"
+    journal.mkdir(parents=True)
+    lines = [header, *entries]
+    (journal / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return journal
+
+
+def test_a_journal_of_a_newer_format_is_refused_whole(tmp_path: Path) -> None:
+    root, state, _ = _store_tree(tmp_path)
+    new = root / "pkg" / "new.py"
+    new.write_text("made by the run\n")
+    entry = {"n": 0, "path": str(new), "existed": False, "created_dirs": []}
+    journal = _journal(state, {"journal": 99, "id": "abcd"}, [entry])
+    outcome = recover(journal, [root, state])
+    assert not outcome.complete
+    assert "journal format 99 is not one this patchbay reads" in outcome.problems()[0]
+    assert new.exists() and (journal / "journal.jsonl").exists()
+
+
+@pytest.mark.parametrize("store", ["outside", None], ids=["store-outside-roots", "no-store"])
+def test_store_entries_without_a_store_in_the_roots_are_not_acted_on(
+    tmp_path: Path, store: str | None
+) -> None:
+    """A journal whose entries keep originals in a store it does not name, or names outside
+    the environment, is left as it is: deleting its store entries would lose originals."""
+    root, state, kept = _store_tree(tmp_path)
+    blobs = state / "blobs"
+    blobs.mkdir(parents=True)
+    digest = _sha(b"old\n")
+    os.link(kept, blobs / digest)
+    write_atomic(kept, b"half\n")
+    st = os.stat(blobs / digest)
+    header: dict[str, object] = {"journal": 2, "id": "abcd"}
+    if store is not None:
+        header["store"] = str(tmp_path / store)
+    entries = [
+        {"n": 0, "path": str(blobs / digest), "existed": False, "created_dirs": []},
+        {"n": 1, "path": str(kept), "existed": True, "backup": "store", "sha256": digest,
+         "mode": 0o755, "times": [st.st_atime_ns, st.st_mtime_ns]},
+    ]  # fmt: skip
+    journal = _journal(state, header, entries)
+    outcome = recover(journal, [root, state])
+    assert not outcome.complete
+    assert (blobs / digest).read_bytes() == b"old\n" and kept.read_bytes() == b"half\n"
+    assert (journal / "journal.jsonl").exists()

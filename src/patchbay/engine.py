@@ -678,7 +678,8 @@ def apply_patchset(
         result = ApplyResult(plan, recovered=recovered)
         if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
             return result
-        with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
+        journal = env.state_dir / "journal"
+        with Transaction(journal, _roots(env, patchset), store=plan.ledger.blob_dir) as txn:
             ledger = plan.ledger
             if plan.stale:
                 result.reverted = _revert_entries(
@@ -880,7 +881,8 @@ def _write_pending(
             if key not in created:  # folders missing before the first write of this file
                 created[key] = _missing_parents(path, env.roots[change.target])
                 modes[key] = _mode(path)
-            txn.save(path)
+            # the original becomes the ledger's blob of it (a link), when it can
+            txn.save(path, digest=sha256_or_none(change.before))
             planned[path] = change.after
             owner.setdefault(path, report.id)
     txn.sync()

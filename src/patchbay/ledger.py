@@ -23,7 +23,7 @@ from typing import Any
 
 from .errors import InputError
 from .noop import IDENTITY_KEY
-from .transaction import Transaction, fault_point, write_atomic
+from .transaction import Transaction, fault_point, fsync_dir, write_atomic
 
 LEDGER_FORMAT = 1
 
@@ -277,6 +277,8 @@ class Ledger:
             OSError: the write failed (no space, no permission); the old ledger is intact.
         """
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.blob_dir.is_dir():  # the blobs it names (links, mostly) are durable before it
+            fsync_dir(self.blob_dir)
         txn.save(self.path)
         write_atomic(
             self.path,

@@ -25,6 +25,7 @@ checks, so git never unquotes anything patchbay did not see.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -111,6 +112,7 @@ def quote_c(path: str) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a pure function, asked again for the same paths
 def check_relative(raw: str, *, folder: bool = False) -> str:
     """Normalise a path relative to some root, or refuse it.
 
@@ -153,13 +155,24 @@ def check_relative(raw: str, *, folder: bool = False) -> str:
     return "/".join(parts)
 
 
-def resolve_under(root: Path, rel: str, *, real_root: str | None = None) -> Path:
+def resolve_under(
+    root: Path,
+    rel: str,
+    *,
+    real_root: str | None = None,
+    folders: dict[str, str] | None = None,
+) -> Path:
     """``root / rel`` after checking ``rel`` (:func:`check_relative`) and the disk.
 
     Args:
         root: the folder ``rel`` is relative to (a target root).
         rel: a root-relative path.
         real_root: ``os.path.realpath(root)``, when the caller has it already.
+        folders: a cache the caller keeps while no folder or link under ``root`` can change
+            (one plan): absolute folder -> its real path, for folders found to exist, to be
+            folders and to resolve inside the root; filled as a side effect. A path whose
+            folder is in it costs one ``lstat`` (is it a link?) instead of a walk up its
+            parents and a ``realpath``: its real path is then its folder's plus its name.
 
     Raises:
         PathRejected: ``rel`` is refused by :func:`check_relative`, its last component is a
@@ -170,15 +183,23 @@ def resolve_under(root: Path, rel: str, *, real_root: str | None = None) -> Path
     path = root / clean
     if os.path.islink(path):
         raise PathRejected(f"{clean} is a symbolic link; patchbay does not patch through links")
-    for parent in path.parents:
-        if parent == root or len(parent.parts) < len(root.parts):
-            break
-        if os.path.exists(parent) and not os.path.isdir(parent):
-            raise PathRejected(f"{clean}: {parent.relative_to(root)} is a file, not a folder")
     real_root = real_root or os.path.realpath(root)
-    real = os.path.realpath(path)
+    folder = os.path.dirname(path)
+    real_folder = None if folders is None else folders.get(folder)
+    if real_folder is not None:
+        # not a link (checked above): its real path is its folder's real path and its name
+        real = os.path.join(real_folder, path.name)
+    else:
+        for parent in path.parents:
+            if parent == root or len(parent.parts) < len(root.parts):
+                break
+            if os.path.exists(parent) and not os.path.isdir(parent):
+                raise PathRejected(f"{clean}: {parent.relative_to(root)} is a file, not a folder")
+        real = os.path.realpath(path)
     if real != real_root and not real.startswith(real_root + os.sep):
         raise PathRejected(f"{clean} resolves to {real}, outside target root {real_root}")
+    if real_folder is None and folders is not None and os.path.isdir(folder):
+        folders[folder] = os.path.dirname(real)
     return path
 
 

@@ -19,6 +19,7 @@ GitHub's documented prefixes), and the user information of URLs (``https://user:
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import re
@@ -41,6 +42,7 @@ _registered: set[str] = set()
 _lock = threading.Lock()
 
 
+@functools.lru_cache(maxsize=4096)  # asked for every variable at every write of the CLI
 def is_credential_name(name: str) -> bool:
     """True when an environment variable named ``name`` holds a credential by the module's
     rule (``GITHUB_TOKEN``, ``*_TOKEN``, ``*_SECRET*``, ``*_PASSWORD``, ``*_KEY``, ...)."""

@@ -10,20 +10,30 @@ disk. The manifest (``journal.jsonl``) is written before each change and fsynced
 batch of writes, so a run killed outright (SIGKILL, power loss) is rolled back by the next run
 that takes the lock (:func:`recover`), as quilt's ``.pc`` folder lets it pop what it pushed.
 
+When the caller keeps a content-addressed store of originals anyway (the ledger's blobs,
+named by their sha256), :meth:`Transaction.save` given the file's ``digest`` keeps the original
+*as* that store's entry: a hard link ``<store>/<digest>``, journaled first as a new file of the
+run. Commit then leaves nothing to delete and no original is copied; a rollback renames the
+link back, as for one in the journal folder, and then drops the new store entry. The manifest
+header names the store (a folder under one of the roots), so recovery finds it without the
+caller; a journal of format 1 has no such entries and is recovered as before, one of a format
+newer than :data:`JOURNAL_FORMAT` is refused whole.
+
 Rollback restores only what changed (each file is compared with its original first), goes on
 past a file it cannot restore, and reports every such file with the place its original is kept;
 the journal then stays, and the next run tries again.
 
 Commit, with respect to the ledger, is three durable steps: the caller writes the new ledger
-(fsynced), :meth:`Transaction.commit` appends a ``committed`` record to the manifest (fsynced),
-then deletes the originals and the manifest. Recovery of a committed journal only finishes
-that deletion; it never rolls back a run whose ledger was written. (Engine files and blobs are
-not fsynced, as ``git apply`` does not fsync what it writes: against a power loss the order of
-ledger, mark and deletion holds, the contents of files written just before it may not.)
+(fsynced, after the store's folder), :meth:`Transaction.commit` appends a ``committed`` record
+to the manifest (fsynced), then deletes the originals it kept and the manifest. Recovery of a
+committed journal only finishes that deletion; it never rolls back a run whose ledger was
+written. (Engine files and blobs written as copies are not fsynced, as ``git apply`` does not
+fsync what it writes: against a power loss the order of ledger, mark and deletion holds, and
+the names of the store's entries, but the contents of files written just before may not.)
 
 Recovery trusts nothing in the journal it did not check: every path must lie under one of the
 environment's roots (:func:`patchbay.paths.contained`), and originals are found by names derived
-from the entry number, never by a name read from the file.
+from the entry number (or the sha256 of a store entry), never by a name read from the file.
 
 Fault injection (tests only): ``PATCHBAY_TEST_FAULT="kill@<point>[:<n>],fail@<point>[:<n>]"``
 kills the process with SIGKILL (or raises an ``OSError``) the ``n``-th time (default 1) it
@@ -37,8 +47,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import filecmp
+import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -55,7 +67,8 @@ from .errors import ApplyFailed, Interrupted, PatchbayError, RefusedError, Termi
 from .paths import contained
 
 MANIFEST = "journal.jsonl"
-JOURNAL_FORMAT = 1
+#: 2: originals may be kept as entries of a content-addressed store (``backup: store``)
+JOURNAL_FORMAT = 2
 # per journal entry, on the state filesystem: the manifest line and some slack
 ENTRY_BYTES = 1024
 
@@ -106,6 +119,9 @@ class Transaction:
         journal_dir: the journal folder (``<state dir>/journal``); created at the first save.
         roots: every folder the run may change (target roots and the state folder); a path
             outside them is never journaled, and recovery refuses one.
+        store: a folder under one of the roots whose files are named by the sha256 of their
+            content and kept after the run (the ledger's blobs); originals saved with a
+            ``digest`` are kept there (see the module docstring). None: no such store.
 
     Leaving the ``with`` block by any exception (including ``KeyboardInterrupt``) rolls back
     and completes the error: an ``OSError`` becomes one :class:`~patchbay.errors.ApplyFailed`
@@ -114,9 +130,12 @@ class Transaction:
     ledger was written durably.
     """
 
-    def __init__(self, journal_dir: Path, roots: Iterable[Path]) -> None:
+    def __init__(
+        self, journal_dir: Path, roots: Iterable[Path], *, store: Path | None = None
+    ) -> None:
         self.dir = journal_dir
         self.roots = [Path(os.path.abspath(r)) for r in roots]
+        self.store = None if store is None else Path(os.path.abspath(store))
         self.doing = "writing"
         self.id = secrets.token_hex(4)
         self._entries: dict[str, dict[str, Any]] = {}
@@ -125,6 +144,8 @@ class Transaction:
         self._manifest: Any = None
         self._real: dict[str, str] = {}  # realpath cache of the run (roots and folders)
         self._journal_dev: int | None = None
+        self._store_dev: int | None = None
+        self._store_made = False
         self.outcome: Rollback | None = None
         self._untracked: list[str] = []
         self._previous_sigterm: Any = None
@@ -216,20 +237,27 @@ class Transaction:
         for leftover in self.dir.iterdir():  # a deletion that was cut short: no manifest
             _remove_quietly(leftover)
         self._manifest = open(self.dir / MANIFEST, "x", encoding="utf-8")  # noqa: SIM115
-        self._write({"journal": JOURNAL_FORMAT, "id": self.id})
+        header: dict[str, Any] = {"journal": JOURNAL_FORMAT, "id": self.id}
+        if self.store is not None:
+            header["store"] = str(self.store)
+        self._write(header)
         fsync_dir(self.dir)
 
     def _write(self, record: dict[str, Any]) -> None:
         self._manifest.write(json.dumps(record) + "\n")
         self._manifest.flush()  # enough for a killed process; sync() makes it durable
 
-    def save(self, path: Path, *, copy: bool = False) -> None:
+    def save(self, path: Path, *, copy: bool = False, digest: str | None = None) -> None:
         """Keep ``path``'s current state (content, mode, times, or absence) before a change.
 
         Args:
             path: a file under one of the roots.
             copy: keep a copy rather than a hard link (for a path a writer may change in
                 place, such as a command's output: a link would change with it).
+            digest: the hex sha256 of the bytes the caller read from ``path``; when the
+                transaction has a ``store`` on the file's filesystem that lacks this digest,
+                the original is kept as the store's entry (a link, checked to hold these
+                bytes), else as without it.
 
         Raises:
             ApplyFailed: the original cannot be kept (no space, no permission) or the path is
@@ -242,28 +270,70 @@ class Transaction:
             raise ApplyFailed(f"refusing to journal {key}: outside the environment's roots")
         try:
             self._open()
-            n = len(self._entries)
-            entry: dict[str, Any] = {"n": n, "path": key}
             try:
                 st = os.lstat(key)
             except FileNotFoundError:
-                entry.update(existed=False, created_dirs=_missing_dirs(Path(key)))
+                self._record(key, existed=False, created_dirs=_missing_dirs(Path(key)))
             else:
-                where = self._keep(Path(key), n, st, copy)
-                entry.update(
+                kept = (
+                    None
+                    if copy or digest is None or not stat.S_ISREG(st.st_mode)
+                    else self._keep_in_store(Path(key), st, digest)
+                )
+                if kept is not None:
+                    fields: dict[str, Any] = {"backup": "store", "sha256": kept}
+                else:
+                    fields = {"backup": self._keep(Path(key), len(self._entries), st, copy)}
+                self._record(
+                    key,
                     existed=True,
-                    backup=where,
+                    **fields,
                     mode=st.st_mode & 0o7777,
                     times=[st.st_atime_ns, st.st_mtime_ns],
                 )
-            self._write(entry)
         except OSError as exc:
             raise ApplyFailed(
                 f"cannot keep the original of {key} before changing it: {exc.strerror or exc}",
                 file=key,
             ) from None
-        self._entries[key] = entry
         fault_point("journal-saved")
+
+    def _record(self, key: str, **fields: Any) -> dict[str, Any]:
+        """Write (and flush) the next manifest entry, for the path ``key``."""
+        entry: dict[str, Any] = {"n": len(self._entries), "path": key, **fields}
+        self._write(entry)
+        self._entries[key] = entry
+        return entry
+
+    def _keep_in_store(self, path: Path, st: os.stat_result, digest: str) -> str | None:
+        """Keep the original as ``<store>/<digest>``, a new entry of the store journaled as a
+        file this run creates; returns the digest, or None when it cannot (no store, another
+        filesystem, the entry exists, the bytes are not those of ``digest``), after which
+        nothing of it is left."""
+        if self.store is None or not _is_digest(digest):
+            return None
+        blob = self.store / digest
+        if str(blob) in self._entries or os.path.lexists(blob):
+            return None  # an entry that exists is no original of this run's to rename back
+        if self._store_dev is None:  # the store is checked once: its entries are hex names
+            inside = contained(str(self.store), self.roots, real=self._real) is not None
+            self._store_dev = os.stat(_existing_ancestor(self.store)).st_dev if inside else -1
+        if self._store_dev != st.st_dev:
+            return None
+        self._record(str(blob), existed=False, created_dirs=_missing_dirs(blob))
+        fault_point("store-entry-journaled")
+        try:
+            if not self._store_made:
+                self.store.mkdir(parents=True, exist_ok=True)
+                self._store_made = True
+            os.link(path, blob, follow_symlinks=False)
+        except OSError:
+            return None  # an immutable store, a file that cannot be linked: the journal keeps it
+        fault_point("store-entry-linked")
+        if _sha256_file(blob) != digest:  # changed since the caller read it: not an original
+            os.unlink(blob)
+            return None
+        return digest
 
     def _keep(self, path: Path, n: int, st: os.stat_result, copy: bool) -> str:
         """Keep the original where a rename can restore it; returns ``journal`` or
@@ -319,7 +389,7 @@ class Transaction:
             self._manifest.close()
         with _signals_held():
             if self._manifest is not None:
-                outcome = _restore(self.dir, self.id, list(self._entries.values()))
+                outcome = _restore(self.dir, self.id, list(self._entries.values()), self.store)
                 if outcome.complete:
                     _discard(self.dir, self.id, list(self._entries.values()))
             for what, undo in reversed(self._undo):
@@ -341,8 +411,11 @@ class Transaction:
         Raises:
             RefusedError: some filesystem has less free space than needed; nothing changed.
         """
+        by_folder: dict[Path, int] = {}
+        for folder, size in needs:  # many files share a folder: look at each folder once
+            by_folder[folder] = by_folder.get(folder, 0) + size
         by_device: dict[int, list[Any]] = {}
-        for folder, size in needs:
+        for folder, size in by_folder.items():
             existing = _existing_ancestor(folder)
             dev = os.stat(existing).st_dev
             slot = by_device.setdefault(dev, [existing, 0])
@@ -362,10 +435,28 @@ def _beside(path: Path, journal_id: str, n: int) -> Path:
     return path.parent / f".patchbay-{journal_id}-{n:06d}"
 
 
-def _backup_path(journal_dir: Path, journal_id: str | None, entry: dict[str, Any]) -> Path | None:
-    """Where an entry's original is kept, derived from checked fields only."""
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _is_digest(text: object) -> bool:
+    return isinstance(text, str) and _DIGEST.fullmatch(text) is not None
+
+
+def _sha256_file(path: Path) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def _backup_path(
+    journal_dir: Path, journal_id: str | None, entry: dict[str, Any], store: Path | None = None
+) -> Path | None:
+    """Where an entry's original is kept, derived from checked fields only (``store``: the
+    store the manifest's header names, checked)."""
     n = entry.get("n")
     where = entry.get("backup")
+    if where == "store":
+        digest = entry.get("sha256")
+        return store / digest if store is not None and _is_digest(digest) else None
     if journal_id is None and isinstance(where, str) and where.isdigit() and len(where) == 6:
         return journal_dir / where  # a journal written before the format had a header
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
@@ -448,6 +539,7 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
     outcome = Rollback(journal=manifest)
     entries: list[dict[str, Any]] = []
     journal_id: str | None = None
+    store: Path | None = None
     committed = False
     lines = manifest.read_bytes().decode("utf-8", "replace").split("\n")
     for number, line in enumerate(lines, start=1):
@@ -463,6 +555,33 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
         if number == 1 and isinstance(record, dict) and "journal" in record:
             jid = record.get("id")
             journal_id = jid if isinstance(jid, str) and jid.isalnum() and len(jid) <= 16 else None
+            version = record.get("journal")
+            if (
+                not isinstance(version, int)
+                or isinstance(version, bool)
+                or version > JOURNAL_FORMAT
+            ):
+                outcome.refused.append(
+                    (
+                        number,
+                        f"journal format {version!r} is not one this patchbay reads (up to "
+                        f"{JOURNAL_FORMAT}): recover it with the patchbay that wrote it; "
+                        "nothing in it was acted on",
+                    )
+                )
+                return outcome
+            named = record.get("store")
+            if named is not None:
+                if isinstance(named, str) and contained(named, roots) is not None:
+                    store = Path(named)
+                else:
+                    outcome.refused.append(
+                        (
+                            number,
+                            f"header names the store {named!r}, "
+                            "outside this environment's roots; not used",
+                        )
+                    )
             continue
         if isinstance(record, dict) and record.get("committed") is True:
             committed = True
@@ -472,11 +591,21 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
             outcome.refused.append((number, f"{problem}; not acted on"))
             continue
         entries.append(record)
+    if store is None and any(e.get("backup") == "store" for e in entries):
+        # their originals are in a store this journal does not name (safely): touch nothing
+        outcome.refused.append(
+            (
+                1,
+                "entries keep their originals in a store the header does "
+                "not name; nothing in it was acted on",
+            )
+        )
+        return outcome
     with _signals_held():
         if committed:
             _discard(journal_dir, journal_id, entries)
             return Rollback()
-        restored = _restore(journal_dir, journal_id, entries)
+        restored = _restore(journal_dir, journal_id, entries, store)
         outcome.restored, outcome.failed = restored.restored, restored.failed
         if outcome.complete:
             _discard(journal_dir, journal_id, entries)
@@ -503,6 +632,8 @@ def _entry_problem(record: object, roots: list[Path]) -> str | None:
             return f"entry for {path} has no valid 'times'"
         if not isinstance(record.get("backup"), str):
             return f"entry for {path} does not say where its original is"
+        if record["backup"] == "store" and not _is_digest(record.get("sha256")):
+            return f"entry for {path} keeps its original in the store without a valid 'sha256'"
     folders = record.get("created_dirs", [])
     if not isinstance(folders, list) or any(
         not isinstance(f, str) or contained(f, roots) is None for f in folders
@@ -527,11 +658,19 @@ def _unchanged(path: Path, backup: Path, entry: dict[str, Any]) -> bool:
     return st.st_size == kept.st_size and filecmp.cmp(path, backup, shallow=False)
 
 
-def _restore(journal_dir: Path, journal_id: str | None, entries: list[dict[str, Any]]) -> Rollback:
+def _restore(
+    journal_dir: Path,
+    journal_id: str | None,
+    entries: list[dict[str, Any]],
+    store: Path | None = None,
+) -> Rollback:
     outcome = Rollback()
+    still_needed: set[Path] = set()  # store entries that keep an original not put back
     for entry in reversed(entries):
         path = Path(entry["path"])
-        backup = _backup_path(journal_dir, journal_id, entry) if entry["existed"] else None
+        backup = _backup_path(journal_dir, journal_id, entry, store) if entry["existed"] else None
+        if path in still_needed:
+            continue  # the journal stays: the next try restores the file, then drops this
         try:
             if entry["existed"]:
                 if backup is None:
@@ -557,6 +696,8 @@ def _restore(journal_dir: Path, journal_id: str | None, entries: list[dict[str, 
                 _remove_created_dirs(entry)
         except OSError as exc:
             outcome.failed.append((path, exc.strerror or str(exc), backup))
+            if backup is not None and entry.get("backup") == "store":
+                still_needed.add(backup)
             continue
         outcome.restored.append(path)
         fault_point("file-restored")

@@ -141,6 +141,7 @@ class Tree:
         self.protected: set[str] = set()
         self.folder: Path | None = None  # the patchset folder (relative find-links)
         self._real_roots: dict[str, str] = {}
+        self._folders: dict[str, str] = {}  # checked folders -> real path (see resolve_under)
         self._staged: dict[Key, bytes | None] = {}
         self._resolved: dict[Key, Path] = {}
         # shared with forks: what is on disk does not depend on what a fork stages
@@ -165,11 +166,17 @@ class Tree:
         if real_root is None:
             real_root = self._real_roots[target] = os.path.realpath(root)
         try:
-            path = resolve_under(root, rel, real_root=real_root)
+            path = resolve_under(root, rel, real_root=real_root, folders=self._folders)
         except PathRejected as exc:
             raise RefusedError(f"{exc} (target {target!r})", file=root / rel) from None
         self._resolved[(target, rel)] = path
         return path
+
+    def forget_folders(self) -> None:
+        """Forget the folders checked so far (after something outside patchbay's own writes,
+        a command, may have made or removed folders and links): paths not resolved yet are
+        then checked from the root again."""
+        self._folders.clear()
 
     def read(self, target: str, rel: str) -> bytes | None:
         """Current content (staged, else on disk); None when the file does not exist.
@@ -271,6 +278,7 @@ class Tree:
         other._modes = self._modes
         other._indexes = self._indexes
         other._real_roots = self._real_roots
+        other._folders = self._folders
         other.changed = set(self.changed)
         other.protected = self.protected
         other.folder = self.folder

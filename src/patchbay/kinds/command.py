@@ -140,6 +140,8 @@ class CommandKind:
                         f"killed (log: {log})",
                         patch_id=patch.id,
                     ) from None
+                finally:
+                    tree.forget_folders()  # it may have made or removed folders and links
             if returncode != 0:
                 raise ApplyFailed(f"command {_status(returncode)} (log: {log})", patch_id=patch.id)
             if output is not None and not output.exists():
