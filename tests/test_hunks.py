@@ -283,3 +283,30 @@ def test_a_pending_hunk_is_placed_where_git_apply_places_it(tmp_path: Path) -> N
         theirs = _git_apply_result(tmp_path, content, h)
         assert theirs == "".join(ours).encode("utf-8", "surrogateescape"), (content, body)
         checked += 1
+
+
+def test_a_pending_replacement_with_a_similar_block_elsewhere_stays_pending() -> None:
+    """Repetitive code: the hunk replaces ``limit + 1`` by ``limit + 3`` in one function while
+    another function already reads ``limit + 3`` near the same kind of lines. The removed line
+    is still in place here, so the change has not landed here: pending, as git apply sees it."""
+    change = hunk(
+        " def one():\n     blocks = ceil(n)\n"
+        "-    limit = blocks + 1\n+    limit = blocks + 3\n     return limit"
+    )
+    content = lines(
+        "def one():", "    blocks = ceil(n)", "    limit = blocks + 1", "    return limit",
+        *[f"x{k} = {k}" for k in range(12)],
+        "def two():", "    blocks = ceil(n)", "    limit = blocks + 3", "    other()",
+    )  # fmt: skip
+    result = classify(change, content)
+    assert result.state is HunkState.PENDING
+    assert result.start == 0
+    # a pure addition whose lines are there with their context moved is still never doubled
+    addition = hunk(
+        " def one():\n     blocks = ceil(n)\n+    check(blocks, 4096)\n     return limit"
+    )
+    moved = lines(
+        "def one():", "    blocks = ceil(n)", "    return limit",
+        "", "def two():", "    blocks = ceil(n)", "    check(blocks, 4096)", "    other()",
+    )  # fmt: skip
+    assert classify(addition, moved).state is HunkState.AMBIGUOUS

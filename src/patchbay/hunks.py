@@ -15,7 +15,10 @@ refactor moved its context. Such a hunk is *upstream* when the content says so b
 recognise a change that landed elsewhere; this goes one step further and ignores the context
 that moved, but only on strong evidence, and such a hunk is never reverse-applied. A hunk
 whose preimage is found while its change is also there with its context moved is
-*ambiguous*: applying it would make the change twice.
+*ambiguous* when the hunk only adds lines (or removes only generic ones): its preimage is no
+evidence that the change is absent, and applying it would make the change twice. A hunk that
+removes a line of substance found in place with its preimage is *pending*: the old code is
+still there, and the similar block elsewhere is other code.
 """
 
 from __future__ import annotations
@@ -413,6 +416,17 @@ def moved_context(index: LineIndex, hunk: Hunk) -> tuple[int, int] | None:
     return start, end
 
 
+def _removes_evidence(hunk: Hunk) -> bool:
+    """Whether the hunk removes a line that is not generic and that it does not add back: when
+    its preimage is found, such a line is still in place there, so the change has not landed
+    at that place (a similar change elsewhere is other code, as in generated or repetitive
+    modules; ``git apply`` applies such a hunk too)."""
+    added = {text for tag, text in hunk.lines if tag == "+"}
+    return any(
+        tag == "-" and text not in added and not is_generic(text) for tag, text in hunk.lines
+    )
+
+
 def _declared_start(start: int, count: int) -> int:
     """The 0-based line a hunk header's ``start,count`` points at (a count of 0 names the
     line after which the hunk goes)."""
@@ -458,9 +472,14 @@ def classify_hunk(index: LineIndex, hunk: Hunk, path: str) -> HunkResult:
         result.state, result.start = HunkState.PENDING, pre_only[0]
         result.offset = pre_only[0] - _declared_start(hunk.old_start, hunk.old_count)
         moved = moved_context(index, hunk)
-        if moved is not None and not pre_only[0] <= moved[0] < pre_only[0] + len(pre):
+        if (
+            moved is not None
+            and not pre_only[0] <= moved[0] < pre_only[0] + len(pre)
+            and not _removes_evidence(hunk)
+        ):
             # it would apply, and its change is already there with its context moved: applying
-            # would make the change twice, skipping it would be a guess
+            # would make the change twice, skipping it would be a guess. (A hunk that removes a
+            # line of substance still found here is pending: the old code is still in place.)
             result.state, result.start, result.offset = HunkState.AMBIGUOUS, None, 0
             result.candidates = [pre_only[0] + 1, moved[0] + 1]
             result.detail = (
