@@ -129,3 +129,59 @@ def test_binary_without_content_is_rejected() -> None:
         parse(
             "diff --git a/k.co b/k.co\nindex 1..2 100644\nBinary files a/k.co and b/k.co differ\n"
         )
+
+
+CUT_DIFF = (
+    "diff --git a/pkg/w.py b/pkg/w.py\nindex 307e3fb..70c0fe0 100644\n"
+    "--- a/pkg/w.py\n+++ b/pkg/w.py\n"
+    "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+    "@@ -9,2 +9,2 @@\n x\n-return [r * 2 for r in batch]\n+return [r * 3 for r in batch]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("cut", "line"),
+    [
+        (len(CUT_DIFF) - 12, 13),  # mid-line: the target would end "return [r * 3 fo"
+        (len(CUT_DIFF) - 1, 13),  # only the last newline missing: it would strip the file's
+        (CUT_DIFF.index("+B\n") + 2, 8),  # mid-hunk, the line cut before its newline
+    ],
+)
+def test_a_last_line_without_newline_or_marker_is_a_truncated_patch(cut: int, line: int) -> None:
+    with pytest.raises(InputError) as exc:
+        parse(CUT_DIFF[:cut])
+    assert exc.value.line == line
+    assert str(exc.value).startswith(f"x.patch:{line}: corrupt diff: hunk")
+    assert "truncated" in exc.value.reason
+
+
+def test_a_header_line_without_newline_is_a_truncated_patch() -> None:
+    text = "diff --git a/e.py b/e.py\nnew file mode 100644"  # would create an empty file
+    with pytest.raises(InputError, match="truncated patch") as exc:
+        parse(text)
+    assert exc.value.line == 2
+
+
+def test_a_marker_makes_a_last_line_without_newline_whole() -> None:
+    whole = parse("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n\\ No newline at end of file")
+    assert whole.files[0].hunks[0].postimage == ["b"]
+
+
+def test_every_cut_of_a_diff_is_refused_or_keeps_only_whole_hunks() -> None:
+    """git's rule: a hunk whose counts are not met, or whose last line is cut, is corrupt. A
+    cut between two hunks is a shorter valid diff; no cut may yield a changed hunk."""
+    full = {h.line: h.lines for h in parse(CUT_DIFF).files[0].hunks}
+    accepted = []
+    for cut in range(len(CUT_DIFF) + 1):
+        try:
+            parsed = parse(CUT_DIFF[:cut])
+        except InputError as exc:
+            assert exc.file == "x.patch" and (exc.line or "no file patches" in exc.reason)
+            continue
+        for fp in parsed.files:
+            for hunk in fp.hunks:
+                assert hunk.lines == full[hunk.line], f"cut at {cut} changed hunk {hunk.index}"
+        accepted.append(cut)
+    # the cuts before the first hunk (kinds refuse a file patch without hunks), after the
+    # first hunk, and the whole diff
+    assert CUT_DIFF.index("@@ -9") in accepted and len(CUT_DIFF) in accepted

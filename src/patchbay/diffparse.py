@@ -280,6 +280,8 @@ class _Parser:
                 break
             else:
                 break
+            if not self.lines[self.i].endswith("\n"):
+                raise self.error("truncated patch: the diff ends inside a file patch's header")
             self.i += 1
         if copy_line:
             raise self.error("copy patches are not supported", copy_line)
@@ -424,6 +426,8 @@ class _Parser:
                     raise self.error(f"hunk {len(fp.hunks) + 1} of {fp.path} has too many lines")
                 body.append((tag, line[1:]))
                 self.i += 1
+                if not line.endswith("\n"):
+                    self.check_marked(fp, header_line)
             if (self.peek() or "").startswith("\\"):
                 self.no_newline(body)
                 self.i += 1
@@ -459,6 +463,19 @@ class _Parser:
                 f"hunk {len(fp.hunks) + 1} of {fp.path} has more lines than its header "
                 f"(line {header_line}) says: -{old} +{new}",
                 line=j + 1,
+            )
+
+    def check_marked(self, fp: FilePatch, header_line: int) -> None:
+        """A hunk line without a newline is the diff's last line: it is whole only when a
+        ``\\ No newline at end of file`` marker follows it. Without the marker the diff was
+        cut (git apply: "corrupt patch"; GNU patch: "malformed patch"), and applying it
+        would write a cut line or strip the file's last newline."""
+        if not (self.peek() or "").startswith("\\"):
+            raise self.error(
+                f"hunk {len(fp.hunks) + 1} of {fp.path} (header at line {header_line}) is "
+                "truncated: its last line has no newline and no '\\ No newline at end of "
+                "file' marker follows it",
+                line=self.i,
             )
 
     def no_newline(self, body: list[tuple[str, str]]) -> None:
