@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from patchbay.diffparse import parse_diff
+from conftest import write_patchset
+from inprocess import run_main
+from patchbay.diffparse import git_header_names, parse_diff
 from patchbay.errors import InputError
 
 SRC = Path("x.patch")
@@ -185,3 +189,70 @@ def test_every_cut_of_a_diff_is_refused_or_keeps_only_whole_hunks() -> None:
     # the cuts before the first hunk (kinds refuse a file patch without hunks), after the
     # first hunk, and the whole diff
     assert CUT_DIFF.index("@@ -9") in accepted and len(CUT_DIFF) in accepted
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"PATH": os.environ["PATH"], "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=env
+    ).stdout
+
+
+def test_a_real_git_diff_of_names_with_spaces_is_read_and_applied(tmp_path: Path) -> None:
+    """git writes ``diff --git a/x y b/x y`` unquoted; git's rule splits it where both halves
+    name one path, and the ``---``/``+++`` lines (which git ends with a tab) decide."""
+    repo = tmp_path / "tree"
+    (repo / "demo_engine").mkdir(parents=True)
+    (repo / "demo_engine" / "my kernels.csv").write_text("a\nb\n")
+    (repo / "demo_engine" / "b x b.py").write_text("x = 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    (repo / "demo_engine" / "my kernels.csv").write_text("a\nB\n")
+    (repo / "demo_engine" / "b x b.py").write_text("x = 2\n")
+    (repo / "demo_engine" / "new one.py").write_text("y = 1\n")
+    _git(repo, "add", "-N", ".")
+    diff = _git(repo, "diff")
+    assert "diff --git a/demo_engine/my kernels.csv b/demo_engine/my kernels.csv\n" in diff
+    parsed = parse(diff)
+    assert sorted(fp.path for fp in parsed.files) == [
+        "demo_engine/b x b.py",
+        "demo_engine/my kernels.csv",
+        "demo_engine/new one.py",
+    ]
+    assert [fp.path for fp in parsed.files if fp.is_new] == ["demo_engine/new one.py"]
+    _git(repo, "checkout", "-q", "--", ".")
+    (repo / "demo_engine" / "new one.py").unlink()
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "spaces", "kind": "diff", "file": "patches/s.patch"}],
+        files={"patches/s.patch": diff},
+    )
+    res = run_main("apply", ps, "--root", repo, "--state-dir", tmp_path / "state")
+    assert res.code == 0, res.err
+    assert (repo / "demo_engine" / "my kernels.csv").read_text() == "a\nB\n"
+    assert (repo / "demo_engine" / "new one.py").read_text() == "y = 1\n"
+    assert run_main("revert", ps, "--root", repo, "--state-dir", tmp_path / "state").code == 0
+    assert (repo / "demo_engine" / "b x b.py").read_text() == "x = 1\n"
+
+
+@pytest.mark.parametrize(
+    ("rest", "names"),
+    [
+        ("a/x y b/x y", ("a/x y", "b/x y")),
+        ("a/b b/c b/b b/c", ("a/b b/c", "b/b b/c")),
+        ("a/old.py b/new.py", ("a/old.py", "b/new.py")),  # a rename: its rename lines decide
+        ("a/p q b/r s", None),  # no split names one path: ---/+++ must say
+        ('"a/t\\tb" b/t\tb', ("a/t\tb", "b/t\tb")),
+        ('a/x y "b/x y"', ("a/x y", "b/x y")),
+    ],
+)
+def test_git_header_halves_follow_gits_split_rule(rest: str, names: tuple[str, str] | None) -> None:
+    assert git_header_names(rest, 1) == names
+
+
+def test_a_header_with_spaces_and_no_agreeing_split_takes_the_plus_minus_names() -> None:
+    parsed = parse("diff --git a/p q b/r s\n--- a/p q\t\n+++ b/p q\t\n@@ -1 +1 @@\n-a\n+b\n")
+    assert parsed.files[0].path == "p q"
+    with pytest.raises(InputError, match="names two different files"):
+        parse("diff --git a/p q b/r s\nold mode 100644\nnew mode 100755\n")
