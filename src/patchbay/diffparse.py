@@ -551,14 +551,12 @@ def git_header_names(rest: str, strip: int) -> tuple[str, str] | None:
         if after:
             raise ValueError(rest)
         return a, b
-    if rest.endswith('"') and ' "' in rest:
-        at = rest.rindex(' "')
-        try:
-            b, after = unquote_c(rest[at + 1 :])
-        except PathRejected:
-            b, after = "", "?"
-        if not after:
-            return rest[:at], b
+    if ' "' in rest:  # git quotes any name holding a '"': the quoted second half starts here
+        at = rest.index(' "')
+        b, after = unquote_c(rest[at + 1 :])
+        if after:
+            raise ValueError(rest)
+        return rest[:at], b
     spaces = [i for i, c in enumerate(rest) if c == " "]
     if not spaces or rest.startswith(" ") or rest.endswith(" "):
         raise ValueError(rest)
