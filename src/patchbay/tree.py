@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import RefusedError
+from .errors import InputError, RefusedError
 from .hunks import LineIndex
 from .options import RunOptions
-from .paths import PathRejected, resolve_under
+from .paths import InStateFolder, PathRejected, resolve_under
 
 if TYPE_CHECKING:
     from .targets import Environment
@@ -141,6 +141,10 @@ class Tree:
         self.protected: set[str] = set()
         self.folder: Path | None = None  # the patchset folder (relative find-links)
         self._real_roots: dict[str, str] = {}
+        # no patch may write into patchbay's own state folder (an Environment made without
+        # one, as some library callers do, has the empty path: then there is none)
+        state = env.state_dir if env is not None else Path()
+        self._state_real = os.path.realpath(state) if state != Path() else None
         self._staged: dict[Key, bytes | None] = {}
         self._resolved: dict[Key, Path] = {}
         # shared with forks: what is on disk does not depend on what a fork stages
@@ -156,6 +160,7 @@ class Tree:
         Raises:
             RefusedError: the path is absolute, has ``..``, a NUL, is a symbolic link, or
                 resolves (through a linked folder) to somewhere outside the root.
+            InputError: the path resolves into the environment's state folder.
         """
         known = self._resolved.get((target, rel))
         if known is not None:
@@ -165,7 +170,9 @@ class Tree:
         if real_root is None:
             real_root = self._real_roots[target] = os.path.realpath(root)
         try:
-            path = resolve_under(root, rel, real_root=real_root)
+            path = resolve_under(root, rel, real_root=real_root, state_real=self._state_real)
+        except InStateFolder as exc:
+            raise InputError(f"{exc} (target {target!r})", file=root / rel) from None
         except PathRejected as exc:
             raise RefusedError(f"{exc} (target {target!r})", file=root / rel) from None
         self._resolved[(target, rel)] = path
@@ -271,6 +278,7 @@ class Tree:
         other._modes = self._modes
         other._indexes = self._indexes
         other._real_roots = self._real_roots
+        other._state_real = self._state_real
         other.changed = set(self.changed)
         other.protected = self.protected
         other.folder = self.folder
