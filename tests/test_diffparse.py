@@ -256,3 +256,19 @@ def test_a_header_with_spaces_and_no_agreeing_split_takes_the_plus_minus_names()
     assert parsed.files[0].path == "p q"
     with pytest.raises(InputError, match="names two different files"):
         parse("diff --git a/p q b/r s\nold mode 100644\nnew mode 100755\n")
+
+
+def test_an_upstream_diffs_sections_are_chosen_by_names_with_spaces_too() -> None:
+    """``vendor`` keeps the sections of an upstream diff under a source's ``paths``: the
+    section names come from the same header rule (a section with spaces was dropped)."""
+    from patchbay.vendor import split_paths
+
+    def section(name: str) -> str:
+        return (
+            f"diff --git a/{name} b/{name}\n--- a/{name}\t\n+++ b/{name}\t\n@@ -1 +1 @@\n-a\n+b\n"
+        )
+
+    diff = section("csrc/my kernel.cu") + section("docs/a b.md") + section("csrc/k.cu")
+    kept, left = split_paths(diff, ["csrc"])
+    assert kept == section("csrc/my kernel.cu") + section("csrc/k.cu")
+    assert left == ["docs/a b.md"]
