@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, write_patchset
+from conftest import REPO, diff_patch, write_patchset
 from inprocess import run_main
 
 TARGETS = {
@@ -36,15 +36,25 @@ def _patchsets(tmp_path: Path, first: str) -> dict[str, Path]:
     independent = [_edit("a", first, "qh128", "qh256"), _edit("b", second, "heads", "HEADS")]
     # b's old text exists only after a: it must be judged on a's result
     dependent = [_edit("a", first, "qh128", "qh256"), _edit("b", second, "qh256", "qh512")]
+    # a diff through the other target, whose context holds a's result
+    pristine = (REPO / "demo" / "engine" / "src" / CSV).read_text()
+    after_a = pristine.replace("qh128", "qh256", 1)
+    text = diff_patch(THROUGH[second], after_a, after_a.replace("bf16", "fp8", 1))
+    diff = [_edit("a", first, "qh128", "qh256")]
+    diff.append({"id": "b", "kind": "diff", "target": second, "file": "patches/b.patch"})
     return {
         "independent": write_patchset(tmp_path / "ind", independent, targets=TARGETS),
         "dependent": write_patchset(tmp_path / "dep", dependent, targets=TARGETS),
+        "diff": write_patchset(
+            tmp_path / "diff", diff, targets=TARGETS, files={"patches/b.patch": text}
+        ),
     }
 
 
 EXPECTED = {
     "independent": ("HEADS,qlen", "qh256.co"),
     "dependent": ("heads,qlen", "qh512.co"),
+    "diff": ("fp8,mla_a16w16_qh256.co",),
 }
 
 
@@ -66,7 +76,7 @@ def _round_trip(ps: Path, csv: Path, which: str, where: list[str]) -> None:
     assert csv.read_bytes() == pristine
 
 
-@pytest.mark.parametrize("which", ["independent", "dependent"])
+@pytest.mark.parametrize("which", list(EXPECTED))
 @pytest.mark.parametrize("first", ["engine", "meta"])
 def test_two_targets_editing_one_file_with_root(tmp_path: Path, first: str, which: str) -> None:
     tree = tmp_path / "tree"
