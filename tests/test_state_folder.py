@@ -157,6 +157,19 @@ def test_a_state_folder_inside_a_target_package_is_refused(tmp_path: Path, inner
     assert run_main("apply", ps, "--root", tree, "--state-dir", tree / "state").code == 0
 
 
+def test_a_state_folder_that_holds_a_target_root_is_refused(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(
+        REPO / "demo" / "engine" / "src", tree, ignore=shutil.ignore_patterns("*.egg-info")
+    )
+    ps = write_patchset(tmp_path / "ps", [REPLACE])
+    res = run_main("apply", ps, "--root", tree, "--state-dir", tree)
+    assert res.code == 2, res.out + res.err
+    (line,) = res.err.strip().splitlines()
+    assert f"the state folder {tree} holds the root {tree} of target 'engine'" in line
+    assert "num_decode_tokens == 1" in (tree / "demo_engine" / "scheduler.py").read_text()
+
+
 def test_a_state_folder_inside_an_installed_package_is_refused(engine, tmp_path: Path) -> None:
     ps = write_patchset(tmp_path / "ps", [REPLACE])
     res = run_main("apply", ps, "--python", engine.python, "--state-dir", engine.pkg / "st")

@@ -501,11 +501,19 @@ def check_state_placement(folder: Path, patchset: Patchset, roots: Mapping[str, 
     its ``path``), and the root of a target with a ``path`` (a data folder of the package).
 
     Raises:
-        InputError: ``folder`` is, or lies under, one of them; the message names both.
+        InputError: ``folder`` is, or lies under, one of them, or holds a target root; the
+            message names both.
     """
     real = os.path.realpath(folder)
     for name, target in patchset.spec.targets.items():
         root = roots.get(name)
+        if root is not None and inside(os.path.realpath(root), real):
+            raise InputError(
+                f"the state folder {folder} holds the root {root} of target {name!r}: every "
+                "file the patches change would lie in patchbay's own state; choose a state "
+                "folder outside the target roots' packages",
+                file=folder,
+            )
         if root is None or target.package is None:
             continue
         base = root.parents[len(Path(target.path).parts) - 1] if target.path else root
