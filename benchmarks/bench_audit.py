@@ -31,7 +31,10 @@ It then times, ``--repeat`` times after one untimed warm-up of each:
   the gate, the analysis or the cache), the part of the audit that reads what grep reads;
 - ``CLI, no cache`` and ``CLI, warm cache``: ``patchbay audit ROOT --format json`` (wall time,
   start-up included) with ``PATCHBAY_NO_CACHE=1``, and with the warm cache (``XDG_CACHE_HOME``
-  points into the benchmark's folder either way: the user's cache is not touched).
+  points into the benchmark's folder either way: the user's cache is not touched);
+- ``CLI start-up (version)``: ``patchbay version``, the interpreter's start-up and the CLI's
+  imports with no audit, and ``python -c "import patchbay.audit.run"``, the audit's imports
+  in a fresh interpreter: how much of the CLI's time is start-up rather than the audit.
 
 They are timed in rounds (one run of each per round) so that other load on the machine weighs on
 all of them alike, and each run is compared with grep's run of the same round. It prints each
@@ -362,6 +365,12 @@ def main() -> int:
             "scripts only, warm cache": lambda: scan(warm),
             "CLI, no cache": lambda: run_cli(no_cache_env),
             "CLI, warm cache": lambda: run_cli(cli_env),
+            "CLI start-up (version)": lambda: subprocess.run(
+                [str(PATCHBAY), "version"], capture_output=True, text=True, check=True
+            ),
+            "import patchbay.audit.run": lambda: subprocess.run(
+                [sys.executable, "-c", "import patchbay.audit.run"], check=True
+            ),
         }
         runs = timed(variants, args.repeat)
         t_grep, grep_out = runs["grep"]
@@ -380,7 +389,7 @@ def main() -> int:
                     print(f"FAIL: {name}: audit findings differ from the planted modifications")
                     for item in sorted(set(found) ^ set(planted))[:10]:
                         print("  ", "found" if item in found else "missed", item)
-            elif name.startswith("CLI"):
+            elif name.startswith("CLI") and "start-up" not in name:
                 assert isinstance(result, subprocess.CompletedProcess)
                 doc = json.loads(result.stdout)
                 got = sorted(
@@ -413,6 +422,15 @@ def main() -> int:
             print(
                 f"ratio {name} / grep: {median:.2f} ({min(per_round):.2f}..{max(per_round):.2f}) "
                 f"(target <= {TARGET}) {mark}"
+            )
+        startup = statistics.median(runs["CLI start-up (version)"][0])
+        imports = statistics.median(runs["import patchbay.audit.run"][0])
+        for name in ("CLI, no cache", "CLI, warm cache"):
+            total = statistics.median(runs[name][0])
+            print(
+                f"{name}: of its median {total * 1000:.0f} ms, `patchbay version` (start-up "
+                f"and the CLI's imports) is {startup / total:.0%}, a fresh interpreter's import "
+                f"of patchbay.audit.run {imports / total:.0%}"
             )
         if args.profile:
             profile(root, warm)

@@ -951,3 +951,22 @@ def test_the_legacy_waivers_cover_the_scripts_they_name(tmp_path: Path) -> None:
         "1350": ["benchmarks/demo5_b200.sh"],
     }
     assert [t.path.name for t in result.translations] == []  # README.md is documentation
+
+
+def test_patch_files_are_found_as_rglob_finds_them(tmp_path: Path) -> None:
+    """PB303's listing of a patchset folder gives what ``sorted(rglob("*"))`` filtered on the
+    suffix gives: hidden folders, a folder named like a patch, symbolic links (to files,
+    dangling, to folders, which are not followed) and a file named only ``.patch``."""
+    from patchbay.audit.checks import PATCH_SUFFIXES, _patch_files
+
+    for rel in ["x.patch", "a/y.diff", "a/b/z.patch", ".patch", "a-b/q.patch", ".hid/h.diff",
+                "a/n.txt", "a/dir.patch/k.patch"]:  # fmt: skip
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    (tmp_path / "link").symlink_to(tmp_path / "a", target_is_directory=True)
+    (tmp_path / "l.patch").symlink_to(tmp_path / "x.patch")
+    (tmp_path / "dangling.diff").symlink_to(tmp_path / "nope")
+    expected = sorted(p for p in tmp_path.rglob("*") if p.suffix in PATCH_SUFFIXES)
+    assert len(expected) == 9
+    assert _patch_files(tmp_path) == expected

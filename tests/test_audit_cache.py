@@ -199,3 +199,40 @@ def test_run_audit_uses_the_cache_folder_and_can_be_told_not_to(
     warm = run_audit(root, cache_dir=folder)
     assert written.stat().st_mtime_ns == before  # every entry reused: nothing to write
     assert _key(off.findings) == _key(cold.findings) == _key(warm.findings)
+
+
+def test_a_script_the_gate_rejected_is_judged_again_when_what_it_runs_appears(
+    tmp_path: Path,
+) -> None:
+    """The gate's verdict on a script is cached with the answers it rested on: ``bash
+    helper.sh`` counts only when helper.sh exists, so a warm scan skips run.sh while it does
+    not, and judges (and follows) it again once it does."""
+    root = tmp_path / "repo"
+    (root / "bench").mkdir(parents=True)
+    (root / "bench" / "run.sh").write_text("#!/bin/bash\ncd bench\nbash helper.sh\n")
+    (root / "bench" / "notes.sh").write_text("#!/bin/bash\necho hello\n")
+    folder = tmp_path / "cache"
+    assert _scan(root, folder) == ([], 0, 0)
+    cache = ScriptCache(folder, root, ENGINES)
+    assert len(cache.harmless) == 2 and ("bench", "helper.sh") in cache.gate_probes
+    assert cache.harmless_verdicts(lambda folder, word: False)
+    assert _scan(root, folder) == ([], 0, 0)
+    (root / "bench" / "helper.sh").write_text(f"{SITE_LINE}\n{HELPERS_SH}")
+    fresh, _, _ = _scan(root, None)
+    assert any(chain for _code, path, *_, chain, _s in fresh if path == "bench/helper.sh")
+    assert _scan(root, folder) == (fresh, 0, 2)  # run.sh and helper.sh analysed
+    assert _scan(root, folder) == (fresh, 2, 0)
+
+
+def test_gate_verdicts_of_the_wrong_shape_are_dropped(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "repo")
+    folder = tmp_path / "cache"
+    fresh, _, _ = _scan(root, folder)
+    path = next(folder.iterdir())
+    doc = json.loads(path.read_text())
+    assert doc["harmless"]  # harness.sh
+    doc["gate_probes"] = [["bench", "x.sh", "yes"]]
+    path.write_text(json.dumps(doc))
+    assert ScriptCache(folder, root, ENGINES).harmless == set()
+    assert _scan(root, folder) == (fresh, 2, 0)
+    assert json.loads(path.read_text())["harmless"] == doc["harmless"]

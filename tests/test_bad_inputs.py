@@ -577,6 +577,11 @@ def state_dirs() -> Iterator[Input]:
         "root-is-a-file", setup=_state_file, commands=(*run, "check"), names="state-file",
         args=("--root", "{tmp}/state-file"),
     )  # fmt: skip
+    yield Input(
+        "root-one-level-too-deep", commands=(*run, "check"),
+        names="package demo_engine is not under",
+        args=("--root", "{tree}/demo_engine"),
+    )  # fmt: skip
 
 
 def _script(name: str, body: str) -> Callable[[Path, Path], None]:

@@ -16,7 +16,7 @@ import pytest
 
 from conftest import Engine, write_patchset
 from inprocess import run_main
-from patchbay.kinds.pip import pip_failure
+from patchbay.kinds.pip import pip_failure, unreachable
 from servers import Server, make_wheel
 
 
@@ -227,3 +227,221 @@ def test_pip_failure_reads_resolver_and_build_errors() -> None:
     assert "..." in build.lines  # the head of a long traceback is cut, its tail kept
     assert not any(ln.startswith(("note:", "hint:")) or "See above" in ln for ln in build.lines)
     assert pip_failure("", 2).headline == "pip exited with status 2"
+
+
+# -- a pin whose options changed, not its version, across `apply --upgrade` -----------------
+
+_BACKEND = """\
+import os, zipfile
+
+NAME, VERSION = "cxxpkg", "1.0"
+INFO = f"{NAME}-{VERSION}.dist-info"
+META = f"Metadata-Version: 2.1\\nName: {NAME}\\nVersion: {VERSION}\\n"
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    os.makedirs(os.path.join(metadata_directory, INFO))
+    with open(os.path.join(metadata_directory, INFO, "METADATA"), "w") as fh:
+        fh.write(META)
+    return INFO
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    name = f"{NAME}-{VERSION}-py3-none-any.whl"
+    files = {
+        f"{NAME}.py": f"CXX = {os.environ.get('CXX')!r}\\n",  # the compiler it was built with
+        f"{INFO}/METADATA": META,
+        f"{INFO}/WHEEL": "Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n",
+    }
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as zf:
+        for path, text in files.items():
+            zf.writestr(path, text)
+        zf.writestr(f"{INFO}/RECORD", "".join(f"{p},,\\n" for p in [*files, f"{INFO}/RECORD"]))
+    return name
+"""
+
+
+def _compiler_sdist(links: Path) -> None:
+    """``cxxpkg`` 1.0 as an sdist whose build records ``$CXX`` in the installed module."""
+    src = links.parent / "cxxpkg-1.0"
+    src.mkdir()
+    (src / "pyproject.toml").write_text(
+        '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+    )
+    (src / "backend.py").write_text(_BACKEND)
+    with tarfile.open(links / "cxxpkg-1.0.tar.gz", "w:gz") as tar:
+        tar.add(src, arcname="cxxpkg-1.0")
+    shutil.rmtree(src)
+
+
+def _set_pin(ps: Path, pin_id: str, **fields: object) -> None:
+    import yaml
+
+    doc = yaml.safe_load((ps / "patchset.yaml").read_text())
+    next(p for p in doc["patches"] if p["id"] == pin_id).update(fields)
+    (ps / "patchset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def _built_with(engine: Engine) -> str:
+    proc = subprocess.run(
+        [str(engine.python), "-c", "import cxxpkg; print(cxxpkg.CXX)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return proc.stdout.strip()
+
+
+def test_upgrade_reinstalls_a_pin_whose_build_env_changed(
+    tmp_path: Path, pengine: Engine, links: Path
+) -> None:
+    _compiler_sdist(links)
+    with Server() as empty:
+        pin = {
+            "id": "cxxpkg",
+            "kind": "pip",
+            "requirement": "cxxpkg==1.0",
+            "index_url": f"{empty.url}/simple/",
+            "find_links": [str(links)],
+            "build_env": {"CXX": "g++"},
+        }
+        ps = write_patchset(tmp_path / "ps", [pin])
+        res = run_main("apply", ps, "--python", pengine.python)
+        assert res.code == 0, res.err
+        assert _built_with(pengine) == "g++"
+        _set_pin(ps, "cxxpkg", build_env={"CXX": "hipcc"})  # the same version, a new compiler
+        res = run_main("status", ps, "--python", pengine.python, "--json")
+        assert res.code == 1
+        assert json.loads(res.out)["patches"][0]["status"] == "outdated"
+        res = run_main("apply", ps, "--python", pengine.python, "--upgrade")
+        assert res.code == 0, res.err
+        assert "reverted cxxpkg" in res.out, res.out
+        assert "patchset test: 1 applied, 0 already applied, 0 redundant" in res.out, res.out
+        assert _built_with(pengine) == "hipcc"
+        res = run_main("status", ps, "--python", pengine.python, "--json")
+    assert res.code == 0, res.out
+    assert json.loads(res.out)["patches"][0]["status"] == "applied"
+
+
+def test_upgrade_reinstalls_a_pin_whose_no_deps_changed(
+    tmp_path: Path, pengine: Engine, links: Path
+) -> None:
+    _install(pengine, links, "torchx==1.0")
+    with Server() as empty:
+        ps = _patchset(tmp_path, f"{empty.url}/simple/", links)
+        assert run_main("apply", ps, "--python", pengine.python).code == 0
+        assert _versions(pengine) == {"torchx": "2.0", "torchrec": "1.0"}
+        _set_pin(ps, "torchrec", no_deps=True)
+        res = run_main("apply", ps, "--python", pengine.python, "--upgrade")
+        assert res.code == 0, res.err
+        assert "reverted torchrec" in res.out, res.out
+        assert "patchset test: 1 applied, 0 already applied, 0 redundant" in res.out, res.out
+    # taken off (torchrec removed, torchx back), then installed again without its dependencies
+    assert _versions(pengine) == {"torchx": "1.0", "torchrec": "1.0"}
+    ledger = json.loads((pengine.state_dir / "ledger.json").read_text())
+    (entry,) = ledger["patchsets"]["test"]["entries"]
+    assert "--no-deps" in entry["extra"]["install_options"]
+    assert [(c["name"], c["from"], c["to"]) for c in entry["extra"]["changes"]] == [
+        ("torchrec", None, "1.0")
+    ]
+
+
+# -- status runs apply's dry run of a pending pin --------------------------------------------
+
+
+def _refused_pin(tmp_path: Path, index: str, links: Path) -> Path:
+    """torchrec 1.0 needs torchx>=2; torchx is protected and not allowed to move."""
+    ps = _patchset(tmp_path, index, links)
+    _set_pin(ps, "torchrec", allow=[])
+    return ps
+
+
+def test_status_says_a_pending_pin_would_be_refused_and_exits_1(
+    tmp_path: Path, pengine: Engine, links: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "300")  # the table's detail on one line
+    _install(pengine, links, "torchx==1.0")
+    with Server() as empty:
+        ps = _refused_pin(tmp_path, f"{empty.url}/simple/", links)
+        res = run_main("status", ps, "--python", pengine.python, "--json")
+        assert res.code == 1, res.out
+        (patch,) = json.loads(res.out)["patches"]
+        assert patch["status"] == "conflict"
+        assert patch["hunks"][0]["state"] == "conflict"
+        reason = "would change protected distribution(s): torchx upgraded 1.0 -> 2.0"
+        assert (
+            f"apply would refuse it: installing torchrec==1.0 {reason}"
+            in (patch["hunks"][0]["detail"])
+        )
+        table = run_main("status", ps, "--python", pengine.python)
+        assert table.code == 1
+        assert reason in table.out
+        assert not pengine.state_dir.exists()  # status kept no pip log: it writes nothing
+        applied = run_main("apply", ps, "--python", pengine.python)
+    assert applied.code == 1
+    assert reason in applied.err  # what status said is what apply does
+    assert _versions(pengine) == {"torchx": "1.0"}
+
+
+def test_status_shows_what_the_dry_run_of_a_pending_pin_found(
+    tmp_path: Path, pengine: Engine, links: Path
+) -> None:
+    _install(pengine, links, "torchx==1.0")
+    with Server() as empty:
+        ps = _patchset(tmp_path, f"{empty.url}/simple/", links)
+        res = run_main("status", ps, "--python", pengine.python, "--json")
+    assert res.code == 0, res.out
+    (patch,) = json.loads(res.out)["patches"]
+    assert patch["status"] == "pending"
+    assert (
+        "pip's dry run: torchrec would be added at 1.0; torchx upgraded 1.0 -> 2.0"
+        in (patch["notes"])
+    )
+    assert _versions(pengine) == {"torchx": "1.0"}
+
+
+def test_status_says_not_checked_when_the_index_is_unreachable(
+    tmp_path: Path, pengine: Engine, links: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _install(pengine, links, "torchx==1.0")
+    with Server() as gone:
+        index = f"{gone.url}/simple/"
+    ps = _refused_pin(tmp_path, index, links)
+    _set_pin(ps, "torchrec", find_links=[])  # nothing but the index, which is not there
+    res = run_main("status", ps, "--python", pengine.python, "--json")
+    assert res.code == 0, res.out
+    (patch,) = json.loads(res.out)["patches"]
+    assert patch["status"] == "pending"
+    (note,) = [n for n in patch["notes"] if n.startswith("not checked")]
+    assert note.startswith(f"not checked: index unreachable: {index} (NewConnectionError: ")
+    assert note.endswith("Connection refused)")
+    monkeypatch.setenv("PIP_RETRIES", "1")  # apply's pip as configured, without the backoff
+    res = run_main("apply", ps, "--python", pengine.python)
+    assert res.code == 1
+    assert f"{index} (NewConnectionError: " in res.err  # apply names it too
+    assert "Connection refused) could not be reached" in res.err
+
+
+OLD_URLLIB3 = """\
+Looking in indexes: http://127.0.0.1:9/simple/, https://mirror.example/pypi/simple/
+WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after \
+connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object \
+at 0x7f>: Failed to establish a new connection: [Errno 111] Connection refused')': /pypi/simple/x/
+ERROR: No matching distribution found for x==1
+"""
+
+NEW_URLLIB3 = """\
+WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after \
+connection broken by 'ReadTimeoutError("HTTPSConnectionPool(host='files.example', port=443): \
+Read timed out. (read timeout=15)")': /packages/x.whl
+"""
+
+
+def test_unreachable_names_the_index_or_the_host_pip_could_not_reach() -> None:
+    assert unreachable(OLD_URLLIB3) == (
+        "https://mirror.example/pypi/simple/ (NewConnectionError: [Errno 111] Connection refused)"
+    )
+    assert unreachable(NEW_URLLIB3) == (
+        "files.example:443 (ReadTimeoutError: Read timed out. (read timeout=15))"
+    )
+    assert unreachable(PIP_RESOLVER_OUTPUT) is None  # an index that answers "none"

@@ -42,7 +42,8 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
     first = _after("pkg/m0.py")
     files["p3.patch"] = diff_patch("pkg/m0.py", first, first.replace("= 9\n", "= 90\n"))
     patches = [{"id": f"p{i}", "kind": "diff", "file": f"p{i}.patch"} for i in range(4)]
-    return write_patchset(tmp_path / "ps", patches, files=files), root
+    targets = {"engine": {"package": "pkg"}}
+    return write_patchset(tmp_path / "ps", patches, files=files, targets=targets), root
 
 
 def _env(ps: Path, root: Path):

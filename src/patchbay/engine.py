@@ -42,7 +42,7 @@ from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_non
 from .model import Patchset
 from .options import RunOptions
 from .paths import PathRejected, resolve_under
-from .targets import Environment
+from .targets import Environment, read_again
 from .transaction import ENTRY_BYTES, MANIFEST, Transaction, fault_point, recover, write_atomic
 from .tree import DiskView, Tree
 
@@ -280,8 +280,13 @@ def check_guard(
             "required": spec,
             "installed": installed,
         }
-        if env.python is None:
-            check.update(ok=False, message=f"{name}: cannot check {spec!r} without --python")
+        if env.python is None and installed is None:
+            check.update(
+                ok=False,
+                message=f"{name}: no {name}-*.dist-info under {env.tree_root}, so {spec!r} "
+                "cannot be checked (give --python, or unpack the image with its dist-info "
+                "folders)",
+            )
         elif installed is None:
             check.update(ok=False, message=f"{name} is not installed (required {spec})")
         else:
@@ -543,7 +548,7 @@ def state_lock(state_dir: Path, timeout: float) -> Iterator[None]:
 def upgrade_command(plan: Plan) -> str:
     """The exact command that moves this environment to the patchset as it is now."""
     env = plan.env
-    where = f"--python {env.python}" if env.python else f"--root {next(iter(env.roots.values()))}"
+    where = f"--python {env.python}" if env.python else f"--root {env.tree_root}"
     return f"patchbay apply {plan.patchset.folder} {where} --upgrade"
 
 
@@ -659,7 +664,9 @@ def apply_patchset(
         rolled_back = _recover(env, patchset)
         recovered += rolled_back
         if rolled_back or not _still_as_judged(plan):
-            # another run moved the tree between the plan and the lock: judge it as it is now
+            # another run moved the tree between the plan and the lock (its pins too): judge
+            # it as it is now
+            env = read_again(env)
             plan = make_plan(patchset, env, loaded, options=options)
             _refuse_blocking(plan, upgrade)
         if not plan.stale:
@@ -680,6 +687,8 @@ def apply_patchset(
                 ).ids
                 txn.doing = "writing the ledger"
                 ledger.save(txn)
+                # the reverts moved distributions (a pin taken off): judge what is there now
+                env = read_again(env)
                 plan = make_plan(patchset, env, loaded, options=options)
                 result.plan = plan
                 _refuse_blocking(plan, upgrade=True)

@@ -11,6 +11,7 @@ Exit codes follow the convention of ``git apply`` and linters: 0 success or noth
 from __future__ import annotations
 
 from os import PathLike
+from typing import Any
 
 
 class PatchbayError(Exception):
@@ -90,3 +91,19 @@ class EnvironmentProbeError(PatchbayError):
     """The engine interpreter could not be run or did not answer as expected (exit 2)."""
 
     exit_code = 2
+
+
+class SourceUnreachable(RefusedError):
+    """A package index, a find-links URL or a git remote could not be reached, so a dry run
+    that failed says nothing about the patch itself (exit 1, nothing changed).
+
+    Args:
+        place: what could not be reached, as a phrase (``index unreachable: HOST:PORT
+            (REASON)``).
+    """
+
+    exit_code = 1
+
+    def __init__(self, reason: str, *, place: str, **kwargs: Any) -> None:
+        super().__init__(reason, **kwargs)
+        self.place = place

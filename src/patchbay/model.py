@@ -622,7 +622,18 @@ def load_patchset(path: Path) -> Patchset:
             ``file:line``), duplicate patch ids, a patch naming an unknown target.
     """
     yaml_path = find_patchset_file(path)
-    doc = load_yaml(yaml_path)
+    return patchset_from_document(load_yaml(yaml_path))
+
+
+def patchset_from_document(doc: YamlDocument) -> Patchset:
+    """Validate a patchset already read from its YAML file (``doc.path``), as
+    :func:`load_patchset` does: the audit reads the document through its cache of parsed
+    documents (:mod:`patchbay.audit.documents`) and validates it here every time.
+
+    Raises:
+        InputError: as :func:`load_patchset`, past reading the file.
+    """
+    yaml_path = doc.path
     if not isinstance(doc.data, dict):
         raise InputError("a patchset must be a YAML mapping", file=yaml_path, line=1)
     try:

@@ -19,7 +19,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.requirements import Requirement
@@ -151,6 +151,7 @@ class Environment:
         dist_info: distribution name -> its ``.dist-info`` (or ``.egg-info``) folder.
         markers: the interpreter's PEP 508 environment-marker values.
         state_dir: where the ledger, its blobs, the journal and the lock live.
+        tree_root: the ``--root`` tree (None when the interpreter was probed).
     """
 
     python: str | None
@@ -161,6 +162,7 @@ class Environment:
     state_dir: Path = Path()
     dist_info: dict[str, Path] = field(default_factory=dict)
     markers: dict[str, str] = field(default_factory=dict)
+    tree_root: Path | None = None
 
     def describe(self) -> dict[str, object]:
         """JSON-ready summary for provenance records."""
@@ -346,7 +348,8 @@ def resolve_environment(
         python: engine interpreter (default: ``python3`` on PATH). Ignored with ``root``.
         root: an unpacked tree that stands in for site-packages: every target resolves to
             ``root/<target.path>`` (a ``home`` target to ``root/<target.home>``: nothing
-            outside the tree is touched); distribution versions are then unknown.
+            outside the tree is touched); each target package must be right under it, and
+            distribution versions are read from its ``*.dist-info/METADATA``.
         state_dir: override for the ledger folder (default ``<sys.prefix>/share/patchbay``,
             or ``<root>/.patchbay`` with ``root``).
         extra_distributions: more distributions to look up, besides the base guard's and the
@@ -358,7 +361,8 @@ def resolve_environment(
         probe_timeout: seconds the probe may take (default :func:`probe_timeout`).
 
     Raises:
-        InputError: both ``python`` and ``root``; ``root`` is no folder; the state folder is a
+        InputError: both ``python`` and ``root``; ``root`` is no folder, or a target package is
+            not under it (the folder searched is named); the state folder is a
             file, under a file, or (``writable``) cannot be written; a ``home`` target's folder
             is unusable (see :func:`home_root`).
         RefusedError: a target package is not installed in the engine environment (the image
@@ -391,17 +395,22 @@ def resolve_environment(
             name: root / (t.path or t.home or "") if t.path or t.home else root
             for name, t in spec.targets.items()
         }
+        for package in names:
+            _check_package_under(root, package)
         folder = _absolute(state_dir or root / ".patchbay")
         if state_dir is None:
             check_state_dir(folder, writable=False)
         check_state_placement(folder, patchset, roots)
+        versions, dist_info = tree_distributions(root, dists)
         return Environment(
             python=None,
             prefix=None,
             python_version=None,
             roots=roots,
-            distributions=dict.fromkeys(dists),
+            distributions=versions,
             state_dir=folder,
+            dist_info=dist_info,
+            tree_root=root,
         )
     python = _interpreter_path(python) if python else default_python()
     answer = probe(python, names, dists, timeout=probe_timeout)
@@ -437,6 +446,84 @@ def resolve_environment(
         dist_info={k: Path(v) for k, v in answer.get("dist_info", {}).items()},  # type: ignore[union-attr]
         markers=dict(answer.get("markers", {})),  # type: ignore[call-overload]
     )
+
+
+def read_again(env: Environment, *, probe_timeout: float | None = None) -> Environment:
+    """``env`` with its distributions read again, from the interpreter (or the ``--root``
+    tree): for a run that changed them before it plans (the reverts of ``apply --upgrade``);
+    its roots stay as resolved.
+
+    Raises:
+        EnvironmentProbeError: the interpreter could not be probed.
+    """
+    names = list(env.distributions)
+    if env.python is None:
+        if env.tree_root is None:  # roots given directly: no versions to read
+            return env
+        versions, dist_info = tree_distributions(env.tree_root, names)
+        return replace(env, distributions=versions, dist_info=dist_info)
+    answer = probe(env.python, [], names, timeout=probe_timeout)
+    dist_info = {k: Path(v) for k, v in answer.get("dist_info", {}).items()}  # type: ignore[union-attr]
+    return replace(
+        env,
+        distributions=answer["distributions"],  # type: ignore[arg-type]
+        dist_info=dist_info,
+    )
+
+
+def _check_package_under(root: Path, package: str) -> None:
+    """A target package must be a folder (or a module) right under ``--root``, as it is under
+    site-packages (a dotted package: each part below the one before).
+
+    Raises:
+        InputError: it is not, naming what was looked for; when the package is found one
+            level up or one level down (a root too deep or too shallow), the folder to give.
+    """
+    parts = package.split(".")
+    folder = root.joinpath(*parts)
+    if folder.is_dir() or folder.with_name(f"{parts[-1]}.py").is_file():
+        return
+    looked = f"looked for {folder}{os.sep} and {folder}.py"
+    near = [root.parent] if root.parent.joinpath(*parts).is_dir() else []
+    near += sorted(p.parent for p in root.glob("/".join(["*", *parts])) if p.is_dir())
+    if near:
+        looked += f"; it is under {near[0]}: give that folder as --root"
+    raise InputError(f"package {package} is not under {root} ({looked})", file=root)
+
+
+def tree_distributions(
+    root: Path, names: list[str]
+) -> tuple[dict[str, str | None], dict[str, Path]]:
+    """Versions of ``names`` read from ``root/*.dist-info/METADATA`` (or a legacy
+    ``*.egg-info/PKG-INFO``): their ``Name`` and ``Version`` fields (core metadata spec), as
+    the probe reads them from site-packages. This is what ``--root`` gives the base guard in
+    place of the interpreter.
+
+    Returns:
+        name -> version (None: no such folder, or no version in it), and name -> the folder.
+    """
+    from email.parser import BytesHeaderParser
+
+    from packaging.utils import canonicalize_name
+
+    wanted = {canonicalize_name(n): n for n in names}
+    versions: dict[str, str | None] = dict.fromkeys(names)
+    folders: dict[str, Path] = {}
+    if not wanted:
+        return versions, folders
+    found = [*root.glob("*.dist-info/METADATA"), *root.glob("*.egg-info/PKG-INFO")]
+    for meta in sorted(found, key=lambda p: p.parent.name):
+        try:
+            with meta.open("rb") as fh:
+                headers = BytesHeaderParser().parse(fh)
+        except OSError:
+            continue
+        name, version = headers.get("Name"), headers.get("Version")
+        key = canonicalize_name(str(name)) if name else None
+        if key in wanted and version and wanted[key] not in folders:
+            versions[wanted[key]] = str(version).strip()
+            folders[wanted[key]] = meta.parent
+    return versions, folders
 
 
 def home_root(name: str, target: Target, environ: Mapping[str, str] | None = None) -> Path:

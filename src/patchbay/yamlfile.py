@@ -26,6 +26,9 @@ KeyPath = tuple[str | int, ...]
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
+_STR_TAG = "tag:yaml.org,2002:str"
+_NULL_TAG = "tag:yaml.org,2002:null"
+
 MAX_ALIASES = 1000
 MAX_VALUES = 500_000
 MAX_DEPTH = 64
@@ -180,6 +183,11 @@ def _build(node: yaml.Node, key_path: KeyPath, doc: YamlDocument, constructor: A
 
 
 def _scalar(node: yaml.Node, doc: YamlDocument, constructor: Any) -> Any:
+    # what the safe constructor gives for these two tags, without its bookkeeping
+    if node.tag == _STR_TAG:
+        return node.value
+    if node.tag == _NULL_TAG:
+        return None
     try:
         return constructor.construct_object(node)
     except (ValueError, TypeError, yaml.YAMLError) as exc:  # e.g. a date like 2026-02-30

@@ -8,6 +8,11 @@ scanner and its rules, the grammars' and Python's versions) and of the engine na
 besides the script (:mod:`patchbay.analysis.inputs`: a ``source``d helper, a patch file, a glob,
 whether a file exists) and is reused only when each still gives the same answer.
 
+The same file keeps the scripts the file gate of :func:`~.scanner.scan_tree` rejected (same
+key), with the answers those verdicts rested on (whether each script a line runs exists): while
+every answer holds they are not judged again. Parsed patchsets and waivers have a file of their
+own (:mod:`.documents`).
+
 The cache lives outside the audited tree, under ``$XDG_CACHE_HOME/patchbay/audit`` (default
 ``~/.cache/patchbay/audit``): a repository can never ship verdicts about its own scripts. There
 is one file per audited root, rewritten (atomically) only when an entry was added or dropped;
@@ -24,15 +29,16 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
 from ..analysis.engines import EngineNames
 from .rules import RULES, Finding, Suppression
 
-__all__ = ["FORMAT", "ScriptCache", "analyser_digest", "cache_disabled"]
+__all__ = ["FORMAT", "ScriptCache", "analyser_digest", "cache_disabled", "write_json"]
 
-FORMAT = 1
+FORMAT = 2
 """The layout of a cache file; a file of another layout is ignored."""
 
 _KEEP_SECONDS = 30 * 24 * 3600
@@ -152,6 +158,11 @@ class ScriptCache:
         self.analyser = analyser_digest(engines)
         self.entries: dict[str, dict[str, object]] = {}
         self.used: set[str] = set()
+        # scripts the file gate rejected (keys as :meth:`key`), and the answers about other
+        # scripts' existence those verdicts rested on ((folder, word) -> a file?)
+        self.harmless: set[str] = set()
+        self.harmless_used: set[str] = set()
+        self.gate_probes: dict[tuple[str, str], bool] = {}
         self.dirty = False
         self.hits = 0
         self.misses = 0
@@ -170,8 +181,66 @@ class ScriptCache:
             and isinstance(doc.get("entries"), dict)
         ):
             self.entries = doc["entries"]
+            self._load_harmless(doc.get("harmless"), doc.get("gate_probes"))
         else:
             self.dirty = True  # another analyser's (or a broken) file: replace it
+
+    def _load_harmless(self, keys: object, probes: object) -> None:
+        """The gate's verdicts of the last run, when of the right shape (else dropped)."""
+        if not (isinstance(keys, list) and isinstance(probes, list)):
+            self.dirty = True
+            return
+        if not all(isinstance(k, str) for k in keys):
+            self.dirty = True
+            return
+        answers: dict[tuple[str, str], bool] = {}
+        for probe in probes:
+            if not (
+                isinstance(probe, list)
+                and len(probe) == 3
+                and isinstance(probe[0], str)
+                and isinstance(probe[1], str)
+                and isinstance(probe[2], bool)
+            ):
+                self.dirty = True
+                return
+            answers[(probe[0], probe[1])] = probe[2]
+        self.harmless = set(keys)
+        self.gate_probes = answers
+
+    def harmless_verdicts(self, is_file: Callable[[str, str], bool]) -> bool:
+        """Whether the gate's verdicts of the last run still hold: every answer they rested
+        on (``is_file(folder, word)``, the gate's own test) is the same today. When one is
+        not, they are all dropped and every script goes through the gate again."""
+        if not self.harmless:
+            return False
+        if all(is_file(folder, word) == seen for (folder, word), seen in self.gate_probes.items()):
+            return True
+        self.harmless.clear()
+        self.gate_probes.clear()
+        self.dirty = True
+        return False
+
+    def is_harmless(self, key: str) -> bool:
+        """The script (its :meth:`key`) was rejected by the gate before (see
+        :meth:`harmless_verdicts`); it is kept for the next run."""
+        if key in self.harmless:
+            self.harmless_used.add(key)
+            return True
+        return False
+
+    def put_harmless(self, key: str) -> None:
+        """Record a script the gate rejected (see :meth:`gate_answers`)."""
+        self.harmless.add(key)
+        self.harmless_used.add(key)
+        self.dirty = True
+
+    def gate_answers(self, probes: dict[tuple[str, str], bool]) -> None:
+        """Record what the gate found out about other scripts' existence this run (its
+        verdicts rest on these answers; the ones of earlier runs were checked to hold)."""
+        if probes.items() - self.gate_probes.items():
+            self.gate_probes.update(probes)
+            self.dirty = True
 
     @staticmethod
     def key(rel: str, kind: str, data: bytes) -> str:
@@ -180,12 +249,12 @@ class ScriptCache:
         h.update(data)
         return h.hexdigest()
 
-    def get(self, rel: str, kind: str, data: bytes) -> list[Finding] | None:
+    def get(self, rel: str, kind: str, data: bytes, key: str | None = None) -> list[Finding] | None:
         """The findings of a script analysed before, or None: not cached, of the wrong shape,
-        or a file its analysis looked at changed."""
+        or a file its analysis looked at changed (``key``: its :meth:`key`, when known)."""
         from ..analysis.inputs import unchanged
 
-        key = self.key(rel, kind, data)
+        key = key or self.key(rel, kind, data)
         entry = self.entries.get(key)
         if entry is None:
             self.misses += 1
@@ -229,37 +298,56 @@ class ScriptCache:
     def save(self) -> None:
         """Write the entries this run used (others are dropped), when anything changed; a
         cache that cannot be written is skipped silently (it is only a cache)."""
-        if not self.dirty and len(self.used) == len(self.entries):
+        if (
+            not self.dirty
+            and len(self.used) == len(self.entries)
+            and len(self.harmless_used) == len(self.harmless)
+        ):
             return
         doc = {
             "format": FORMAT,
             "analyser": self.analyser,
             "root": self.root,
             "entries": {k: v for k, v in self.entries.items() if k in self.used},
+            "harmless": sorted(self.harmless_used),
+            "gate_probes": [[f, w, seen] for (f, w), seen in sorted(self.gate_probes.items())],
         }
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".scripts-", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump(doc, fh, separators=(",", ":"))
-                os.replace(tmp, self.path)
-            except BaseException:
-                os.unlink(tmp)
-                raise
-            self._prune()
-        except OSError:
-            return
-        self.dirty = False
+        if write_json(self.folder, self.path, doc):
+            self.dirty = False
 
-    def _prune(self) -> None:
-        """Remove the cache files of roots not audited for :data:`_KEEP_SECONDS`."""
-        cutoff = time.time() - _KEEP_SECONDS
-        with os.scandir(self.folder) as it:
-            for entry in it:
-                if entry.name.startswith("scripts-") and entry.name.endswith(".json"):
-                    try:
-                        if entry.stat().st_mtime < cutoff:
-                            os.unlink(entry.path)
-                    except OSError:
-                        continue
+
+def write_json(folder: Path, path: Path, doc: object) -> bool:
+    """Write ``doc`` to the cache file ``path`` in ``folder`` atomically (a temporary file
+    renamed over it), then remove the cache files of roots not audited for
+    :data:`_KEEP_SECONDS`. A cache that cannot be written is skipped (it is only a cache).
+
+    Returns:
+        True when the file was written.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cache-", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, separators=(",", ":"))
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        _prune(folder)
+    except OSError:
+        return False
+    return True
+
+
+def _prune(folder: Path) -> None:
+    """Remove the cache files of roots not audited for :data:`_KEEP_SECONDS`."""
+    cutoff = time.time() - _KEEP_SECONDS
+    with os.scandir(folder) as it:
+        for entry in it:
+            if entry.name.startswith(("scripts-", "documents-")) and entry.name.endswith(".json"):
+                try:
+                    if entry.stat().st_mtime < cutoff:
+                        os.unlink(entry.path)
+                except OSError:
+                    continue

@@ -23,7 +23,21 @@ PATCH_SUFFIXES = (".patch", ".diff")
 
 
 def relative(path: Path, root: Path) -> str:
-    """``path`` relative to ``root`` with ``/`` separators (as findings name files)."""
+    """``path`` relative to ``root`` with ``/`` separators (as findings name files), as
+    :func:`os.path.relpath` gives it."""
+    text, base = os.fspath(path), os.fspath(root)
+    # the common case without relpath's normalising of both (most of an audit's calls): an
+    # absolute path below the root with no `..` (pathlib leaves no `.` or doubled separator)
+    if (
+        isinstance(path, Path)
+        and isinstance(root, Path)
+        and os.path.isabs(base)
+        and text.startswith(base)
+        and text[len(base) : len(base) + 1] == os.sep
+        and base != os.sep
+        and ".." not in text
+    ):
+        return text[len(base) + 1 :].replace(os.sep, "/")
     return os.path.relpath(path, root).replace(os.sep, "/")
 
 
@@ -71,8 +85,8 @@ def check_patchsets(patchsets: Iterable[Patchset], root: Path) -> list[Finding]:
         # links, `..`), which costs a system call per path component
         named = {str(path) for path in referenced}
         resolved: set[Path] | None = None
-        for path in sorted(ps.folder.rglob("*")):
-            if path.suffix not in PATCH_SUFFIXES or str(path) in named or not path.is_file():
+        for path in _patch_files(ps.folder):
+            if str(path) in named or not path.is_file():
                 continue
             if resolved is None:
                 resolved = {ref.resolve() for ref in referenced}
@@ -87,6 +101,31 @@ def check_patchsets(patchsets: Iterable[Patchset], root: Path) -> list[Finding]:
                     )
                 )
     return out
+
+
+def _patch_files(folder: Path) -> list[Path]:
+    """``sorted(p for p in folder.rglob("*") if p.suffix in PATCH_SUFFIXES)``, with a
+    :class:`Path` made only for those: folders walked as ``rglob`` walks them (symbolic links
+    to folders not followed, unreadable ones skipped)."""
+    found: list[Path] = []
+    pending = [os.fspath(folder)]
+    while pending:
+        current = pending.pop()
+        try:
+            with os.scandir(current) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.endswith(PATCH_SUFFIXES) and Path(entry.name).suffix in PATCH_SUFFIXES:
+                found.append(Path(entry.path))
+            try:
+                is_dir = entry.is_dir() and not entry.is_symlink()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                pending.append(entry.path)
+    return sorted(found)
 
 
 def _unlocked(ps: Patchset, yaml_rel: str) -> list[Finding]:

@@ -7,19 +7,28 @@ configuration. Nothing is written.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..model import PATCHSET_FILENAMES, Patchset, load_patchset
+from ..inputfiles import MAX_YAML_BYTES, read_input_text
+from ..model import (
+    PATCHSET_FILENAMES,
+    Patchset,
+    find_patchset_file,
+    load_patchset,
+    patchset_from_document,
+)
 from ..projects import DEFAULT_PROJECTS
-from ..waivers import Translation, Waiver, parse_waiver, waiver_files
+from ..waivers import Translation, Waiver, parse_waiver, read_waiver_text, waiver_files
 from .cache import ScriptCache, cache_disabled
 from .changes import Change, read_change
 from .checks import check_coverage, check_patchsets, check_waivers, relative
 from .config import AuditConfig, LoadedConfig, load_config, matches_any
+from .documents import DocumentCache
 from .pull_request import check_change, limit_to_change
 from .rules import Finding, Severity, Suppression
 from .scanner import EngineNames, scan_tree, script_files
@@ -179,9 +188,12 @@ def _waiver_json(w: Waiver, root: Path, scripts: dict[str, list[ScriptLink]]) ->
     }
 
 
-def find_patchsets(root: Path, entries: list[str], *, explicit: bool) -> list[Patchset]:
+def find_patchsets(
+    root: Path, entries: list[str], *, explicit: bool, documents: DocumentCache | None = None
+) -> list[Patchset]:
     """Load the patchsets named by ``entries`` (relative to ``root``): a patchset folder or
-    YAML file, or a folder whose subfolders are patchsets.
+    YAML file, or a folder whose subfolders are patchsets. With ``documents``, a YAML file
+    parsed before is taken from that cache (and validated as always).
 
     Raises:
         InputError: an explicitly configured entry that does not exist; any patchset that does
@@ -195,12 +207,21 @@ def find_patchsets(root: Path, entries: list[str], *, explicit: bool) -> list[Pa
                 raise InputError(f"configured patchset path {entry!r} does not exist", file=root)
             continue
         if path.is_file() or any((path / n).is_file() for n in PATCHSET_FILENAMES):
-            out.append(load_patchset(path))
+            out.append(_load_patchset(path, documents))
             continue
         for sub in sorted(p for p in path.iterdir() if p.is_dir()):
             if any((sub / n).is_file() for n in PATCHSET_FILENAMES):
-                out.append(load_patchset(sub))
+                out.append(_load_patchset(sub, documents))
     return out
+
+
+def _load_patchset(path: Path, documents: DocumentCache | None) -> Patchset:
+    """:func:`~patchbay.model.load_patchset`, with the YAML document from ``documents``."""
+    if documents is None:
+        return load_patchset(path)
+    yaml_path = find_patchset_file(path)
+    text = read_input_text(yaml_path, limit=MAX_YAML_BYTES)
+    return patchset_from_document(documents.yaml_document(yaml_path, text))
 
 
 def _config_line(loaded: LoadedConfig, key: str) -> int | None:
@@ -341,7 +362,10 @@ def run_audit(
     change = None
     if changed_since is not None:
         change = read_change(root, changed_since, pull_request=pull_request)
-    patchsets = find_patchsets(root, cfg.patchsets, explicit="patchsets" in cfg.model_fields_set)
+    documents = _document_cache(script_cache, cache_dir, root)
+    patchsets = find_patchsets(
+        root, cfg.patchsets, explicit="patchsets" in cfg.model_fields_set, documents=documents
+    )
     components = [c for ps in patchsets for c in ps.spec.components]
     engines = EngineNames.build(
         cfg.engine_names(c.distribution for c in components),
@@ -352,8 +376,14 @@ def run_audit(
     names.update({repo.rsplit("/", 1)[-1]: repo for repo in names.values()})
     names = {**DEFAULT_PROJECTS, **names, **cfg.upstream_names}
     waivers, translations = _read_waivers(
-        root, loaded, names=names, projects=engines.distributions | engines.imports
+        root,
+        loaded,
+        names=names,
+        projects=engines.distributions | engines.imports,
+        documents=documents,
     )
+    if documents is not None:
+        documents.save()
     links = script_links(
         waivers, root, cfg, lambda: [rel for rel, _ in script_files(root, cfg.scripts, cfg.exclude)]
     )
@@ -394,6 +424,14 @@ def run_audit(
     )
 
 
+def _document_cache(wanted: bool, cache_dir: Path | None, root: Path) -> DocumentCache | None:
+    if not wanted or cache_disabled():
+        return None
+    from ..options import default_cache_dir
+
+    return DocumentCache((cache_dir or default_cache_dir()) / "audit", root)
+
+
 def _script_cache(
     wanted: bool, cache_dir: Path | None, root: Path, engines: EngineNames
 ) -> ScriptCache | None:
@@ -423,10 +461,16 @@ def _configured(findings: list[Finding], cfg: AuditConfig) -> list[Finding]:
 
 
 def _read_waivers(
-    root: Path, loaded: LoadedConfig, *, names: dict[str, str], projects: frozenset[str]
+    root: Path,
+    loaded: LoadedConfig,
+    *,
+    names: dict[str, str],
+    projects: frozenset[str],
+    documents: DocumentCache | None = None,
 ) -> tuple[list[Waiver], list[Translation]]:
     """The waivers of every configured waiver folder (a folder listed twice, or inside
-    another, is read once), and the translated copies found next to them.
+    another, is read once), and the translated copies found next to them; with
+    ``documents``, a waiver parsed before is taken from that cache.
 
     Raises:
         InputError: an explicitly configured folder that does not exist; a malformed waiver.
@@ -435,7 +479,7 @@ def _read_waivers(
     explicit = "waivers" in cfg.model_fields_set
     waivers: list[Waiver] = []
     translations: list[Translation] = []
-    seen: set[Path] = set()
+    seen = _SeenFiles()
     for entry in cfg.waivers:
         folder = root / entry
         if explicit and not folder.is_dir():
@@ -447,13 +491,37 @@ def _read_waivers(
             )
         files = waiver_files(folder)
         for path in files.waivers:
-            key = path.resolve()
-            if key not in seen:
-                seen.add(key)
-                waivers.append(parse_waiver(path, names=names, projects=projects))
+            if seen.first(path):
+                if documents is None:
+                    waivers.append(parse_waiver(path, names=names, projects=projects))
+                else:
+                    text = read_waiver_text(path)
+                    waivers.append(documents.waiver(path, text, names=names, projects=projects))
         for t in files.translations:
-            key = t.path.resolve()
-            if key not in seen:
-                seen.add(key)
+            if seen.first(t.path):
                 translations.append(t)
     return waivers, translations
+
+
+class _SeenFiles:
+    """Files met so far, compared resolved (symbolic links and ``..`` followed, as
+    :meth:`Path.resolve`): one ``stat`` each, and ``resolve`` (a system call per path
+    component) only for files that share an inode with one met before."""
+
+    def __init__(self) -> None:
+        self._by_inode: dict[tuple[int, int] | Path, list[Path]] = {}
+
+    def first(self, path: Path) -> bool:
+        """True the first time ``path`` (resolved) is met."""
+        try:
+            st = os.stat(path)
+            inode: tuple[int, int] | Path = (st.st_dev, st.st_ino)
+        except OSError:
+            inode = path.resolve()
+        met = self._by_inode.setdefault(inode, [])
+        if met:
+            key = path.resolve()
+            if any(other.resolve() == key for other in met):
+                return False
+        met.append(path)
+        return True

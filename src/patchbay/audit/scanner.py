@@ -461,11 +461,13 @@ def scan_tree(
 ) -> list[Finding]:
     """The PB4xx findings of every script under ``root`` (see :func:`script_files`).
 
-    Each file is read once; one that names no trigger is skipped; the rest are analysed
-    (following ``source``/``bash`` into scripts of ``root``), or their findings taken from
-    ``cache`` when neither they nor a file their analysis looked at changed (the cache is
-    saved at the end). A statement reached from several scripts (a sourced helper) is one
-    finding, at its own file and line, with the chain of the first script that reached it.
+    Each file is read once; one that names no trigger is skipped (or, with ``cache``, one the
+    gate rejected before with the same bytes, while every other script whose existence that
+    verdict rested on is still there or still missing); the rest are analysed (following
+    ``source``/``bash`` into scripts of ``root``), or their findings taken from ``cache`` when
+    neither they nor a file their analysis looked at changed (the cache is saved at the end).
+    A statement reached from several scripts (a sourced helper) is one finding, at its own
+    file and line, with the chain of the first script that reached it.
 
     Returns:
         Findings of PB401-PB411, annotated ones carrying their suppression.
@@ -473,11 +475,21 @@ def scan_tree(
     found: dict[tuple[str, int | None, str], Finding] = {}
     base = os.path.join(os.fspath(root), "")
     gate = _Gate(engines, root)
+    verdicts = cache is not None and cache.harmless_verdicts(gate.is_file)
     for rel, kind in script_files(root, include, exclude):
         data = read_bytes(base + rel)
-        if data is None or not gate(data, rel, kind):
+        if data is None:
             continue
-        findings = cache.get(rel, kind, data) if cache is not None else None
+        key = None
+        if cache is not None:
+            key = cache.key(rel, kind, data)
+            if verdicts and cache.is_harmless(key):
+                continue  # rejected before, and nothing the verdict rested on changed
+        if not gate(data, rel, kind):
+            if cache is not None and key is not None:
+                cache.put_harmless(key)
+            continue
+        findings = cache.get(rel, kind, data, key) if cache is not None else None
         if findings is None:
             from ..analysis import analyse  # the parser and the walk, when a file needs them
 
@@ -495,6 +507,7 @@ def scan_tree(
             if old is None or len(finding.chain) > len(old.chain):
                 found[key] = finding
     if cache is not None:
+        cache.gate_answers(gate.files)
         cache.save()
     return [f for f in found.values() if f is not None]
 

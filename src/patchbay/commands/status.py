@@ -7,6 +7,7 @@ from pathlib import Path
 from ..engine import BLOCKING, PatchStatus, interrupted, make_plan, upgrade_command
 from ..output import print_guard, status_epilogue, status_table
 from ..provenance import check_record_path, provenance, write_record
+from ..trial import try_pending
 from .common import console, environment, err_console, load, print_json
 
 
@@ -20,12 +21,14 @@ def run(
     record: Path | None,
     probe_timeout: float | None = None,
 ) -> int:
-    """Print the status; exit 0 when nothing blocks an apply, 1 otherwise."""
+    """Print the status; exit 0 when nothing blocks an apply, 1 otherwise (a pending pin
+    that apply's dry run would refuse blocks it: see :mod:`patchbay.trial`)."""
     patchset = load(patchset_arg)
     env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
     if record is not None:
         check_record_path(record)
     plan = make_plan(patchset, env)
+    try_pending(plan)
     busy = interrupted(env)
     if busy:
         err_console.print(

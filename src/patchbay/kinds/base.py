@@ -113,6 +113,25 @@ class PendingPatch:
     inspection: Inspection
 
 
+@dataclass
+class Trial:
+    """What a pending patch's :meth:`PatchKind.preflight` would say, found without writing
+    anything: ``status`` asks a kind that offers ``trial(item, tree) -> Trial`` (``pip``: the
+    same dry run apply makes), so its exit code tells whether apply would refuse.
+
+    Attributes:
+        refusal: why apply would refuse the patch; None when it would not, or was not checked.
+        details: further lines of the refusal (pip's error block).
+        unchecked: why it could not be checked (an index unreachable), else None.
+        summary: what the check found, when it passed (pip's planned changes).
+    """
+
+    refusal: str | None = None
+    details: list[str] = field(default_factory=list)
+    unchecked: str | None = None
+    summary: str | None = None
+
+
 class FileKind:
     """Defaults for kinds whose whole effect is file contents (diff, replace, artifact).
 
@@ -135,7 +154,11 @@ class FileKind:
 
 
 class PatchKind(Protocol):
-    """One kind of patch (``diff``, ``replace``, ...). Implementations live in ``kinds/``."""
+    """One kind of patch (``diff``, ``replace``, ...). Implementations live in ``kinds/``.
+
+    A kind may also offer ``trial(item, tree) -> Trial``: what its :meth:`preflight` would say,
+    without writing (``status`` runs it; see :mod:`patchbay.trial`).
+    """
 
     name: str
 

@@ -5,7 +5,9 @@
   pinned commit, per PEP 610 ``vcs_info.commit_id``) is applied, and pip is not run at all.
 - Before installing, ``pip install --dry-run --report`` lists every distribution the pin would
   add, upgrade or downgrade; a change to a protected distribution (the patchset's ``protect``,
-  by default its components) is refused unless the patch ``allow``s it by name.
+  by default its components) is refused unless the patch ``allow``s it by name. ``status``
+  runs the same dry run (:meth:`PipKind.trial`, no log), so it tells a pin apply would refuse;
+  a dry run that failed on an index it could not reach raises ``SourceUnreachable``.
 - A source build (``source: {repo, ref}``) installs ``name @ git+<url>@<commit>`` at the commit
   ``patchbay vendor`` locked (a tag or branch is never built as such; unlocked, the patch is
   refused). Its ``build_requirements`` file is read from a scratch checkout of that commit (a
@@ -34,19 +36,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from ..errors import ApplyFailed, RefusedError
+from ..errors import ApplyFailed, RefusedError, SourceUnreachable
 from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
 from ..lockfile import Lock
 from ..model import BuildSource, PipPatch
 from ..redaction import write_log
-from .base import ContentState, Inspection, LoadedPatch, PendingPatch
+from .base import ContentState, Inspection, LoadedPatch, PendingPatch, Trial
 
 if TYPE_CHECKING:
     from ..ledger import LedgerEntry
@@ -127,8 +130,59 @@ def checkout(url: str, commit: str, *, patch_id: str) -> Iterator[Path]:
                 ) from None
             if proc.returncode != 0:
                 last = (proc.stderr.strip().splitlines() or [f"git exited {proc.returncode}"])[-1]
-                raise RefusedError(f"cannot fetch {commit} from {url}: {last}", patch_id=patch_id)
+                message = f"cannot fetch {commit} from {url}: {last}"
+                if any(m in proc.stderr for m in _GIT_UNREACHABLE):
+                    place = f"git remote unreachable: {url} ({last})"
+                    raise SourceUnreachable(message, place=place, patch_id=patch_id)
+                raise RefusedError(message, patch_id=patch_id)
         yield Path(scratch)
+
+
+# what git (and curl under it) says when the remote is not there at all, as opposed to a
+# remote that answers "no such commit"
+_GIT_UNREACHABLE = (
+    "Could not resolve host",
+    "Failed to connect",
+    "Connection refused",
+    "Connection timed out",
+    "Operation timed out",
+)
+
+# urllib3's warning for every failed connection pip retries, e.g. ``Retrying (Retry(...))
+# after connection broken by 'NewConnectionError("HTTPConnection(host='h', port=9): Failed
+# to establish a new connection: [Errno 111] Connection refused")': /simple/x/``; pip says
+# nothing of a connection it does not retry (``--retries 0``)
+_BROKEN = re.compile(r"after connection broken by '(?P<error>\w+)\((?P<body>.*)\)': (?P<path>\S*)")
+_HOST = re.compile(r"host='(?P<host>[^']+)', port=(?P<port>\d+)")
+
+#: pip options of the dry run ``status`` makes: one retry (pip says nothing of a connection it
+#: does not retry) and pip's default timeout, so an unreachable index costs seconds
+TRIAL_PIP_OPTIONS = ["--retries", "1", "--timeout", "15"]
+
+
+def unreachable(output: str) -> str | None:
+    """The first place pip's output says it could not reach, as ``PLACE (ERROR: REASON)``,
+    else None. The failures are urllib3's retry warnings (see ``_BROKEN``); the place is the
+    index or find-links URL pip listed (``Looking in indexes:``) that the failed path is
+    under, else the host and port the warning names (newer urllib3), else the path."""
+    listed: list[str] = []
+    for line in output.splitlines():
+        for head in ("Looking in indexes:", "Looking in links:"):
+            if line.startswith(head):
+                listed += [u.strip() for u in line[len(head) :].split(",") if "://" in u]
+        found = _BROKEN.search(line)
+        if found is None:
+            continue
+        path = found["path"]
+        under = [u for u in listed if path.startswith(urlsplit(u).path or "/")]
+        host = _HOST.search(found["body"])
+        if under:
+            where = max(under, key=lambda u: len(urlsplit(u).path))
+        else:
+            where = f"{host['host']}:{host['port']}" if host else path or "an index"
+        reason = found["body"].rsplit(": ", 1)[-1].strip().strip("\"'")
+        return f"{where} ({found['error']}: {reason})"
+    return None
 
 
 def installed_commit(dist_info: Path | None) -> str | None:
@@ -216,6 +270,21 @@ def _pip(
         except OSError as exc:
             raise RefusedError(f"cannot write pip's log: {exc.strerror or exc}", file=log) from None
     return proc
+
+
+@dataclass
+class DryRun:
+    """What ``pip install --dry-run --report`` found.
+
+    Attributes:
+        changes: every distribution it would add or change, as (name, installed version or
+            None, version).
+        unreachable: a place pip could not reach on the way (see :func:`unreachable`): the
+            answer may differ from one with the network.
+    """
+
+    changes: list[tuple[str, str | None, str]]
+    unreachable: str | None = None
 
 
 @dataclass
@@ -353,39 +422,81 @@ class PipKind:
         assert env is not None and env.python is not None
         pin: PipPin = item.loaded.data
         before = _installed_versions(env.python)
-        log = pip_log(env.state_dir, patch.id)
+        run = self._first_dry_run(item, tree, before, pip_log(env.state_dir, patch.id))
+        item.inspection.data = {
+            "before": _lookup(before, pin.requirement.name),
+            "changes": [{"name": n, "from": o, "to": v} for n, o, v in run.changes],
+            # the write stage's tree knows no patchset: the later dry run checks the same set
+            "protected": sorted(tree.protected),
+        }
+
+    def trial(self, item: PendingPatch, tree: Tree) -> Trial:
+        """The dry run :meth:`preflight` makes, with no log and nothing written (``status``),
+        retried once (:data:`TRIAL_PIP_OPTIONS`): whether apply would refuse the pin."""
+        patch: PipPatch = item.patch
+        env = tree.env
+        assert env is not None and env.python is not None
+        pin: PipPin = item.loaded.data
+        try:
+            before = _installed_versions(env.python)
+            run = self._first_dry_run(item, tree, before, None, TRIAL_PIP_OPTIONS)
+        except SourceUnreachable as exc:
+            return Trial(unchecked=exc.place)
+        except RefusedError as exc:
+            reason = exc.reason.removesuffix("; nothing was changed")
+            return Trial(refusal=reason, details=exc.details)
+        if run.unreachable:  # resolved without it: apply, reaching it, may choose otherwise
+            return Trial(unchecked=f"index unreachable: {run.unreachable}")
+        moved = "; ".join(f"{n} {_movement(o, v)}" for n, o, v in run.changes) or "nothing"
+        if pin.source is not None and patch.build_requirements is not None:
+            return Trial(
+                summary=f"pip's dry run of the build requirements {patch.build_requirements}: "
+                f"{moved} (the package's own needs them installed: apply makes it)"
+            )
+        return Trial(summary=f"pip's dry run: {moved}")
+
+    def _first_dry_run(
+        self,
+        item: PendingPatch,
+        tree: Tree,
+        before: dict[str, str],
+        log: Path | None,
+        pip_options: list[str] | None = None,
+    ) -> DryRun:
+        """The dry run apply makes before it writes: of a source build's build requirements
+        (read at the locked commit) when it has them, else of the pin itself.
+
+        Raises:
+            SourceUnreachable: the source or an index could not be reached.
+            RefusedError: as :meth:`_dry_run`.
+        """
+        patch: PipPatch = item.patch
+        pin: PipPin = item.loaded.data
         if pin.source is not None and patch.build_requirements is not None:
             assert pin.commit is not None
             with checkout(pin.source.git_url, pin.commit, patch_id=patch.id) as src:
-                changes = self._dry_run(
+                return self._dry_run(
                     patch,
                     tree,
                     ["-r", str(build_requirements_file(patch, src, pin))],
                     what=f"the build requirements {patch.build_requirements} of {pin.source.label}",
-                    options=index_args(patch, tree),
+                    options=[*(pip_options or []), *index_args(patch, tree)],
                     before=before,
                     log=log,
                     fresh=True,
                 )
             # the package's own dry run needs these installed (no build isolation): in apply
-        else:
-            changes = self._dry_run(
-                patch,
-                tree,
-                [pin.install],
-                what=pin.install,
-                options=self._install_options(patch, tree),
-                before=before,
-                log=log,
-                fresh=True,
-                pinned=pin.requirement.name,
-            )
-        item.inspection.data = {
-            "before": _lookup(before, pin.requirement.name),
-            "changes": [{"name": n, "from": o, "to": v} for n, o, v in changes],
-            # the write stage's tree knows no patchset: the later dry run checks the same set
-            "protected": sorted(tree.protected),
-        }
+        return self._dry_run(
+            patch,
+            tree,
+            [pin.install],
+            what=pin.install,
+            options=[*(pip_options or []), *self._install_options(patch, tree)],
+            before=before,
+            log=log,
+            fresh=True,
+            pinned=pin.requirement.name,
+        )
 
     def _dry_run(
         self,
@@ -396,16 +507,17 @@ class PipKind:
         what: str,
         options: list[str],
         before: dict[str, str],
-        log: Path,
+        log: Path | None,
         fresh: bool = False,
         pinned: str | None = None,
         protected: set[str] | None = None,
-    ) -> list[tuple[str, str | None, str]]:
+    ) -> DryRun:
         """``pip install --dry-run --report`` of ``targets``: every distribution it would add
-        or change, as (name, installed version or None, version); the ``pinned`` one is listed
-        even when pip would reinstall the same version. ``protected`` defaults to the tree's.
+        or change (the ``pinned`` one is listed even when pip would reinstall the same
+        version). ``protected`` defaults to the tree's; ``log`` None keeps no log.
 
         Raises:
+            SourceUnreachable: pip failed, and could not reach an index or find-links URL.
             RefusedError: pip cannot resolve it, or it would change a protected distribution
                 that the patch does not ``allow``.
         """
@@ -417,10 +529,20 @@ class PipKind:
             args = ["install", "--dry-run", "--report", str(report_path), *options, *targets]
             env_vars = pip_environment(tree, patch.build_env)
             proc = _pip(env.python, args, env=env_vars, log=log, fresh=fresh)
+            lost = unreachable(proc.stdout)
+            logged = f" (log: {log})" if log is not None else ""
             if proc.returncode != 0:
                 failure = pip_failure(proc.stdout, proc.returncode)
+                if lost:
+                    raise SourceUnreachable(
+                        f"pip cannot resolve {what}: {failure.headline}; {lost} could not be "
+                        f"reached{logged}",
+                        place=f"index unreachable: {lost}",
+                        patch_id=patch.id,
+                        details=failure.lines,
+                    )
                 raise RefusedError(
-                    f"pip cannot resolve {what}: {failure.headline} (log: {log})",
+                    f"pip cannot resolve {what}: {failure.headline}{logged}",
                     patch_id=patch.id,
                     details=failure.lines,
                 )
@@ -428,7 +550,7 @@ class PipKind:
                 report = json.loads(report_path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
                 raise RefusedError(
-                    f"pip's dry run of {what} left no readable report ({exc}; log: {log})",
+                    f"pip's dry run of {what} left no readable report ({exc}){logged}",
                     patch_id=patch.id,
                 ) from None
         changes = []
@@ -447,11 +569,11 @@ class PipKind:
         if touched:
             moved = "; ".join(f"{n} {_movement(o, v)}" for n, o, v in touched)
             raise RefusedError(
-                f"installing {what} would change protected distribution(s): {moved}; nothing "
-                "was changed (allow them by name in the patch's `allow` if intended)",
+                f"installing {what} would change protected distribution(s): {moved} (allow "
+                "them by name in the patch's `allow` if intended); nothing was changed",
                 patch_id=patch.id,
             )
-        return changes
+        return DryRun(changes, lost)
 
     def _install_options(self, patch: PipPatch, tree: Tree) -> list[str]:
         args = index_args(patch, tree)

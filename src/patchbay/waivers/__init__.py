@@ -31,7 +31,7 @@ One module per concern:
 - :mod:`.template` — the text ``patchbay waiver new`` writes.
 """
 
-from .document import Waiver, parse_waiver, read_waivers
+from .document import Waiver, parse_waiver, read_waiver_text, read_waivers
 from .fields import (
     FIELD_TITLES,
     FIELDS,
@@ -65,6 +65,7 @@ __all__ = [
     "field_matches",
     "parse_waiver",
     "placeholder_in",
+    "read_waiver_text",
     "read_waivers",
     "split_front_matter",
     "waiver_files",

@@ -1,4 +1,5 @@
-"""A waiver document: :class:`Waiver`, :func:`parse_waiver` and :func:`read_waivers`."""
+"""A waiver document: :class:`Waiver`, :func:`parse_waiver`, :func:`read_waiver_text` and
+:func:`read_waivers`."""
 
 from __future__ import annotations
 
@@ -102,10 +103,7 @@ def parse_waiver(
             ``file:line``.
     """
     if text is None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read waiver: {exc}", file=path) from None
+        text = read_waiver_text(path)
     try:
         yaml_text, body, offset = split_front_matter(text)
     except ValueError as exc:
@@ -127,6 +125,18 @@ def parse_waiver(
         waiver.fields["upstream"] = upstream
     waiver.paths = named_paths(parser.segments)
     return waiver
+
+
+def read_waiver_text(path: Path) -> str:
+    """The text of a waiver file (UTF-8).
+
+    Raises:
+        InputError: the file cannot be read or is not UTF-8.
+    """
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read waiver: {exc}", file=path) from None
 
 
 def read_waivers(

@@ -1,0 +1,339 @@
+"""The audit's cache of parsed documents: a patchset's YAML and a waiver, read once, are not
+parsed again until their text (or the code that parses them) changes.
+
+Parsing is a pure function of a document's text: the YAML of ``patchset.yaml`` becomes its
+plain data and the line of every key (:class:`~patchbay.yamlfile.YamlDocument`), a waiver
+becomes a :class:`~patchbay.waivers.Waiver` (given its file name and the project names that
+resolve ``project #N``). An entry is keyed by those inputs (the text's SHA-256) and a digest of
+the parsing code (:data:`_SOURCES`, PyYAML's version, patchbay's and Python's), so it gives
+what parsing would. What is not parsing is never cached: every patchset is validated by its
+pydantic schema (:func:`~patchbay.model.patchset_from_document`), every check runs, every file
+a document names is looked at, on every run.
+
+An entry is only written when it reads back equal to what was parsed (a YAML date or a mapping
+with number keys has no JSON form here, so that document is simply parsed every time), and it
+is read back with its shape checked: a file that does not parse or an entry of the wrong shape
+is ignored and replaced, never trusted. Bad input raises before anything is cached. The file
+lives next to the script findings' (:mod:`.cache`): one per audited root,
+``documents-<digest of its path>.json``, written atomically and only when an entry was added
+or dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import operator
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import fields
+from functools import cache
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+from ..waivers import (
+    FieldResult,
+    FrontMatter,
+    NamedPath,
+    Placeholder,
+    Reference,
+    Waiver,
+    parse_waiver,
+)
+from ..yamlfile import YamlDocument, parse_yaml
+from .cache import write_json
+
+__all__ = ["DocumentCache"]
+
+FORMAT = 1
+"""The layout of a documents file; a file of another layout is ignored."""
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+_SOURCES = ("yamlfile.py", "projects.py", "waivers", "audit/documents.py")
+"""The code a parsed document depends on: its source is in the digest."""
+
+
+@cache
+def _code_digest() -> str:
+    import yaml
+
+    from .. import __version__
+
+    h = hashlib.sha256(
+        f"format {FORMAT} patchbay {__version__} {sys.version_info[:2]} "
+        f"pyyaml {yaml.__version__} {hasattr(yaml, 'CSafeLoader')}".encode()
+    )
+    for entry in _SOURCES:
+        path = _PACKAGE / entry
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            h.update(file.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+            h.update(file.read_bytes())
+    return h.hexdigest()
+
+
+class DocumentCache:
+    """The parsed documents of one audited root (one file under ``folder``).
+
+    Args:
+        folder: the cache folder (``~/.cache/patchbay/audit``); created when first written.
+        root: the audited root; its resolved path names the cache file.
+    """
+
+    def __init__(self, folder: Path, root: Path) -> None:
+        self.folder = folder
+        self.root = str(root.resolve())
+        digest = hashlib.sha256(self.root.encode()).hexdigest()[:24]
+        self.path = folder / f"documents-{digest}.json"
+        self.code = _code_digest()
+        self.entries: dict[str, object] = {}
+        self.used: set[str] = set()
+        self.dirty = False
+        self.hits = 0
+        self.misses = 0
+        self._contexts: dict[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], str] = {}
+        try:
+            doc = json.loads(self.path.read_bytes())
+        except (OSError, ValueError):
+            return
+        if (
+            isinstance(doc, dict)
+            and doc.get("format") == FORMAT
+            and doc.get("code") == self.code
+            and doc.get("root") == self.root
+            and isinstance(doc.get("entries"), dict)
+        ):
+            self.entries = doc["entries"]
+        else:
+            self.dirty = True  # another version's (or a broken) file: replace it
+
+    def yaml_document(self, path: Path, text: str) -> YamlDocument:
+        """The YAML document of ``text`` (the content of ``path``), as
+        :func:`~patchbay.yamlfile.parse_yaml` gives it.
+
+        Raises:
+            InputError: as :func:`~patchbay.yamlfile.parse_yaml` (nothing is cached).
+        """
+        key = _key("yaml", text)
+        return self._lookup(
+            key,
+            lambda raw: _yaml_of(raw, path, text),
+            lambda: parse_yaml(text, path),
+            _yaml_json,
+            lambda a, b: (a.path, a.data, a.lines) == (b.path, b.data, b.lines),
+        )
+
+    def waiver(
+        self, path: Path, text: str, *, names: Mapping[str, str], projects: Iterable[str]
+    ) -> Waiver:
+        """The waiver ``path`` holding ``text``, as :func:`~patchbay.waivers.parse_waiver`
+        gives it with these ``names`` and ``projects``.
+
+        Raises:
+            InputError: as :func:`~patchbay.waivers.parse_waiver` (nothing is cached).
+        """
+        projects = sorted(set(projects))
+        given = (tuple(names.items()), tuple(projects))
+        context = self._contexts.get(given)
+        if context is None:
+            context = self._contexts[given] = json.dumps(given)
+        key = _key("waiver", f"{path.name}\0{context}\0{text}")
+        return self._lookup(
+            key,
+            lambda raw: _waiver_of(raw, path),
+            lambda: parse_waiver(path, names=names, projects=projects, text=text),
+            _waiver_json,
+        )
+
+    def _lookup(
+        self,
+        key: str,
+        decode: Callable[[object], Any],
+        parse: Callable[[], Any],
+        encode: Callable[[Any], object],
+        same: Callable[[Any, Any], bool] = operator.eq,
+    ) -> Any:
+        raw = self.entries.get(key)
+        if raw is not None:
+            try:
+                value = decode(raw)
+            except (ValueError, TypeError, KeyError, IndexError):
+                del self.entries[key]
+                self.dirty = True
+            else:
+                self.used.add(key)
+                self.hits += 1
+                return value
+        self.misses += 1
+        value = parse()
+        try:
+            raw = json.loads(json.dumps(encode(value)))
+            faithful = same(decode(raw), value)
+        except (ValueError, TypeError, KeyError, IndexError):
+            faithful = False
+        if faithful:
+            self.entries[key] = raw
+            self.used.add(key)
+            self.dirty = True
+        return value
+
+    def save(self) -> None:
+        """Write the entries this run used (others are dropped), when anything changed."""
+        if not self.dirty and len(self.used) == len(self.entries):
+            return
+        doc = {
+            "format": FORMAT,
+            "code": self.code,
+            "root": self.root,
+            "entries": {k: v for k, v in self.entries.items() if k in self.used},
+        }
+        if write_json(self.folder, self.path, doc):
+            self.dirty = False
+
+
+def _key(kind: str, text: str) -> str:
+    return hashlib.sha256(f"{kind}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _check(ok: bool) -> None:
+    if not ok:
+        raise ValueError("not the shape this cache writes")
+
+
+def _is_line(value: object) -> bool:
+    return type(value) is int and value >= 1
+
+
+def _yaml_json(doc: YamlDocument) -> object:
+    # the line map as one string, decoded when a line is first asked for: most audits ask for
+    # none, and its thousands of small lists would be most of the file's decoding
+    lines = json.dumps([[list(k), line] for k, line in doc.lines.items()], separators=(",", ":"))
+    return {"data": doc.data, "lines": lines}
+
+
+def _yaml_of(raw: object, path: Path, text: str) -> YamlDocument:
+    _check(isinstance(raw, dict) and isinstance(raw.get("lines"), str) and "data" in raw)
+    assert isinstance(raw, dict)
+    return _CachedDocument(path, raw["data"], raw["lines"], text)
+
+
+class _CachedDocument(YamlDocument):
+    """A YAML document from the cache: its line map is decoded on first use (and, should it
+    not have the shape this cache writes, taken from a fresh parse of the text instead)."""
+
+    def __init__(self, path: Path, data: Any, encoded: str, text: str) -> None:
+        self.path = path
+        self.data = data
+        self._encoded: str | None = encoded
+        self._text = text
+        self._lines: dict[tuple[str | int, ...], int] = {}
+
+    @property  # type: ignore[override]
+    def lines(self) -> dict[tuple[str | int, ...], int]:
+        if self._encoded is not None:
+            encoded, self._encoded = self._encoded, None
+            try:
+                self._lines = _lines_of(json.loads(encoded))
+            except (ValueError, TypeError):
+                self._lines = parse_yaml(self._text, self.path).lines
+        return self._lines
+
+    @lines.setter
+    def lines(self, value: dict[tuple[str | int, ...], int]) -> None:
+        self._encoded = None
+        self._lines = value
+
+
+def _lines_of(raw: object) -> dict[tuple[str | int, ...], int]:
+    _check(isinstance(raw, list))
+    assert isinstance(raw, list)
+    lines = {tuple(key): line for key, line in raw}
+    # checked in bulk: a document has a line for every key and item
+    _check({type(e) for key in lines for e in key} <= _KEY_TYPES)
+    _check({type(n) for n in lines.values()} <= _INT and (not lines or min(lines.values()) >= 1))
+    return lines
+
+
+_KEY_TYPES = frozenset((str, int))
+_INT = frozenset((int,))
+
+
+# the fields of each dataclass a waiver holds, in order, with the JSON types of their values
+_OPT_STR = (str, type(None))
+_OPT_INT = (int, type(None))
+_SHAPES: dict[type, tuple[tuple[type, ...], ...]] = {
+    Placeholder: ((int,), (str,), (str,), _OPT_STR),
+    Reference: ((str,), (int,), (str,), _OPT_STR, _OPT_INT, _OPT_STR, _OPT_STR, _OPT_STR),
+    NamedPath: ((str,), (int,), (bool,)),
+}
+for _cls, _shape in _SHAPES.items():  # a field added to one of them must be added here
+    assert len(fields(_cls)) == len(_shape), _cls
+_TYPES = {cls: frozenset(product(*shape)) for cls, shape in _SHAPES.items()}
+"""The tuples of value types each record may hold (checked in one look-up)."""
+
+
+def _flat(value: object) -> list[object]:
+    return [getattr(value, f.name) for f in fields(value)]  # type: ignore[arg-type]
+
+
+def _record(cls: type, item: object) -> Any:
+    _check(isinstance(item, list) and tuple(map(type, item)) in _TYPES[cls])
+    assert isinstance(item, list)
+    return cls(*item)
+
+
+def _field_json(result: FieldResult) -> object:
+    return [
+        result.name,
+        result.status,
+        result.line,
+        result.where,
+        [_flat(p) for p in result.placeholders],
+    ]
+
+
+def _field_of(item: object) -> FieldResult:
+    _check(isinstance(item, list) and len(item) == 5)
+    assert isinstance(item, list)
+    name, status, line, where, placeholders = item
+    _check(isinstance(name, str) and status in ("found", "missing", "placeholder"))
+    _check((line is None or _is_line(line)) and type(where) in _OPT_STR)
+    _check(isinstance(placeholders, list))
+    return FieldResult(name, status, line, where, [_record(Placeholder, p) for p in placeholders])
+
+
+def _waiver_json(waiver: Waiver) -> object:
+    fm = waiver.front_matter
+    return {
+        "id": waiver.id,
+        "front_matter": None if fm is None else fm.model_dump(mode="json", exclude_unset=True),
+        "key_lines": [
+            [list(k) if isinstance(k, tuple) else k, n] for k, n in waiver.key_lines.items()
+        ],
+        "fields": [[name, _field_json(r)] for name, r in waiver.fields.items()],
+        "references": [_flat(r) for r in waiver.references],
+        "placeholders": [_flat(p) for p in waiver.placeholders],
+        "meta": [[k, v[0], v[1]] for k, v in waiver.meta.items()],
+        "paths": [_flat(p) for p in waiver.paths],
+    }
+
+
+def _waiver_of(raw: object, path: Path) -> Waiver:
+    _check(isinstance(raw, dict) and isinstance(raw.get("id"), str))
+    assert isinstance(raw, dict)
+    fm = raw["front_matter"]
+    _check(fm is None or isinstance(fm, dict))
+    waiver = Waiver(path=path, id=raw["id"], front_matter=None if fm is None else FrontMatter(**fm))
+    for key, line in raw["key_lines"]:
+        _check(isinstance(key, str | list) and _is_line(line))
+        waiver.key_lines[tuple(key) if isinstance(key, list) else key] = line
+    for name, result in raw["fields"]:
+        _check(isinstance(name, str))
+        waiver.fields[name] = _field_of(result)
+    waiver.references = [_record(Reference, r) for r in raw["references"]]
+    waiver.placeholders = [_record(Placeholder, p) for p in raw["placeholders"]]
+    for key, value, line in raw["meta"]:
+        _check(isinstance(key, str) and isinstance(value, str) and type(line) is int)
+        waiver.meta[key] = (value, line)
+    waiver.paths = [_record(NamedPath, p) for p in raw["paths"]]
+    return waiver
