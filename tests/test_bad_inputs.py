@@ -435,6 +435,15 @@ def corrupt_diffs() -> Iterator[Input]:
         "only-diff-git-line": "diff --git a/demo_engine/envs.py b/demo_engine/envs.py\n",
         "truncated-mid-hunk": HEADER + HUNK[: HUNK.index("KV_CACHE")],
         "hunk-counts-zero-both": HEADER + "@@ -3,0 +3,0 @@\n",
+        # cut at a byte, not a line: git apply says "corrupt patch", GNU patch "malformed"
+        "cut-mid-diff-git-line": GOOD_DIFF[: GOOD_DIFF.index(" b/demo")],
+        "cut-mid-minus-line": GOOD_DIFF[: GOOD_DIFF.index("+++") - 6],
+        "cut-mid-plus-line": GOOD_DIFF[: GOOD_DIFF.index("@@") - 6],
+        "cut-mid-hunk-header": GOOD_DIFF[: GOOD_DIFF.index("@@") + 9],
+        "cut-mid-context-line": HEADER + HUNK[: HUNK.index("MAX_BATCH") + 20],
+        "cut-mid-last-line": GOOD_DIFF[:-12],
+        "last-newline-missing": GOOD_DIFF[:-1],
+        "last-newline-missing-crlf": GOOD_DIFF.replace("\n", "\r\n")[:-1],
     }
     for name, text in shapes.items():
         yield diff_file(f"diff-{name}", text)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from patchbay.diffparse import parse_diff
+from conftest import write_patchset
+from inprocess import run_main
+from patchbay.diffparse import git_header_names, parse_diff
 from patchbay.errors import InputError
 
 SRC = Path("x.patch")
@@ -129,3 +133,142 @@ def test_binary_without_content_is_rejected() -> None:
         parse(
             "diff --git a/k.co b/k.co\nindex 1..2 100644\nBinary files a/k.co and b/k.co differ\n"
         )
+
+
+CUT_DIFF = (
+    "diff --git a/pkg/w.py b/pkg/w.py\nindex 307e3fb..70c0fe0 100644\n"
+    "--- a/pkg/w.py\n+++ b/pkg/w.py\n"
+    "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+    "@@ -9,2 +9,2 @@\n x\n-return [r * 2 for r in batch]\n+return [r * 3 for r in batch]\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("cut", "line"),
+    [
+        (len(CUT_DIFF) - 12, 13),  # mid-line: the target would end "return [r * 3 fo"
+        (len(CUT_DIFF) - 1, 13),  # only the last newline missing: it would strip the file's
+        (CUT_DIFF.index("+B\n") + 2, 8),  # mid-hunk, the line cut before its newline
+    ],
+)
+def test_a_last_line_without_newline_or_marker_is_a_truncated_patch(cut: int, line: int) -> None:
+    with pytest.raises(InputError) as exc:
+        parse(CUT_DIFF[:cut])
+    assert exc.value.line == line
+    assert str(exc.value).startswith(f"x.patch:{line}: corrupt diff: hunk")
+    assert "truncated" in exc.value.reason
+
+
+def test_a_header_line_without_newline_is_a_truncated_patch() -> None:
+    text = "diff --git a/e.py b/e.py\nnew file mode 100644"  # would create an empty file
+    with pytest.raises(InputError, match="truncated patch") as exc:
+        parse(text)
+    assert exc.value.line == 2
+
+
+def test_a_marker_makes_a_last_line_without_newline_whole() -> None:
+    whole = parse("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n\\ No newline at end of file")
+    assert whole.files[0].hunks[0].postimage == ["b"]
+
+
+def test_every_cut_of_a_diff_is_refused_or_keeps_only_whole_hunks() -> None:
+    """git's rule: a hunk whose counts are not met, or whose last line is cut, is corrupt. A
+    cut between two hunks is a shorter valid diff; no cut may yield a changed hunk."""
+    full = {h.line: h.lines for h in parse(CUT_DIFF).files[0].hunks}
+    accepted = []
+    for cut in range(len(CUT_DIFF) + 1):
+        try:
+            parsed = parse(CUT_DIFF[:cut])
+        except InputError as exc:
+            assert exc.file == "x.patch" and (exc.line or "no file patches" in exc.reason)
+            continue
+        for fp in parsed.files:
+            for hunk in fp.hunks:
+                assert hunk.lines == full[hunk.line], f"cut at {cut} changed hunk {hunk.index}"
+        accepted.append(cut)
+    # the cuts before the first hunk (kinds refuse a file patch without hunks), after the
+    # first hunk, and the whole diff
+    assert CUT_DIFF.index("@@ -9") in accepted and len(CUT_DIFF) in accepted
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {"PATH": os.environ["PATH"], "HOME": str(repo), "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, env=env
+    ).stdout
+
+
+def test_a_real_git_diff_of_names_with_spaces_is_read_and_applied(tmp_path: Path) -> None:
+    """git writes ``diff --git a/x y b/x y`` unquoted; git's rule splits it where both halves
+    name one path, and the ``---``/``+++`` lines (which git ends with a tab) decide."""
+    repo = tmp_path / "tree"
+    (repo / "demo_engine").mkdir(parents=True)
+    (repo / "demo_engine" / "my kernels.csv").write_text("a\nb\n")
+    (repo / "demo_engine" / "b x b.py").write_text("x = 1\n")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    (repo / "demo_engine" / "my kernels.csv").write_text("a\nB\n")
+    (repo / "demo_engine" / "b x b.py").write_text("x = 2\n")
+    (repo / "demo_engine" / "new one.py").write_text("y = 1\n")
+    _git(repo, "add", "-N", ".")
+    diff = _git(repo, "diff")
+    assert "diff --git a/demo_engine/my kernels.csv b/demo_engine/my kernels.csv\n" in diff
+    parsed = parse(diff)
+    assert sorted(fp.path for fp in parsed.files) == [
+        "demo_engine/b x b.py",
+        "demo_engine/my kernels.csv",
+        "demo_engine/new one.py",
+    ]
+    assert [fp.path for fp in parsed.files if fp.is_new] == ["demo_engine/new one.py"]
+    _git(repo, "checkout", "-q", "--", ".")
+    (repo / "demo_engine" / "new one.py").unlink()
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "spaces", "kind": "diff", "file": "patches/s.patch"}],
+        files={"patches/s.patch": diff},
+    )
+    res = run_main("apply", ps, "--root", repo, "--state-dir", tmp_path / "state")
+    assert res.code == 0, res.err
+    assert (repo / "demo_engine" / "my kernels.csv").read_text() == "a\nB\n"
+    assert (repo / "demo_engine" / "new one.py").read_text() == "y = 1\n"
+    assert run_main("revert", ps, "--root", repo, "--state-dir", tmp_path / "state").code == 0
+    assert (repo / "demo_engine" / "b x b.py").read_text() == "x = 1\n"
+
+
+@pytest.mark.parametrize(
+    ("rest", "names"),
+    [
+        ("a/x y b/x y", ("a/x y", "b/x y")),
+        ("a/b b/c b/b b/c", ("a/b b/c", "b/b b/c")),
+        ("a/old.py b/new.py", ("a/old.py", "b/new.py")),  # a rename: its rename lines decide
+        ("a/p q b/r s", None),  # no split names one path: ---/+++ must say
+        ('"a/t\\tb" b/t\tb', ("a/t\tb", "b/t\tb")),
+        ('a/x y "b/x y"', ("a/x y", "b/x y")),
+    ],
+)
+def test_git_header_halves_follow_gits_split_rule(rest: str, names: tuple[str, str] | None) -> None:
+    assert git_header_names(rest, 1) == names
+
+
+def test_a_header_with_spaces_and_no_agreeing_split_takes_the_plus_minus_names() -> None:
+    parsed = parse("diff --git a/p q b/r s\n--- a/p q\t\n+++ b/p q\t\n@@ -1 +1 @@\n-a\n+b\n")
+    assert parsed.files[0].path == "p q"
+    with pytest.raises(InputError, match="names two different files"):
+        parse("diff --git a/p q b/r s\nold mode 100644\nnew mode 100755\n")
+
+
+def test_an_upstream_diffs_sections_are_chosen_by_names_with_spaces_too() -> None:
+    """``vendor`` keeps the sections of an upstream diff under a source's ``paths``: the
+    section names come from the same header rule (a section with spaces was dropped)."""
+    from patchbay.vendor import split_paths
+
+    def section(name: str) -> str:
+        return (
+            f"diff --git a/{name} b/{name}\n--- a/{name}\t\n+++ b/{name}\t\n@@ -1 +1 @@\n-a\n+b\n"
+        )
+
+    diff = section("csrc/my kernel.cu") + section("docs/a b.md") + section("csrc/k.cu")
+    kept, left = split_paths(diff, ["csrc"])
+    assert kept == section("csrc/my kernel.cu") + section("csrc/k.cu")
+    assert left == ["docs/a b.md"]

@@ -26,7 +26,6 @@ from .errors import InputError
 from .paths import PathRejected, check_relative, unquote_c
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_GIT_HEADER = re.compile(r"^diff --git (\S+|\"(?:[^\"\\]|\\.)*\") (\S+|\"(?:[^\"\\]|\\.)*\")$")
 _INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: 1[0-7]{5})?$")
 _BINARY_BLOCK = re.compile(r"^(literal|delta) \d+\r?\n?$")
 _BASE85_LINE = re.compile(r"^[A-Za-z][0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]+$")
@@ -219,14 +218,19 @@ class _Parser:
     def git_file(self) -> FilePatch:
         start = self.i + 1
         header = self.lines[self.i].rstrip("\r\n")
-        m = _GIT_HEADER.match(header)
-        if not m:
-            raise self.error("malformed 'diff --git' line")
-        a = self.name(m.group(1), start, self.strip)
-        b = self.name(m.group(2), start, self.strip)
-        # like git's gitdiff_verify_name: the header names one file only when both halves
-        # agree; rename/copy lines and ---/+++ lines must then agree with it
-        old_name: str | None = a if a == b else None
+        try:
+            halves = git_header_names(header[len("diff --git ") :], self.strip)
+        except PathRejected as exc:
+            raise self.path_error(exc, start) from None
+        except ValueError:
+            raise self.error("malformed 'diff --git' line") from None
+        old_name: str | None = None
+        if halves is not None:
+            a = self.checked(halves[0], start, self.strip)
+            b = self.checked(halves[1], start, self.strip)
+            # like git's gitdiff_verify_name: the header names one file only when both
+            # halves agree; rename/copy lines and ---/+++ lines must then agree with it
+            old_name = a if a == b else None
         new_name: str | None = old_name
         fp = FilePatch(old_path=None, new_path=None, line=start)
         self.i += 1
@@ -280,6 +284,8 @@ class _Parser:
                 break
             else:
                 break
+            if not self.lines[self.i].endswith("\n"):
+                raise self.error("truncated patch: the diff ends inside a file patch's header")
             self.i += 1
         if copy_line:
             raise self.error("copy patches are not supported", copy_line)
@@ -424,6 +430,8 @@ class _Parser:
                     raise self.error(f"hunk {len(fp.hunks) + 1} of {fp.path} has too many lines")
                 body.append((tag, line[1:]))
                 self.i += 1
+                if not line.endswith("\n"):
+                    self.check_marked(fp, header_line)
             if (self.peek() or "").startswith("\\"):
                 self.no_newline(body)
                 self.i += 1
@@ -461,6 +469,19 @@ class _Parser:
                 line=j + 1,
             )
 
+    def check_marked(self, fp: FilePatch, header_line: int) -> None:
+        """A hunk line without a newline is the diff's last line: it is whole only when a
+        ``\\ No newline at end of file`` marker follows it. Without the marker the diff was
+        cut (git apply: "corrupt patch"; GNU patch: "malformed patch"), and applying it
+        would write a cut line or strip the file's last newline."""
+        if not (self.peek() or "").startswith("\\"):
+            raise self.error(
+                f"hunk {len(fp.hunks) + 1} of {fp.path} (header at line {header_line}) is "
+                "truncated: its last line has no newline and no '\\ No newline at end of "
+                "file' marker follows it",
+                line=self.i,
+            )
+
     def no_newline(self, body: list[tuple[str, str]]) -> None:
         if not body:
             raise self.error("'\\ No newline at end of file' before any line")
@@ -496,6 +517,57 @@ class _Parser:
 
     def path_error(self, reason: object, line: int) -> InputError:
         return InputError(f"refused path: {reason}", file=self.source, line=line)
+
+
+def git_header_names(rest: str, strip: int) -> tuple[str, str] | None:
+    """The two names of a ``diff --git`` line, unquoted once, before the strip level.
+
+    Git's rule (``git_header_name`` in ``apply.c``): a half that starts with ``"`` is
+    C-quoted; two unquoted halves are split at the space where both name the same path once
+    ``strip`` leading components (``a/``, ``b/``) are removed, so ``a/x y b/x y`` is the file
+    ``x y``. With one space only, the halves may differ (a rename, which its rename lines then
+    name).
+
+    Args:
+        rest: the line after ``diff --git ``, without its line ending.
+        strip: the strip level (``-p``) the halves are compared at.
+
+    Returns:
+        ``(a, b)``, or None when unquoted halves with several spaces name no one path (the
+        ``---``/``+++`` or rename lines must then give the names, as git requires).
+
+    Raises:
+        ValueError: not two names (no space, or text after a quoted second name).
+        PathRejected: a quoted half that git would not unquote.
+    """
+    if rest.startswith('"'):
+        a, tail = unquote_c(rest)
+        if not tail.startswith(" ") or not tail[1:]:
+            raise ValueError(rest)
+        tail = tail[1:]
+        if not tail.startswith('"'):
+            return a, tail
+        b, after = unquote_c(tail)
+        if after:
+            raise ValueError(rest)
+        return a, b
+    if ' "' in rest:  # git quotes any name holding a '"': the quoted second half starts here
+        at = rest.index(' "')
+        b, after = unquote_c(rest[at + 1 :])
+        if after:
+            raise ValueError(rest)
+        return rest[:at], b
+    spaces = [i for i, c in enumerate(rest) if c == " "]
+    if not spaces or rest.startswith(" ") or rest.endswith(" "):
+        raise ValueError(rest)
+    for at in spaces:
+        left, right = rest[:at], rest[at + 1 :]
+        stripped = [half.split("/")[strip:] for half in (left, right)]
+        if stripped[0] and stripped[0] == stripped[1]:
+            return left, right
+    if len(spaces) == 1:
+        return rest[: spaces[0]], rest[spaces[0] + 1 :]
+    return None
 
 
 def _header_name(text: str, parser: _Parser, line: int) -> str:

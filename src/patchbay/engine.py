@@ -304,14 +304,16 @@ def check_guard(
             )
         result.checks.append(check)
     tree = tree or Tree(env.roots)
-    history = _file_history(ledger, patchset.name)
+    history = _file_history(ledger, patchset.name, tree)
     for fg in guard.files:
         data = tree.on_disk(fg.target, fg.path)
         current = sha256_or_none(data)
         ok = current == fg.sha256
         how = "is pristine"
         if not ok:
-            first_before, last_after = history.get((fg.target, fg.path), (None, None))
+            first_before, last_after = history.get(
+                tree.location_of(fg.target, fg.path), (None, None)
+            )
             if first_before == fg.sha256 and current == last_after and current is not None:
                 ok, how = True, "was pristine before patchbay patched it"
             else:
@@ -329,12 +331,14 @@ def check_guard(
 
 
 def _file_history(
-    ledger: Ledger, patchset: str
-) -> dict[tuple[str, str], tuple[str | None, str | None]]:
-    history: dict[tuple[str, str], tuple[str | None, str | None]] = {}
+    ledger: Ledger, patchset: str, tree: Tree
+) -> dict[object, tuple[str | None, str | None]]:
+    """Each file's first recorded ``before`` and last ``after`` hash, keyed by its location
+    (:meth:`Tree.location`: one file reached through two targets has one history)."""
+    history: dict[object, tuple[str | None, str | None]] = {}
     for entry in ledger.entries(patchset):
         for rec in entry.files:
-            key = (rec.target, rec.path)
+            key = tree.location_of(rec.target, rec.path)
             first = history[key][0] if key in history else rec.before
             history[key] = (first, rec.after)
     return history
@@ -363,7 +367,7 @@ def make_plan(
     tree.protected = set(patchset.spec.protected)
     tree.folder = patchset.folder
     guard = check_guard(patchset, env, ledger, tree)
-    history = _file_history(ledger, patchset.name)
+    history = _file_history(ledger, patchset.name, tree)
     pairs = list(zip(patchset.patches, loaded, strict=True))
     # Backward pass, as quilt pops a stack: a patch is judged on the tree with every later
     # applied patch taken off again, so that a later patch editing the same lines does not
@@ -463,7 +467,7 @@ def _status(
     entry: LedgerEntry | None,
     loaded: LoadedPatch,
     tree: Tree,
-    history: dict[tuple[str, str], tuple[str | None, str | None]],
+    history: dict[object, tuple[str | None, str | None]],
 ) -> tuple[PatchStatus, list[str]]:
     notes = list(inspection.notes)
     state = inspection.state
@@ -492,7 +496,9 @@ def _status(
     if entry is not None:
         back = []
         for rec in entry.files:
-            first_before, last_written = history[(rec.target, rec.path)]  # later patches too
+            first_before, last_written = history[
+                tree.location_of(rec.target, rec.path)
+            ]  # later patches too
             current = sha256_or_none(tree.on_disk(rec.target, rec.path))
             if current in (rec.before, first_before) and current != last_written:
                 back.append(rec.path)
@@ -869,22 +875,23 @@ def _write_pending(
     tree.folder = patchset.folder
     planned: dict[Path, bytes | None] = {}
     owner: dict[Path, str] = {}  # the first patch that changes each path
-    created: dict[tuple[str, str], list[str]] = {}
-    modes: dict[tuple[str, str], int | None] = {}
+    # keyed by location: one file reached through two targets is one file
+    created: dict[Path, list[str]] = {}
+    modes: dict[Path, int | None] = {}
     changes = [(tree.resolve(c.target, c.path), c) for r in reports for c in r.inspection.changes]
     txn.check_space(_space_needed(env, ledger, [(p, c.before, c.after) for p, c in changes]))
     txn.doing = "journaling the files this run changes"
     for report in reports:
         for change in report.inspection.changes:
             path = tree.resolve(change.target, change.path)
-            key = (change.target, change.path)
+            key = Path(tree.location(change.target, change.path))
             if key not in created:  # folders missing before the first write of this file
                 created[key] = _missing_parents(path, env.roots[change.target])
                 modes[key] = _mode(path)
-            # the original becomes the ledger's blob of it (a link), when it can
-            txn.save(path, digest=sha256_or_none(change.before))
-            planned[path] = change.after
-            owner.setdefault(path, report.id)
+                # the original becomes the ledger's blob of it (a link), when it can
+                txn.save(path, digest=sha256_or_none(change.before))
+            planned[key] = change.after
+            owner.setdefault(key, report.id)
     txn.sync()
     running: list[str] = []
     txn.doing = "writing the patches"
@@ -911,12 +918,12 @@ def _write_pending(
         records = []
         for change in report.inspection.changes:
             before = None if change.before is None else ledger.store_blob(change.before, txn)
-            key = (change.target, change.path)
+            key = Path(tree.location(change.target, change.path))
             folders = created.pop(key, [])
             after = sha256_or_none(change.after)
             mode = modes.get(key)
             records.append(FileRecord(change.target, change.path, before, after, folders, mode))
-            modes[key] = _mode(tree.resolve(*key))  # what the next patch of this file starts from
+            modes[key] = _mode(key)  # what the next patch of this file starts from
         ledger.put(
             patchset.name,
             LedgerEntry(
@@ -1050,10 +1057,10 @@ def _revert_entries(
     quilt would not pop what is no longer pushed.
     """
     tree = Tree(env.roots, env, options)
-    originals: dict[tuple[str, str], str | None] = {}
+    originals: dict[object, str | None] = {}
     for entry in entries:
         for rec in entry.files:
-            originals.setdefault((rec.target, rec.path), rec.before)
+            originals.setdefault(tree.location_of(rec.target, rec.path), rec.before)
     steps: list[tuple[LedgerEntry, list[tuple[str, str, bytes | None, list[str], int | None]]]]
     steps = []
     result = RevertResult(ids=[e.patch_id for e in reversed(entries)])
@@ -1069,7 +1076,7 @@ def _revert_entries(
                 )
             current = sha256_or_none(tree.read(rec.target, rec.path))
             if current != rec.after:
-                if current in (rec.before, originals[(rec.target, rec.path)]):
+                if current in (rec.before, originals[tree.location_of(rec.target, rec.path)]):
                     back += 1  # already as it was before patchbay wrote it
                     continue
                 original = ledger.blob_dir / rec.before if rec.before else None

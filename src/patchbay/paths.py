@@ -16,7 +16,7 @@ journal names when a killed run is recovered. The rules:
    trailing ``/``.
 3. :func:`resolve_under` joins a checked path to its root and refuses, on disk, a final
    component that is a symbolic link, a parent that is a file, and any folder link that leads
-   out of the root.
+   out of the root, or into patchbay's own state folder (:class:`InStateFolder`).
 4. :func:`contained` is the same decision for an absolute path read back from a journal.
 
 Paths given to ``git apply`` are rendered by :func:`quote_c` from paths that passed these
@@ -38,6 +38,12 @@ _QUOTE = {v: k for k, v in _ESCAPES.items()}
 
 class PathRejected(ValueError):
     """A path the gate refuses; ``str()`` is the reason (pydantic shows ValueErrors as-is)."""
+
+
+class InStateFolder(PathRejected):
+    """A path that resolves into patchbay's own state folder (ledger, saved originals,
+    journal): bad input whatever patch kind named it, since writing there would destroy what
+    revert needs."""
 
 
 def unquote_c(text: str) -> tuple[str, str]:
@@ -155,12 +161,19 @@ def check_relative(raw: str, *, folder: bool = False) -> str:
     return "/".join(parts)
 
 
+def inside(real: str, folder: str) -> bool:
+    """Whether ``real`` is ``folder`` or lies under it (both absolute real paths, as
+    ``os.path.realpath`` gives them)."""
+    return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
+
+
 def resolve_under(
     root: Path,
     rel: str,
     *,
     real_root: str | None = None,
     folders: dict[str, str] | None = None,
+    state_real: str | None = None,
 ) -> Path:
     """``root / rel`` after checking ``rel`` (:func:`check_relative`) and the disk.
 
@@ -173,11 +186,14 @@ def resolve_under(
             folders and to resolve inside the root; filled as a side effect. A path whose
             folder is in it costs one ``lstat`` (is it a link?) instead of a walk up its
             parents and a ``realpath``: its real path is then its folder's plus its name.
+        state_real: the real path of patchbay's state folder, when it may lie under ``root``
+            (``<root>/.patchbay`` with ``--root``): no path may resolve into it.
 
     Raises:
         PathRejected: ``rel`` is refused by :func:`check_relative`, its last component is a
             symbolic link, one of its parents is a file, or a linked folder leads out of the
             root.
+        InStateFolder: ``rel`` resolves into ``state_real``.
     """
     clean = check_relative(rel, folder=True)
     path = root / clean
@@ -196,8 +212,13 @@ def resolve_under(
             if os.path.exists(parent) and not os.path.isdir(parent):
                 raise PathRejected(f"{clean}: {parent.relative_to(root)} is a file, not a folder")
         real = os.path.realpath(path)
-    if real != real_root and not real.startswith(real_root + os.sep):
+    if not inside(real, real_root):
         raise PathRejected(f"{clean} resolves to {real}, outside target root {real_root}")
+    if state_real is not None and inside(real, state_real):
+        raise InStateFolder(
+            f"{clean} lies in patchbay's state folder {state_real} (its ledger and saved "
+            "originals); no patch may write there"
+        )
     if real_folder is None and folders is not None and os.path.isdir(folder):
         folders[folder] = os.path.dirname(real)
     return path

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import EnvironmentProbeError, InputError, RefusedError
+from .paths import inside
 
 if TYPE_CHECKING:  # imported lazily: `apply`'s verified no-op needs neither
     from .model import Patchset, Target
@@ -405,6 +406,7 @@ def resolve_environment(
         folder = _absolute(state_dir or root / ".patchbay")
         if state_dir is None:
             check_state_dir(folder, writable=False)
+        check_state_placement(folder, patchset, roots)
         versions, dist_info = tree_distributions(root, dists)
         return Environment(
             python=None,
@@ -439,6 +441,7 @@ def resolve_environment(
     folder = _absolute(state_dir or prefix / "share" / "patchbay")
     if state_dir is None:
         check_state_dir(folder, writable=False)
+    check_state_placement(folder, patchset, roots)
     return Environment(
         python=python,
         prefix=prefix,
@@ -577,6 +580,48 @@ def _absolute(path: Path) -> Path:
         return path.resolve()
     except (OSError, RuntimeError) as exc:  # a symlink loop
         raise InputError(f"the state folder cannot be resolved: {exc}", file=path) from None
+
+
+def check_state_placement(folder: Path, patchset: Patchset, roots: Mapping[str, Path]) -> None:
+    """Refuse a state folder inside a target's package: reinstalling the package (the usual
+    way back to a pristine image) would delete the ledger and the saved originals with it.
+
+    Args:
+        folder: the state folder, absolute and resolved.
+        patchset: whose targets decide the package folders.
+        roots: target name -> root, as resolved for this environment.
+
+    The package folders are, for a ``package`` target, ``<root>/<package>`` (the root without
+    its ``path``), and the root of a target with a ``path`` (a data folder of the package).
+
+    Raises:
+        InputError: ``folder`` is, or lies under, one of them, or holds a target root; the
+            message names both.
+    """
+    real = os.path.realpath(folder)
+    for name, target in patchset.spec.targets.items():
+        root = roots.get(name)
+        if root is not None and inside(os.path.realpath(root), real):
+            raise InputError(
+                f"the state folder {folder} holds the root {root} of target {name!r}: every "
+                "file the patches change would lie in patchbay's own state; choose a state "
+                "folder outside the target roots' packages",
+                file=folder,
+            )
+        if root is None or target.package is None:
+            continue
+        base = root.parents[len(Path(target.path).parts) - 1] if target.path else root
+        packages = [base.joinpath(*target.package.split("."))]
+        if target.path:
+            packages.append(root)
+        for package in packages:
+            if inside(real, os.path.realpath(package)):
+                raise InputError(
+                    f"the state folder {folder} lies inside {package}, a package folder of "
+                    f"target {name!r}: reinstalling it would delete the ledger and the "
+                    "saved originals; choose a state folder outside the package",
+                    file=folder,
+                )
 
 
 def check_state_dir(path: Path, *, writable: bool, option: str | None = None) -> None:

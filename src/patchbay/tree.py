@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import RefusedError
+from .errors import InputError, PatchbayError, RefusedError
 from .hunks import LineIndex
 from .options import RunOptions
-from .paths import PathRejected, resolve_under
+from .paths import InStateFolder, PathRejected, resolve_under
 
 if TYPE_CHECKING:
     from .targets import Environment
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 _ABSENT = object()
 
 Key = tuple[str, str]  # (target, root-relative path)
+Location = str  # a file's real absolute path: one file, whichever target names it
 
 
 class _LineIndexes:
@@ -77,14 +78,14 @@ class DiskView:
     tree is still as it was judged (a run that waited for the lock must judge the tree as it is).
 
     Attributes:
-        paths: ``(target, path)`` -> the absolute path it resolved to.
-        contents: ``(target, path)`` -> bytes read (None: absent).
-        modes: ``(target, path)`` -> ``st_mode`` read (None: absent).
+        paths: location (:meth:`Tree.location`) -> the absolute path to read it at.
+        contents: location -> bytes read (None: absent).
+        modes: location -> ``st_mode`` read (None: absent).
     """
 
-    paths: dict[Key, Path]
-    contents: dict[Key, bytes | None]
-    modes: dict[Key, int | None]
+    paths: dict[Location, Path]
+    contents: dict[Location, bytes | None]
+    modes: dict[Location, int | None]
 
     def unchanged(self) -> bool:
         """Whether every file seen still has the same bytes and mode (and is still absent, for
@@ -142,11 +143,19 @@ class Tree:
         self.folder: Path | None = None  # the patchset folder (relative find-links)
         self._real_roots: dict[str, str] = {}
         self._folders: dict[str, str] = {}  # checked folders -> real path (see resolve_under)
-        self._staged: dict[Key, bytes | None] = {}
+        # no patch may write into patchbay's own state folder (an Environment made without
+        # one, as some library callers do, has the empty path: then there is none)
+        state = env.state_dir if env is not None else Path()
+        self._state_real = os.path.realpath(state) if state != Path() else None
+        # keyed by location: two targets that reach one file (``engine`` and a ``meta``
+        # target whose root is a folder of the same package) see one file, so a later patch
+        # is judged on what an earlier one staged, whichever target it goes through
+        self._staged: dict[Location, bytes | None] = {}
         self._resolved: dict[Key, Path] = {}
+        self._located: dict[Key, Location] = {}
         # shared with forks: what is on disk does not depend on what a fork stages
-        self._disk: dict[Key, bytes | None] = {}
-        self._modes: dict[Key, int | None] = {}
+        self._disk: dict[Location, bytes | None] = {}
+        self._modes: dict[Location, int | None] = {}
         self._indexes = _LineIndexes()
         self._trace: list[tuple[str, str, bytes | None]] | None = None
 
@@ -157,6 +166,7 @@ class Tree:
         Raises:
             RefusedError: the path is absolute, has ``..``, a NUL, is a symbolic link, or
                 resolves (through a linked folder) to somewhere outside the root.
+            InputError: the path resolves into the environment's state folder.
         """
         known = self._resolved.get((target, rel))
         if known is not None:
@@ -166,7 +176,11 @@ class Tree:
         if real_root is None:
             real_root = self._real_roots[target] = os.path.realpath(root)
         try:
-            path = resolve_under(root, rel, real_root=real_root, folders=self._folders)
+            path = resolve_under(
+                root, rel, real_root=real_root, folders=self._folders, state_real=self._state_real
+            )
+        except InStateFolder as exc:
+            raise InputError(f"{exc} (target {target!r})", file=root / rel) from None
         except PathRejected as exc:
             raise RefusedError(f"{exc} (target {target!r})", file=root / rel) from None
         self._resolved[(target, rel)] = path
@@ -178,13 +192,38 @@ class Tree:
         then checked from the root again."""
         self._folders.clear()
 
+    def location(self, target: str, rel: str) -> Location:
+        """The file ``rel`` of ``target`` names, as one identity for every target that reaches
+        it: its real absolute path (the root's links resolved once; the gate refuses a link as
+        the last component). Staged contents, disk reads, the ledger's file history and a
+        revert's originals are all keyed by it.
+
+        Raises:
+            RefusedError, InputError: the path is refused (see :meth:`resolve`).
+        """
+        known = self._located.get((target, rel))
+        if known is None:
+            known = self._located[(target, rel)] = os.path.realpath(self.resolve(target, rel))
+        return known
+
+    def location_of(self, target: str, rel: str) -> Location | tuple[str, str]:
+        """:meth:`location`, or ``(target, rel)`` itself for a target this tree has no root
+        for (a ledger record of a target the patchset no longer has) or a path the gate
+        refuses now."""
+        if target not in self.roots:
+            return target, rel
+        try:
+            return self.location(target, rel)
+        except PatchbayError:  # judged where the record is used, with its own message
+            return target, rel
+
     def read(self, target: str, rel: str) -> bytes | None:
         """Current content (staged, else on disk); None when the file does not exist.
 
         Raises:
             RefusedError: the path is unsafe (see :meth:`resolve`) or is a directory.
         """
-        staged = self._staged.get((target, rel), _ABSENT)
+        staged = self._staged.get(self.location(target, rel), _ABSENT)
         data = self.on_disk(target, rel) if staged is _ABSENT else staged
         if self._trace is not None:
             self._trace.append((target, rel, data))  # type: ignore[arg-type]
@@ -196,12 +235,12 @@ class Tree:
         Raises:
             RefusedError: the path is unsafe (see :meth:`resolve`) or is a directory.
         """
-        known = self._disk.get((target, rel), _ABSENT)
+        where = self.location(target, rel)
+        known = self._disk.get(where, _ABSENT)
         if known is not _ABSENT:
             return known  # type: ignore[return-value]
-        path = self.resolve(target, rel)
-        data = _read_regular(path, rel)
-        self._disk[(target, rel)] = data
+        data = _read_regular(self.resolve(target, rel), rel)
+        self._disk[where] = data
         return data
 
     def mode(self, target: str, rel: str) -> int | None:
@@ -210,14 +249,15 @@ class Tree:
         Raises:
             RefusedError: the path is unsafe (see :meth:`resolve`).
         """
-        known = self._modes.get((target, rel), _ABSENT)
+        where = self.location(target, rel)
+        known = self._modes.get(where, _ABSENT)
         if known is not _ABSENT:
             return known  # type: ignore[return-value]
         try:
             mode: int | None = os.stat(self.resolve(target, rel)).st_mode
         except (FileNotFoundError, NotADirectoryError):
             mode = None
-        self._modes[(target, rel)] = mode
+        self._modes[where] = mode
         return mode
 
     def line_index(self, data: bytes) -> LineIndex:
@@ -249,16 +289,18 @@ class Tree:
     @property
     def seen(self) -> DiskView:
         """Everything this tree and its forks read from disk so far."""
-        return DiskView(self._resolved, self._disk, self._modes)
+        paths = {where: Path(where) for where in (*self._disk, *self._modes)}
+        return DiskView(paths, self._disk, self._modes)
 
     @contextlib.contextmanager
     def trying(self, changes: list[tuple[str, str, bytes | None]]) -> Iterator[Tree]:
         """Stage ``(target, path, content)`` changes for the block only (to judge a result
         without committing to it, and without copying the tree as :meth:`fork` does); what was
         staged before is put back after it."""
-        saved = [(key, self._staged.get(key, _ABSENT)) for key in ((t, r) for t, r, _ in changes)]
-        for target, rel, data in changes:
-            self._staged[(target, rel)] = data
+        keys = [self.location(t, r) for t, r, _ in changes]
+        saved = [(key, self._staged.get(key, _ABSENT)) for key in keys]
+        for key, (_, _, data) in zip(keys, changes, strict=True):
+            self._staged[key] = data
         try:
             yield self
         finally:
@@ -274,11 +316,13 @@ class Tree:
         other = Tree(self.roots, self.env, self.options)
         other._staged = dict(self._staged)
         other._resolved = self._resolved
+        other._located = self._located
         other._disk = self._disk
         other._modes = self._modes
         other._indexes = self._indexes
         other._real_roots = self._real_roots
         other._folders = self._folders
+        other._state_real = self._state_real
         other.changed = set(self.changed)
         other.protected = self.protected
         other.folder = self.folder
@@ -286,7 +330,7 @@ class Tree:
 
     def stage(self, target: str, rel: str, data: bytes | None) -> None:
         """Record the content a pending patch will leave (None: the file will be deleted)."""
-        self._staged[(target, rel)] = data
+        self._staged[self.location(target, rel)] = data
 
 
 def _read_regular(path: Path, rel: str) -> bytes | None:

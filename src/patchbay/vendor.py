@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from .diffparse import parse_diff
+from .diffparse import git_header_names, parse_diff
 from .errors import InputError, RefusedError
 from .fetch import fetch_pinned
 from .identity import diff_identity
@@ -36,6 +36,7 @@ from .ledger import sha256_bytes
 from .lockfile import Lock, LockedArtifact, LockedRevision, LockedSource
 from .model import ArtifactPatch, BuildSource, DiffPatch, Patchset, PipPatch, RemoteSource
 from .options import RunOptions
+from .paths import PathRejected
 from .transaction import write_atomic
 from .upstream.github import DEFAULT_API, GitHubClient
 
@@ -73,14 +74,31 @@ def split_paths(diff: str, paths: list[str]) -> tuple[str, list[str]]:
     sections = re.split(r"(?m)^(?=diff --git )", diff)
     kept, left = [], []
     for section in sections:
-        m = re.match(r"diff --git a/(\S+) b/(\S+)", section)
-        if m is None:
+        names = _section_names(section)
+        if names is None:
             continue
-        if any(_under(p, prefix) for p in m.groups() for prefix in paths):
+        if any(_under(p, prefix) for p in names for prefix in paths):
             kept.append(section)
         else:
-            left.append(m.group(2))
+            left.append(names[-1])
     return "".join(kept), left
+
+
+def _section_names(section: str) -> list[str] | None:
+    """The old and new path of one ``diff --git`` section without ``a/``/``b/`` (git's rule
+    for unquoted names with spaces, :func:`patchbay.diffparse.git_header_names`; when the
+    header alone cannot tell, the ``---``/``+++`` lines), or None for text that is no section."""
+    first = section.split("\n", 1)[0]
+    if not first.startswith("diff --git "):
+        return None
+    try:
+        halves = git_header_names(first[len("diff --git ") :].rstrip("\r"), 1)
+    except (ValueError, PathRejected):
+        return None
+    if halves is None:
+        found = re.findall(r"(?m)^(?:---|\+\+\+) [ab]/([^\t\n]+)", section)
+        return found or None
+    return [half.split("/", 1)[-1] for half in halves]
 
 
 def _under(path: str, prefix: str) -> bool:

@@ -1,0 +1,93 @@
+"""One file reached through two targets is one file.
+
+The README's own layout has ``engine: {package: demo_engine}`` and ``meta: {package:
+demo_engine, path: demo_engine_meta}``: ``demo_engine_meta/kernels/mla_asm.csv`` through
+``engine`` and ``kernels/mla_asm.csv`` through ``meta`` are the same file. The plan's tree,
+the journal, the ledger's file history and revert identify a file by its location
+(:meth:`patchbay.tree.Tree.location`), so a later patch is judged on what an earlier one
+left, whichever target each goes through.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, diff_patch, write_patchset
+from inprocess import run_main
+
+TARGETS = {
+    "engine": {"package": "demo_engine"},
+    "meta": {"package": "demo_engine", "path": "demo_engine_meta"},
+}
+THROUGH = {"engine": "demo_engine_meta/kernels/mla_asm.csv", "meta": "kernels/mla_asm.csv"}
+CSV = "demo_engine_meta/kernels/mla_asm.csv"
+
+
+def _edit(pid: str, target: str, old: str, new: str) -> dict[str, object]:
+    edit = {"file": THROUGH[target], "old": old, "new": new}
+    return {"id": pid, "kind": "replace", "target": target, "edits": [edit]}
+
+
+def _patchsets(tmp_path: Path, first: str) -> dict[str, Path]:
+    second = "meta" if first == "engine" else "engine"
+    independent = [_edit("a", first, "qh128", "qh256"), _edit("b", second, "heads", "HEADS")]
+    # b's old text exists only after a: it must be judged on a's result
+    dependent = [_edit("a", first, "qh128", "qh256"), _edit("b", second, "qh256", "qh512")]
+    # a diff through the other target, whose context holds a's result
+    pristine = (REPO / "demo" / "engine" / "src" / CSV).read_text()
+    after_a = pristine.replace("qh128", "qh256", 1)
+    text = diff_patch(THROUGH[second], after_a, after_a.replace("bf16", "fp8", 1))
+    diff = [_edit("a", first, "qh128", "qh256")]
+    diff.append({"id": "b", "kind": "diff", "target": second, "file": "patches/b.patch"})
+    return {
+        "independent": write_patchset(tmp_path / "ind", independent, targets=TARGETS),
+        "dependent": write_patchset(tmp_path / "dep", dependent, targets=TARGETS),
+        "diff": write_patchset(
+            tmp_path / "diff", diff, targets=TARGETS, files={"patches/b.patch": text}
+        ),
+    }
+
+
+EXPECTED = {
+    "independent": ("HEADS,qlen", "qh256.co"),
+    "dependent": ("heads,qlen", "qh512.co"),
+    "diff": ("fp8,mla_a16w16_qh256.co",),
+}
+
+
+def _round_trip(ps: Path, csv: Path, which: str, where: list[str]) -> None:
+    pristine = csv.read_bytes()
+    res = run_main("apply", ps, *where)
+    assert res.code == 0, res.out + res.err
+    text = csv.read_text()
+    assert all(part in text for part in EXPECTED[which]), text
+    assert "qh128.co" not in text.splitlines()[1]
+    status = run_main("status", ps, *where, "--json")
+    assert status.code == 0, status.out + status.err
+    assert status.out.count('"applied"') >= 2 and "changed since" not in status.out
+    again = run_main("apply", ps, *where)
+    assert again.code == 0 and "2 patch(es) already present" in again.out, again.out
+    assert csv.read_text() == text
+    res = run_main("revert", ps, *where)
+    assert res.code == 0, res.out + res.err
+    assert csv.read_bytes() == pristine
+
+
+@pytest.mark.parametrize("which", list(EXPECTED))
+@pytest.mark.parametrize("first", ["engine", "meta"])
+def test_two_targets_editing_one_file_with_root(tmp_path: Path, first: str, which: str) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(
+        REPO / "demo" / "engine" / "src", tree, ignore=shutil.ignore_patterns("*.egg-info")
+    )
+    ps = _patchsets(tmp_path, first)[which]
+    _round_trip(ps, tree / CSV, which, ["--root", str(tree)])
+
+
+@pytest.mark.parametrize("first", ["engine", "meta"])
+def test_two_targets_editing_one_file_in_a_real_venv(engine, tmp_path: Path, first: str) -> None:
+    for which, ps in _patchsets(tmp_path, first).items():
+        _round_trip(ps, engine.site / CSV, which, ["--python", str(engine.python)])
