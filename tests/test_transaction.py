@@ -97,6 +97,29 @@ def test_a_killed_apply_is_rolled_back_by_the_next_run(engine: Engine) -> None:
     }
 
 
+def test_revert_after_a_killed_run_says_it_rolled_the_run_back(engine: Engine) -> None:
+    """The next command after a killed run may be ``revert``: it rolls the run back as apply
+    does and says so, instead of only "nothing to revert"."""
+    demo = REPO / "patchsets" / "demo"
+    pristine = snapshot(engine.site)
+    victims = [engine.pkg / "envs.py"]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            KILLED_RUN,
+            str(engine.state_dir / "journal"),
+            str(engine.site),
+            *map(str, victims),
+        ]
+    )
+    assert proc.returncode == 9
+    res = run_cli("revert", demo, "--python", engine.python)
+    assert res.code == 0, res.err
+    assert f"rolled back an interrupted earlier run: restored {victims[0]}" in res.out
+    assert snapshot(engine.site) == pristine
+
+
 # -- restores that only touch what changed, keep going, and say what they could not do ------
 
 

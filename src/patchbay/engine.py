@@ -1029,10 +1029,13 @@ class RevertResult:
         ids: every patch id taken off the ledger, newest first.
         cleared: those whose files were already back to what they were before the patch
             (the package was reinstalled): their ledger entries were removed, nothing written.
+        recovered: files restored from the journal of an interrupted earlier run, before
+            the revert itself (as :attr:`ApplyResult.recovered`).
     """
 
     ids: list[str] = field(default_factory=list)
     cleared: list[str] = field(default_factory=list)
+    recovered: list[Path] = field(default_factory=list)
 
     @property
     def reverted(self) -> list[str]:
@@ -1167,7 +1170,7 @@ def revert_patchset(
         ApplyFailed: a write failed; every file touched was restored.
     """
     with state_lock(env.state_dir, lock_timeout):
-        _recover(env, patchset)
+        recovered = _recover(env, patchset)
         ledger = Ledger(env.state_dir)
         entries = ledger.entries(patchset.name)
         if patch_ids is not None:
@@ -1175,9 +1178,10 @@ def revert_patchset(
             chosen = [e for e in entries if e.patch_id in wanted]
             entries = _entries_from(ledger, patchset.name, chosen) if chosen else []
         if not entries:
-            return RevertResult()
+            return RevertResult(recovered=recovered)
         with Transaction(env.state_dir / "journal", _roots(env, patchset)) as txn:
             result = _revert_entries(patchset.name, entries, env, ledger, txn, options)
+            result.recovered = recovered
             txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()

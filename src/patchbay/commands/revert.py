@@ -37,6 +37,8 @@ def run(
     result = revert_patchset(
         patchset, env, patch_ids, lock_timeout=lock_timeout, options=options() if options else None
     )
+    for path in result.recovered:  # as apply says it: the tree was rolled back first
+        say(f"rolled back an interrupted earlier run: restored {path}")
     for line in revert_lines(result, patchset.name, patch_ids):
         say(line)
     return 0
