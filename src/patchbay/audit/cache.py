@@ -29,9 +29,10 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from ..analysis.engines import EngineNames
 from .rules import RULES, Finding, Suppression
@@ -169,17 +170,10 @@ class ScriptCache:
         self._load()
 
     def _load(self) -> None:
-        try:
-            doc = json.loads(self.path.read_bytes())
-        except (OSError, ValueError):
+        if not self.path.exists():
             return
-        if (
-            isinstance(doc, dict)
-            and doc.get("format") == FORMAT
-            and doc.get("analyser") == self.analyser
-            and doc.get("root") == self.root
-            and isinstance(doc.get("entries"), dict)
-        ):
+        doc = read_json(self.path, {"format": FORMAT, "analyser": self.analyser, "root": self.root})
+        if doc is not None:
             self.entries = doc["entries"]
             self._load_harmless(doc.get("harmless"), doc.get("gate_probes"))
         else:
@@ -314,6 +308,23 @@ class ScriptCache:
         }
         if write_json(self.folder, self.path, doc):
             self.dirty = False
+
+
+def read_json(path: Path, header: Mapping[str, object]) -> dict[str, Any] | None:
+    """The cache file ``path`` as written by :func:`write_json`, when it parses, is an object
+    whose ``header`` keys hold exactly those values and whose ``entries`` is an object; None
+    otherwise (missing, broken, or another format, analyser or root: to be replaced)."""
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if (
+        isinstance(doc, dict)
+        and all(doc.get(k) == v for k, v in header.items())
+        and isinstance(doc.get("entries"), dict)
+    ):
+        return doc
+    return None
 
 
 def write_json(folder: Path, path: Path, doc: object) -> bool:

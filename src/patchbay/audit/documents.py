@@ -42,7 +42,7 @@ from ..waivers import (
     parse_waiver,
 )
 from ..yamlfile import YamlDocument, parse_yaml
-from .cache import write_json
+from .cache import read_json, write_json
 
 __all__ = ["DocumentCache"]
 
@@ -92,17 +92,10 @@ class DocumentCache:
         self.hits = 0
         self.misses = 0
         self._contexts: dict[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], str] = {}
-        try:
-            doc = json.loads(self.path.read_bytes())
-        except (OSError, ValueError):
+        if not self.path.exists():
             return
-        if (
-            isinstance(doc, dict)
-            and doc.get("format") == FORMAT
-            and doc.get("code") == self.code
-            and doc.get("root") == self.root
-            and isinstance(doc.get("entries"), dict)
-        ):
+        doc = read_json(self.path, {"format": FORMAT, "code": self.code, "root": self.root})
+        if doc is not None:
             self.entries = doc["entries"]
         else:
             self.dirty = True  # another version's (or a broken) file: replace it
