@@ -56,7 +56,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _common import REPO, CheckFailed, print_ratios, run_checked
+from _common import REPO, CheckFailed, print_ratios
+from _common import install_patchbay as install_from
 from _generate import PACKAGE, big_module, big_patch, build_patches, build_tree, write_patchset
 
 RATIO_TARGET = 3.0
@@ -88,46 +89,21 @@ print(json.dumps({
 
 
 def install_patchbay(work: Path, source: str, env: dict[str, str]) -> Path:
-    """A scratch venv with patchbay pip-installed (not editable, bytecode compiled) from the
-    working tree's files (``source == "worktree"``) or from ``git archive source``; returns
-    the venv's ``bin`` folder."""
-    src = work / "patchbay-src"
-    src.mkdir()
-    if source == "worktree":
-        listed = run_checked(
-            [
-                "git",
-                "-C",
-                str(REPO),
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-            ],
-            env,
-        ).stdout
-        for rel in filter(None, listed.split("\0")):
-            if (REPO / rel).is_file() and not rel.startswith("tests/"):
-                (src / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(REPO / rel, src / rel)
-    else:
+    """A scratch venv with patchbay installed as users install it (:func:`_common.
+    install_patchbay`) from this checkout (``source == "worktree"``) or from ``git archive
+    source``; returns the venv's ``bin`` folder."""
+    tree = REPO
+    if source != "worktree":
+        tree = work / "patchbay-archive"
+        tree.mkdir()
         archive = subprocess.run(
             ["git", "-C", str(REPO), "archive", "--format=tar", source],
             capture_output=True,
             check=True,
+            env=env,
         ).stdout
-        subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
-    venv = work / "venv"
-    run_checked([sys.executable, "-m", "venv", str(venv)], env)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check", "--quiet"]
-    run_checked([*pip, "install", "--compile", str(src)], env)
-    found = run_checked(
-        [str(venv / "bin" / "python"), "-c", "import patchbay; print(patchbay.__file__)"], env
-    ).stdout.strip()
-    if "site-packages" not in found:
-        raise CheckFailed(f"the scratch environment imports patchbay from {found}")
-    return venv / "bin"
+        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return install_from(work, tree).parent
 
 
 # -- measuring ---------------------------------------------------------------------------------
