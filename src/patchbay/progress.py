@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from types import TracebackType
 from typing import IO, Any
 
@@ -247,6 +248,25 @@ def count(title: str, *, total: int | None) -> Step:
     return Step(title, kind="count", total=total)
 
 
+def follow(stream: IO[bytes], s: Step, write: Callable[[bytes], object]) -> threading.Thread:
+    """Start a thread that reads ``stream`` line by line until its end, hands every line to
+    ``write`` and shows it as the step's last line; returns the started thread. The stream is
+    closed at its end; a sink closed under a straggler's output stops the copy quietly."""
+
+    def copy() -> None:
+        with stream:
+            try:
+                for raw in iter(stream.readline, b""):
+                    write(raw)
+                    s.line(raw.decode("utf-8", "replace"))
+            except (OSError, ValueError):
+                pass
+
+    reader = threading.Thread(target=copy, name="patchbay-output", daemon=True)
+    reader.start()
+    return reader
+
+
 def run(
     argv: list[str],
     *,
@@ -283,20 +303,8 @@ def run(
             **popen,
         )
 
-        def read() -> None:
-            assert proc.stdout is not None
-            try:
-                for raw in iter(proc.stdout.readline, b""):
-                    if sink is not None:
-                        sink.write(raw)
-                    else:
-                        kept.append(raw)
-                    s.line(raw.decode("utf-8", "replace"))
-            except (OSError, ValueError):  # the sink was closed under a straggler's output
-                pass
-
-        reader = threading.Thread(target=read, name="patchbay-output", daemon=True)
-        reader.start()
+        assert proc.stdout is not None
+        reader = follow(proc.stdout, s, sink.write if sink is not None else kept.append)
         try:
             code = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

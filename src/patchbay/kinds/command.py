@@ -30,7 +30,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -207,18 +206,7 @@ def _run_step(
     is shown while it runs. Returns its exit status; raises as ``run_in_group`` does."""
     read_fd, write_fd = os.pipe()
     with progress.step(title, log=log) as s, os.fdopen(write_fd, "wb") as pipe:
-
-        def copy() -> None:
-            with os.fdopen(read_fd, "rb") as out:
-                try:
-                    for raw in iter(out.readline, b""):
-                        sink.write(raw)
-                        s.line(raw.decode("utf-8", "replace"))
-                except (OSError, ValueError):  # the sink was closed under a straggler's output
-                    pass
-
-        reader = threading.Thread(target=copy, name="patchbay-command-output", daemon=True)
-        reader.start()
+        reader = progress.follow(os.fdopen(read_fd, "rb"), s, sink.write)
         try:
             returncode = run_in_group(argv, cwd=cwd, env=env, stdout=pipe, timeout=timeout)
         finally:
