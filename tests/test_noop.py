@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,73 @@ def test_a_moved_pin_falls_through(
         assert noop.check(str(ps), python=str(pengine.python)) is None
         res = run_main("status", ps, "--python", pengine.python, "--format", "concise")
         assert "tinypin: pending" in res.out
+
+
+_MODULES = """
+import io, json, sys, contextlib
+from patchbay.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(sys.argv[1:])
+names = ("argparse", "patchbay.cliparser", "patchbay.clihandlers", "patchbay.engine")
+print(json.dumps({"code": code, "out": out.getvalue(),
+                  "parser": sorted(n for n in names if n in sys.modules)}))
+"""
+
+
+def _cli_modules(*args: str | Path) -> dict[str, object]:
+    """``patchbay ARGS`` in a fresh interpreter: exit code, stdout and which of the parser's and
+    the engine's modules it imported."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _MODULES, *map(str, args)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_the_plain_command_line_is_answered_before_the_parser_is_imported(
+    tmp_path: Path,
+) -> None:
+    root, ps = _applied(tmp_path)
+    state = root / ".patchbay"
+    nothing = "nothing to do: 2 patch(es) already present\n"
+    for args in (
+        ["apply", ps, "--root", root],
+        ["apply", f"--root={root}", ps, "-q"],
+        ["apply", ps, "--root", root, "--state-dir", state, "--quiet"],
+    ):
+        assert _cli_modules(*args) == {"code": 0, "out": nothing, "parser": []}, args
+    # any other option takes the parser, and the same verified no-op behind it
+    got = _cli_modules("apply", ps, "--root", root, "--lock-timeout", "5")
+    assert (got["code"], got["out"]) == (0, nothing)
+    assert got["parser"] == ["argparse", "patchbay.clihandlers", "patchbay.cliparser"]
+    # what the check cannot verify goes to the full engine, which re-applies the reverted file
+    (root / "demo_engine" / "worker.py").write_text(OLD)
+    got = _cli_modules("apply", ps, "--root", root)
+    assert got["code"] == 0 and "applied worker" in str(got["out"])
+    assert "patchbay.engine" in got["parser"]  # type: ignore[operator]
+    assert (root / "demo_engine" / "worker.py").read_text() == NEW
+
+
+@pytest.mark.parametrize(
+    ("words", "message"),
+    [
+        (["--root"], "argument --root: expected one argument"),
+        (["PS", "PS"], "unrecognized arguments"),
+        (["PS", "--root", "--state-dir", "x"], "argument --root: expected one argument"),
+        (["PS", "--ro", "ROOT"], None),  # argparse's abbreviation: taken by the parser
+    ],
+)
+def test_the_fast_path_leaves_every_other_command_line_to_argparse(
+    tmp_path: Path, words: list[str], message: str | None
+) -> None:
+    root, ps = _applied(tmp_path)
+    words = [str(ps) if w == "PS" else str(root) if w == "ROOT" else w for w in words]
+    res = run_main("apply", *words)
+    if message is None:
+        assert (res.code, res.out) == (0, "nothing to do: 2 patch(es) already present\n")
+    else:
+        assert res.code == 2 and message in res.err and res.err.startswith("patchbay: error: ")

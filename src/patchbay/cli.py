@@ -5,7 +5,10 @@ work is in ``commands/`` and the library.
 
 A run builds only its own command's parser and imports only what that command needs
 (``patchbay --help`` imports neither pydantic, rich nor the patch kinds); each handler imports
-its ``commands`` module when it runs.
+its ``commands`` module when it runs. ``apply PATCHSET`` in its plainest form (only
+``--python``/``--root``/``--state-dir``/``--quiet``) tries the verified no-op
+(:mod:`patchbay.noop`) before even the parser module is imported: a re-run in a container
+entrypoint then costs an interpreter start, ``json`` and ``hashlib``, and the hashing.
 
 Conventions, the same for every command: ``-h``/``--help``; ``--version``; a usage error is one
 line ``patchbay: error: ...`` and exit 2, as patchbay's own errors are one line each
@@ -21,14 +24,25 @@ import os
 import sys
 
 from . import __version__
-from .cliparser import DESCRIPTION, EPILOG, UsageError, build, build_parser, terminal_width
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
 
+    from .cliparser import UsageError, build_parser
+
 __all__ = ["UsageError", "build_parser", "main"]
+
+
+def __getattr__(name: str) -> object:
+    """``UsageError`` and ``build_parser`` from :mod:`patchbay.cliparser`, imported on first
+    use (the verified no-op of ``apply`` runs before the parser module is imported)."""
+    if name in ("UsageError", "build_parser"):
+        from . import cliparser
+
+        return getattr(cliparser, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # -- running -----------------------------------------------------------------------------------
@@ -45,7 +59,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (patchbay completion)
         import argcomplete
 
+        from .cliparser import build_parser
+
         argcomplete.autocomplete(build_parser())
+    elif args_list[:1] == ["apply"] and _verified_noop(args_list[1:]):
+        return 0
+    from .cliparser import UsageError, build
+
     try:
         first = args_list[0] if args_list else None
         if first is None or first in ("-h", "--help"):
@@ -69,9 +89,62 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+# the options of `apply` the fast path knows, each taking one value (see _verified_noop)
+_NOOP_OPTIONS = {"--python": "python", "--root": "root", "--state-dir": "state_dir"}
+
+
+def _verified_noop(words: list[str]) -> bool:
+    """Answer ``patchbay apply WORDS...`` by the verified no-op (:func:`patchbay.noop.check`)
+    before the command line parser and the command modules are imported; True when it printed
+    "nothing to do".
+
+    Only the plainest form is taken: one PATCHSET and ``--python``/``--root``/``--state-dir``
+    (``--opt VALUE`` or ``--opt=VALUE``, spelled in full) and ``--quiet``/``-q``. Any other word
+    (``-h``, ``--dry-run``, ``--record``, ``--``, an abbreviation, a second PATCHSET, an option
+    without its value) returns False without a check, and argparse then parses the whole line as
+    usual (so every usage error keeps argparse's wording); so does a no-op the check cannot
+    verify, which the full engine then decides.
+    """
+    found: dict[str, str] = {}
+    patchset = None
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name, eq, value = word.partition("=")
+        if name in _NOOP_OPTIONS:
+            if not eq:
+                if i + 1 == len(words):
+                    return False
+                i += 1
+                value = words[i]
+            if not value or value.startswith("-"):
+                return False  # argparse's business: its message, not ours
+            found[_NOOP_OPTIONS[name]] = value
+        elif word in ("--quiet", "-q"):
+            pass  # the no-op prints no progress either way
+        elif word.startswith("-") or patchset is not None or not word:
+            return False
+        else:
+            patchset = word
+        i += 1
+    if patchset is None:
+        return False
+    from . import noop
+
+    verified = noop.check(patchset, **found)
+    if verified is None:
+        return False
+    from .commands.apply import print_noop
+
+    print_noop(verified)
+    return True
+
+
 def _top_help() -> str:
     """``patchbay --help``: the usage, every command with its one-line help, the epilog."""
     import textwrap
+
+    from .cliparser import DESCRIPTION, EPILOG, build, terminal_width
 
     _, listing = build("")
     width = terminal_width()

@@ -10,8 +10,10 @@ Exit codes follow the convention of ``git apply`` and linters: 0 success or noth
 
 from __future__ import annotations
 
-from os import PathLike
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (apply's no-op path)
+if TYPE_CHECKING:
+    from os import PathLike
+    from typing import Any
 
 
 class PatchbayError(Exception):

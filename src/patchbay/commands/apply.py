@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+    from ..noop import NoOp
     from ..options import RunOptions
 
 
@@ -44,10 +45,7 @@ def run(
 
         verified = noop.check(patchset_arg, python=python, root=root, state_dir=state_dir)
         if verified is not None:
-            # plain: the ids are checked names and the rest are counts (nothing to redact)
-            if verified.redundant:
-                _print_redundant(verified.redundant)
-            sys.stdout.write(f"nothing to do: {verified.present} patch(es) already present\n")
+            print_noop(verified)
             return 0
 
     from ..engine import PatchStatus, apply_patchset, make_plan, plan_apply
@@ -97,6 +95,15 @@ def run(
         final = make_plan(patchset, env) if not result.nothing_to_do else plan
         write_record(record, provenance(final, command="apply", outcome=outcome))
     return 0
+
+
+def print_noop(verified: NoOp) -> None:
+    """Print the answer of a verified no-op (:func:`patchbay.noop.check`): the redundant
+    patches, if any, and "nothing to do: N patch(es) already present" on stdout."""
+    # plain: the ids are checked names and the rest are counts (nothing to redact)
+    if verified.redundant:
+        _print_redundant(verified.redundant)
+    sys.stdout.write(f"nothing to do: {verified.present} patch(es) already present\n")
 
 
 def _print_redundant(redundant: list[str]) -> None:
