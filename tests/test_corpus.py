@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from corpus_expectations import CORPUS, Case, found_of, load_cases
+from inprocess import run_main
 from patchbay.analysis import EngineNames, ShellSyntaxError, analyse
 from patchbay.importer import import_script
 
@@ -116,3 +117,19 @@ def test_annotations_are_comments_never_strings(tmp_path: Path) -> None:
     assert set(found) == {("tool.py", 5, "PB403"), ("run.sh", 3, "PB404"), ("run.sh", 3, "PB410")}
     assert found[("tool.py", 5, "PB403")].suppression is not None
     assert found[("run.sh", 3, "PB404")].suppression is None
+
+
+def test_import_counts_the_blanks_validate_lists(tmp_path: Path) -> None:
+    """For every corpus shell script, the "to fill" count ``import`` prints is the number of
+    ``TO FILL`` lines ``validate`` prints for the draft it wrote (one function counts both)."""
+    checked = 0
+    for n, case in enumerate(SHELL):
+        out = tmp_path / f"out{n}"
+        result = import_script(case.script, out, force=True)
+        res = run_main("validate", out)
+        if res.code != 0:
+            continue  # a draft validate refuses (an unknown target...) says so itself
+        listed = [line for line in res.out.splitlines() if line.startswith("TO FILL: ")]
+        assert len(listed) == len(result.todo), (case.rel, listed, result.todo)
+        checked += 1
+    assert checked >= len(SHELL) // 2

@@ -13,10 +13,27 @@ if TYPE_CHECKING:
     from ..model import Patchset
 
 
-def _blank_items(patchset: Patchset) -> list[tuple[str, int | None, str, str]]:
-    """``(patch id, line, field, placeholder)`` for every blank left in a patch's description
-    or upstream state (``<TODO: ...>`` written by ``capture``, ``TODO`` by ``import``)."""
-    out = []
+def _blank_items(patchset: Patchset) -> list[tuple[str | None, int | None, str, str]]:
+    """``(patch id or None, line, field, placeholder)`` for every blank left to fill: the
+    patchset's ``description``, ``image.reference`` and each target's ``package`` (``import``
+    writes ``TODO_engine_package`` where the script names no engine), and each patch's
+    description and upstream state (``<TODO: ...>`` written by ``capture``, ``TODO`` by
+    ``import``). ``patchbay import`` counts its blanks with this function, so the two agree."""
+    spec = patchset.spec
+    out: list[tuple[str | None, int | None, str, str]] = []
+    top: list[tuple[tuple[str, ...], str, str]] = [
+        (("description",), spec.description or "", ""),
+        (("image", "reference"), spec.image.reference, ""),
+    ]
+    for name, target in spec.targets.items():
+        # an import name holds no space: the importer's blank is TODO_<what>, read as words
+        package = target.package or ""
+        top.append((("targets", name, "package"), package.replace("_", " "), package))
+    for keys, text, shown in top:
+        blank = placeholder_in(text)
+        if blank:
+            line = patchset.document.line_of(keys)
+            out.append((None, line, ".".join(keys), shown or blank))
     for i, patch in enumerate(patchset.patches):
         fields: list[tuple[tuple[str, ...], str]] = [(("description",), patch.description)]
         if patch.upstream_status is not None:
@@ -28,12 +45,20 @@ def _blank_items(patchset: Patchset) -> list[tuple[str, int | None, str, str]]:
     return out
 
 
+def blank_count(patchset: Patchset) -> int:
+    """How many blanks ``validate`` lists as ``TO FILL`` in ``patchset`` (see
+    :func:`_blank_items`)."""
+    return len(_blank_items(patchset))
+
+
 def _blanks(patchset: Patchset) -> list[tuple[str, str]]:
-    """``(where, placeholder)`` of :func:`_blank_items`, ``where`` as ``file:line: id: field``."""
-    return [
-        (f"{patchset.path}:{line}: {pid}: {field}", blank)
-        for pid, line, field, blank in _blank_items(patchset)
-    ]
+    """``(where, placeholder)`` of :func:`_blank_items`, ``where`` as ``file:line: id: field``
+    (``file:line: field`` for the patchset's own fields)."""
+    out = []
+    for pid, line, field, blank in _blank_items(patchset):
+        where = f"{patchset.path}:{line}" if line else str(patchset.path)
+        out.append((f"{where}: {pid}: {field}" if pid else f"{where}: {field}", blank))
+    return out
 
 
 def run(patchset_arg: str, *, output_format: str | None = None) -> int:
@@ -66,7 +91,7 @@ def run(patchset_arg: str, *, output_format: str | None = None) -> int:
         say(f"TO FILL: {where}: {text}")
     extra = f", {len(unlocked)} not locked yet (apply refuses them)" if unlocked else ""
     if blanks:
-        extra += f", {len(blanks)} blank(s) to fill (the audit flags them)"
+        extra += f", {len(blanks)} blank(s) to fill"
     say(f"{patchset.path}: valid ({len(loaded)} patch(es){extra})")
     return 0
 

@@ -296,8 +296,16 @@ def write_patchset(
             targets.get(packages[0], None)
         else:
             targets.specs["engine"] = {"package": "TODO_engine_package"}
-            todo.append("`targets.engine.package`: the engine's import name (e.g. vllm)")
-    todo.append("`components` and `base`: the engine distributions and the base guard")
+    for tname, spec in targets.specs.items():
+        if spec["package"].startswith("TODO_"):  # no package of the script owns its files
+            todo.append(f"`targets.{tname}.package`: the engine's import name (e.g. vllm)")
+    review.append(
+        (
+            "`components` and `base`",
+            "the script does not say which image it expects: declare the engine distributions "
+            "and the base guard (see the comment in patchset.yaml)",
+        )
+    )
     for draft, item in entries:
         if str(item.get("description", "")).startswith("TODO"):
             todo.append(f"`{item['id']}`: description")
