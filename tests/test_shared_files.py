@@ -17,6 +17,9 @@ import pytest
 
 from conftest import REPO, diff_patch, write_patchset
 from inprocess import run_main
+from patchbay.model import load_patchset
+from patchbay.rebase import rebase_patchset
+from patchbay.targets import resolve_environment
 
 TARGETS = {
     "engine": {"package": "demo_engine"},
@@ -91,3 +94,50 @@ def test_two_targets_editing_one_file_with_root(tmp_path: Path, first: str, whic
 def test_two_targets_editing_one_file_in_a_real_venv(engine, tmp_path: Path, first: str) -> None:
     for which, ps in _patchsets(tmp_path, first).items():
         _round_trip(ps, engine.site / CSV, which, ["--python", str(engine.python)])
+
+
+ROWS = [f"row{i},{i}\n" for i in range(1, 21)]
+
+
+def _rows_tree(root: Path, rows: list[str]) -> Path:
+    (root / "demo_engine").mkdir(parents=True)
+    (root / "demo_engine" / "__init__.py").write_text("")
+    (root / "demo_engine_meta" / "kernels").mkdir(parents=True)
+    (root / "demo_engine_meta" / "kernels" / "t.csv").write_text("".join(rows))
+    return root
+
+
+def test_rebase_merges_a_later_patch_onto_what_an_earlier_one_left_through_the_other_target(
+    tmp_path: Path,
+) -> None:
+    """a (through ``engine``) edits row 12; b (a diff through ``meta``) edits row 13, with a's
+    row in its context; the candidate changed row 15 (in b's context). b's 3-way merge must take
+    the candidate's file with a staged: a clean merge that applies after a."""
+    old = _rows_tree(tmp_path / "old", ROWS)
+    new = _rows_tree(tmp_path / "new", [*ROWS[:14], "row15,fifteen\n", *ROWS[15:]])
+    after_a = "".join(ROWS).replace("row12,12", "row12,TWELVE")
+    after_b = after_a.replace("row13,13", "row13,THIRTEEN")
+    edit = {"file": "demo_engine_meta/kernels/t.csv", "old": "row12,12\n", "new": "row12,TWELVE\n"}
+    ps = write_patchset(
+        tmp_path / "ps",
+        [
+            {"id": "a", "kind": "replace", "target": "engine", "edits": [edit]},
+            {"id": "b", "kind": "diff", "target": "meta", "file": "b.patch"},
+        ],
+        targets=TARGETS,
+        files={"b.patch": diff_patch("kernels/t.csv", after_a, after_b)},
+    )
+    patchset = load_patchset(ps)
+    result = rebase_patchset(
+        patchset,
+        resolve_environment(patchset, root=old),
+        resolve_environment(patchset, root=new),
+        out=tmp_path / "out",
+    )
+    assert {i.id: i.outcome for i in result.items} == {"a": "unchanged", "b": "refreshed"}
+    rebased = load_patchset(tmp_path / "out")
+    res = run_main("apply", tmp_path / "out", "--root", new)
+    assert res.code == 0 and "2 applied" in res.out, res.out + res.err
+    want = after_b.replace("row15,15", "row15,fifteen")
+    assert (new / "demo_engine_meta" / "kernels" / "t.csv").read_text() == want
+    assert rebased.patches[1].id == "b"

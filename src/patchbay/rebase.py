@@ -46,7 +46,7 @@ from .pristine import Pristine, read_shipped
 from .refresh import patch_layout
 from .targets import Environment
 from .transaction import Transaction, write_atomic
-from .tree import Tree
+from .tree import Location, Tree
 
 _MARKERS = re.compile(rb"^(?:<{7} |>{7} |\|{7} |={7}$)", re.MULTILINE)
 REFRESHED_VERDICTS = frozenset({Verdict.PARTIAL, Verdict.CONFLICT, Verdict.AMBIGUOUS})
@@ -283,14 +283,17 @@ def _old_states(
     return states
 
 
-def _theirs(result: CheckResult, index: int) -> dict[tuple[str, str], bytes | None]:
+def _theirs(
+    result: CheckResult, index: int, tree: Tree
+) -> dict[Location | tuple[str, str], bytes | None]:
     """Each file's content on the candidate before patch ``index``: the candidate's bytes with
-    the earlier patches that apply there staged (as ``check`` judged them)."""
-    state: dict[tuple[str, str], bytes | None] = {}
+    the earlier patches that apply there staged (as ``check`` judged them), keyed by
+    :meth:`~patchbay.tree.Tree.location` (one file reached through two targets is one file)."""
+    state: dict[Location | tuple[str, str], bytes | None] = {}
     for report in result.plan.reports[:index]:
         if report.status is PatchStatus.PENDING:
             for change in report.inspection.changes:
-                state[(change.target, change.path)] = change.after
+                state[tree.location_of(change.target, change.path)] = change.after
     return state
 
 
@@ -326,13 +329,14 @@ def _merge(
         item.outcome = "conflict"
         item.details.append("not merged: the patch is not pending on the old image's files")
         return
-    staged = _theirs(result, index)
     tree = Tree(env.roots, env)
+    staged = _theirs(result, index, tree)
     versions: list[FileVersions] = []
     conflicted: list[tuple[str, bytes | None, str]] = []
     for change in changes:
         key = (change.target, change.path)
-        theirs = staged[key] if key in staged else tree.on_disk(*key)
+        where = tree.location_of(*key)
+        theirs = staged[where] if where in staged else tree.on_disk(*key)
         merged, problem = _merge_file(patch.id, change, theirs, scratch)
         by_hand = resolved / patch.id / change.path if resolved is not None else None
         if problem and by_hand is not None and by_hand.is_file():
