@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -324,3 +325,143 @@ def test_the_fast_path_leaves_every_other_command_line_to_argparse(
         assert (res.code, res.out) == (0, "nothing to do: 2 patch(es) already present\n")
     else:
         assert res.code == 2 and message in res.err and res.err.startswith("patchbay: error: ")
+
+
+# -- what the identity must cover (each once answered "nothing to do" wrongly) ----------------
+
+
+def test_with_root_a_changed_distribution_version_falls_through(tmp_path: Path) -> None:
+    """--root: the base guard reads the tree's .dist-info; an edited, renamed or removed one
+    is a change (the engine then refuses: wrong image)."""
+    root = _tree(tmp_path)
+    info = root / "demo_engine-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-engine\nVersion: 0.1\n")
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "other", "kind": "replace",
+          "edits": [{"file": "demo_engine/other.py", "old": "X = 1\n", "new": "X = 2\n"}]}],
+        base={"distributions": {"demo-engine": "==0.1"}},
+    )  # fmt: skip
+    assert run_main("apply", ps, "--root", root).code == 0
+    assert noop.check(str(ps), root=root) is not None
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-engine\nVersion: 0.9\n")
+    assert noop.check(str(ps), root=root) is None
+    res = run_main("apply", ps, "--root", root)
+    assert res.code == 1 and "base guard failed" in res.err
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: demo-engine\nVersion: 0.1\n")
+    assert noop.check(str(ps), root=root) is not None
+    info.rename(root / "demo_engine-0.1.dist-info.off")
+    assert noop.check(str(ps), root=root) is None
+
+
+def test_a_repointed_link_to_patch_files_or_the_yaml_falls_through(tmp_path: Path) -> None:
+    """The engine reads the inputs through the patchset's folder as given: switching a link
+    (a `patches` folder link, a linked patchset.yaml in another folder) is a change."""
+    root = _tree(tmp_path)
+    ps = tmp_path / "ps"
+    patch = {"id": "worker", "kind": "diff", "file": "patches/w.patch"}
+    body = diff_patch("demo_engine/worker.py", OLD, NEW)
+    v1 = write_patchset(ps, [patch], files={"v1/w.patch": body})
+    (ps / "v2").mkdir()
+    third = NEW.replace("2", "3")
+    (ps / "v2" / "w.patch").write_text(diff_patch("demo_engine/worker.py", OLD, third))
+    (ps / "patches").symlink_to("v1")
+    assert run_main("apply", v1, "--root", root).code == 0
+    assert noop.check(str(ps), root=root) is not None
+    (ps / "patches").unlink()
+    (ps / "patches").symlink_to("v2")
+    assert noop.check(str(ps), root=root) is None
+    res = run_main("apply", ps, "--root", root)
+    assert res.code == 1 and "differ from the patchset" in res.err
+    (ps / "patches").unlink()
+    (ps / "patches").symlink_to("v1")
+    assert noop.check(str(ps), root=root) is not None
+    # the same YAML linked from a folder without the patch files is another patchset
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "patchset.yaml").symlink_to(ps / "patchset.yaml")
+    assert noop.check(str(other), root=root) is None
+    res = run_main("apply", other, "--root", root)
+    assert res.code == 2 and "not found" in res.err
+
+
+def test_a_home_targets_variable_moves_its_root_and_falls_through(
+    tmp_path: Path, engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "jit-a", tmp_path / "jit-b"
+    for folder in (first, second):
+        folder.mkdir()
+        (folder / "x.txt").write_text("mode=a\n")
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "jit-mode", "kind": "replace", "target": "jit",
+          "edits": [{"file": "x.txt", "old": "mode=a\n", "new": "mode=b\n"}]}],
+        targets={"engine": {"package": "demo_engine"},
+                 "jit": {"home": ".cache/pb-jit", "env": "PB_TEST_JIT_DIR"}},
+    )  # fmt: skip
+    monkeypatch.setenv("PB_TEST_JIT_DIR", str(first))
+    assert run_main("apply", ps, "--python", engine.python).code == 0
+    assert noop.check(str(ps), python=str(engine.python)) is not None
+    monkeypatch.setenv("PB_TEST_JIT_DIR", str(second))
+    assert noop.check(str(ps), python=str(engine.python)) is None
+    res = run_main("apply", ps, "--python", engine.python)
+    assert res.code == 0 and "applied jit-mode" in res.out, res.out + res.err
+    assert (second / "x.txt").read_text() == "mode=b\n"
+
+
+def test_a_user_site_packages_created_later_falls_through(
+    tmp_path: Path, engine_template: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interpreter with user site-packages enabled (a system Python; here a venv that sees
+    the system site-packages) adds ~/.local/.../site-packages to sys.path once that folder
+    exists (a system Python ahead of its own site-packages): the no-op is not verified then."""
+    engine = copy_engine(engine_template, tmp_path / "env")
+    cfg = engine.prefix / "pyvenv.cfg"
+    cfg.write_text(cfg.read_text().replace("include-system-site-packages = false",
+                                           "include-system-site-packages = true"))  # fmt: skip
+    pristine = tmp_path / "pristine"
+    shutil.copytree(engine.site, pristine, symlinks=True)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "pad", "kind": "replace", "edits": [{"file": "demo_engine/worker.py",
+          "old": "r * 2", "new": "r * 3"}]}],
+    )  # fmt: skip
+    assert run_main("apply", ps, "--python", engine.python).code == 0
+    assert noop.check(str(ps), python=str(engine.python)) is not None
+    user_site = subprocess.run(
+        [str(engine.python), "-c", "import site; print(site.getusersitepackages())"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert user_site.startswith(str(tmp_path / "home"))
+    shutil.copytree(pristine, user_site, symlinks=True)
+    assert noop.check(str(ps), python=str(engine.python)) is None
+    # the engine then judges the copy imports find (a venv's own site-packages stay ahead of
+    # the user's; a system Python's do not), and a verified no-op is recorded again
+    assert run_main("apply", ps, "--python", engine.python).code == 0
+    found = subprocess.run(
+        [str(engine.python), "-c",
+         "import importlib.util as u; print(u.find_spec('demo_engine').origin)"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    assert "r * 3" in (Path(found).parent / "worker.py").read_text()
+    assert noop.check(str(ps), python=str(engine.python)) is not None
+
+
+def test_a_state_folder_apply_cannot_write_takes_the_engine(tmp_path: Path) -> None:
+    """apply refuses a --state-dir it cannot write (exit 2), even with nothing to do; the
+    no-op must not answer for it either (root writes through permission bits: the folder is
+    made immutable)."""
+    root, ps, state = _tree(tmp_path), _patchset(tmp_path), tmp_path / "state"
+    assert run_main("apply", ps, "--root", root, "--state-dir", state).code == 0
+    assert noop.check(str(ps), root=root, state_dir=state) is not None
+    if subprocess.run(["chattr", "+i", str(state)], capture_output=True).returncode != 0:
+        pytest.skip("cannot make an immutable folder here (needs root and ext4/xfs)")
+    try:
+        assert noop.check(str(ps), root=root, state_dir=state) is None
+        res = run_main("apply", ps, "--root", root, "--state-dir", state)
+        assert res.code == 2, res.out + res.err
+        assert res.err.endswith("cannot be written: no write permission\n"), res.err
+    finally:
+        subprocess.run(["chattr", "-i", str(state)], check=True)

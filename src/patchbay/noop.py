@@ -5,15 +5,20 @@ At the end of a successful apply that wrote something, the engine records in the
 same transaction, so the ledger and the record are committed together) the **identity** of what
 it left (:func:`identity`):
 
-- the inputs: the real path and sha256 of ``patchset.yaml``, ``patchbay.lock`` (or its absence)
-  and every patch file read (as patch-package keeps a hash of each applied patch);
+- the inputs: ``patchset.yaml``, ``patchbay.lock`` (or its absence) and every patch file read,
+  each by the path the engine reads it through (the patchset's folder as given, links kept),
+  the real file that path reached and its sha256 (as patch-package keeps a hash of each
+  applied patch): a link pointed elsewhere is a change;
 - the environment: ``--root``, or the interpreter (its path as given, its real path and sha256,
   ``sys.prefix``), the state folder, the variables that change the interpreter's ``sys.path``
-  (``PYTHONPATH``, ``PYTHONHOME``, ``HOME``, ...), every ``sys.path`` folder with a digest of its
-  listing (an install, an uninstall or a version change renames a ``.dist-info``), and the
-  sha256 of what runs at start-up or points imports elsewhere (``pyvenv.cfg``, ``*.pth``,
-  ``__editable__*`` finders, ``sitecustomize``) and of the metadata (``METADATA``,
-  ``direct_url.json``) of every distribution the patchset names (pins, guard, components);
+  (``PYTHONPATH``, ``PYTHONHOME``, ``HOME``, ...) or a ``home`` target's root (its ``env``),
+  every ``sys.path`` folder with a digest of its listing (an install, an uninstall or a version
+  change renames a ``.dist-info``), the per-user site-packages folder CPython adds once it
+  exists, and the sha256 of what runs at start-up or points imports elsewhere
+  (``pyvenv.cfg``, ``*.pth``, ``__editable__*`` finders, ``sitecustomize``); with ``--root``,
+  the listing of the tree's top folder (where its ``.dist-info`` are); in both, the sha256 of
+  the metadata (``METADATA``, ``PKG-INFO``, ``direct_url.json``) of every distribution the
+  patchset names (pins, guard, components);
 - the files: every file a patch, the ledger or the base guard looks at, with its real path,
   sha256 (or absence) and permission bits; a command's output by existence;
 - what a no-op prints (the redundant patches, the count of present ones).
@@ -23,8 +28,9 @@ it left (:func:`identity`):
 derived as CPython does: the folder of a ``pyvenv.cfg`` beside or above the interpreter, else
 the parent of the real executable's folder), and re-checks every item of the identity: content
 hashed, never trusted by mtime. Any difference, anything it cannot check (no identity, an
-identity of another patchbay version, a journal of an interrupted run, a patch with notes to
-print, ``--record``) returns None and the full engine decides.
+identity of another patchbay version, a journal of an interrupted run, a state folder it
+cannot write, a patch with notes to print, ``--record``) returns None and the full engine
+decides.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ if TYPE_CHECKING:
     from .engine import Plan
     from .kinds import LoadedPatch
 
-IDENTITY_VERSION = 1
+IDENTITY_VERSION = 2
 IDENTITY_KEY = "applied_identity"  # in ledger.json, beside a patchset's "entries"
 # what changes the interpreter's sys.path or start-up (CPython's documented variables)
 VARIABLES = (
@@ -192,29 +198,43 @@ def identity(plan: Plan, loaded: list[LoadedPatch]) -> dict[str, Any] | None:
         "root": None if env.tree_root is None else str(env.tree_root),
         "roots": {k: str(v) for k, v in env.roots.items()},
     }
-    if env.python is not None:
+    # the versions the base guard and the pins read: the metadata of every distribution the
+    # patchset names, and the folders they are found in (a rename or a new one is seen there)
+    metadata = []
+    for info in env.dist_info.values():
+        metadata += [str(info / name) for name in ("METADATA", "PKG-INFO", "direct_url.json")]
+    environment["metadata"] = [[p, _sha256_file(p)] for p in sorted(set(metadata))]
+    if env.python is None:
+        folders = [] if env.tree_root is None else [str(env.tree_root)]
+        environment["sys_path"] = [[p, _listing(p)] for p in folders]
+    else:
         sys_path = [str(p) for p in env.sys_path]
         startup = [os.path.join(str(env.prefix), "pyvenv.cfg"), *_startup_files(sys_path)]
-        for info in env.dist_info.values():
-            startup += [
-                str(info / "METADATA"),
-                str(info / "PKG-INFO"),
-                str(info / "direct_url.json"),
-            ]
         executable = os.path.realpath(env.python)
+        # a `home` target's variable moves its root (targets.home_root)
+        names = [*VARIABLES, *(t.env for t in patchset.spec.targets.values() if t.env)]
+        user_site = None if env.user_site is None else str(env.user_site)
         environment.update(
             python=env.python,
             executable=executable,
             executable_sha256=_sha256_file(executable),
             prefix=str(env.prefix),
-            variables={k: os.environ.get(k) for k in VARIABLES},
+            variables={k: os.environ.get(k) for k in names},
             sys_path=[[p, _listing(p)] for p in sys_path],
+            # absent when recorded, it joins sys.path (ahead of site-packages) once created
+            user_site=None if user_site is None else [user_site, _listing(user_site)],
             startup=[[p, _sha256_file(p)] for p in sorted(set(startup))],
         )
     return {
         "version": IDENTITY_VERSION,
         "tool_version": __version__,
-        "inputs": [[os.path.realpath(p), _sha256_file(os.path.realpath(p))] for p in inputs],
+        # each input as the engine reads it (through the patchset's folder as given, links
+        # and all), with the file that reached and its hash: a re-pointed link is a change
+        "inputs": [
+            [os.path.abspath(p), real, _sha256_file(real)]
+            for p in inputs
+            for real in [os.path.realpath(p)]
+        ],
         "environment": environment,
         "files": files,
         "outputs": outputs,
@@ -236,7 +256,8 @@ class NoOp:
 
 
 def _yaml_path(patchset_arg: str) -> str | None:
-    """The real path of the YAML the PATCHSET argument names, as the loader finds it."""
+    """The absolute path (links kept) of the YAML the PATCHSET argument names, as the loader
+    finds it: the key of the identity, whose inputs are read through it."""
     from .commands.common import patchset_location
     from .inputfiles import PATCHSET_FILENAMES
 
@@ -245,9 +266,9 @@ def _yaml_path(patchset_arg: str) -> str | None:
         for name in PATCHSET_FILENAMES:
             candidate = os.path.join(path, name)
             if os.path.lexists(candidate):
-                return os.path.realpath(candidate)
+                return os.path.abspath(candidate)
         return None
-    return os.path.realpath(path) if os.path.isfile(path) else None
+    return os.path.abspath(path) if os.path.isfile(path) else None
 
 
 def check(
@@ -289,6 +310,8 @@ def _check(
         folder = os.path.realpath(state_dir or os.path.join(prefix, "share", "patchbay"))
     if os.path.lexists(os.path.join(folder, "journal")):
         return None  # a run is under way, or was interrupted: the engine rolls it back
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return None  # apply refuses a state folder it cannot write: the engine says so
     with open(os.path.join(folder, "ledger.json"), encoding="utf-8") as fh:
         ledger = json.load(fh)
     if ledger.get("format") != 1:
@@ -317,15 +340,23 @@ def _check(
         real = os.path.realpath(executable)
         if env["executable"] != real or env["executable_sha256"] != _sha256_file(real):
             return None
-        if env["variables"] != {k: os.environ.get(k) for k in VARIABLES}:
+        names = env["variables"]
+        if not set(VARIABLES) <= set(names):
             return None
-        if any(_listing(p) != digest for p, digest in env["sys_path"]):
+        if names != {k: os.environ.get(k) for k in names}:
+            return None
+        if env["user_site"] is not None and _listing(env["user_site"][0]) != env["user_site"][1]:
             return None
         # a new or removed .pth or finder changes its folder's listing, checked above
         if any(_sha256_file(p) != sha for p, sha in env["startup"]):
             return None
-    if any(_sha256_file(p) != sha for p, sha in found["inputs"]):
+    if any(_listing(p) != digest for p, digest in env["sys_path"]):
+        return None  # with --root: the tree's top folder, where its .dist-info are
+    if any(_sha256_file(p) != sha for p, sha in env["metadata"]):
         return None
+    for given, real, sha in found["inputs"]:
+        if os.path.realpath(given) != real or _sha256_file(real) != sha:
+            return None
     for path, real, sha, mode in found["files"]:
         if _file_state(path) != [real, sha, mode]:
             return None

@@ -110,6 +110,10 @@ for entry in sys.path:
         except OSError:
             pass
 
+# the per-user site-packages CPython puts on sys.path as soon as that folder exists
+import site
+user_site = site.getusersitepackages() if site.ENABLE_USER_SITE else None
+
 import platform
 impl = sys.implementation
 markers = {
@@ -135,6 +139,7 @@ print(json.dumps({
     "distributions": dists,
     "dist_info": dist_info,
     "sys_path": [os.path.abspath(p) for p in sys.path],
+    "user_site": user_site,
 }))
 """
 
@@ -155,6 +160,9 @@ class Environment:
         state_dir: where the ledger, its blobs, the journal and the lock live.
         sys_path: the interpreter's ``sys.path`` as the probe saw it (absolute folders).
         tree_root: the ``--root`` tree (None when the interpreter was probed).
+        user_site: the per-user site-packages folder the interpreter would put on
+            ``sys.path`` once it exists (``site.getusersitepackages()``), None when user site
+            packages are disabled (a virtual environment, ``-s``).
     """
 
     python: str | None
@@ -167,6 +175,7 @@ class Environment:
     markers: dict[str, str] = field(default_factory=dict)
     sys_path: list[Path] = field(default_factory=list)
     tree_root: Path | None = None
+    user_site: Path | None = None
 
     def describe(self) -> dict[str, object]:
         """JSON-ready summary for provenance records."""
@@ -452,6 +461,7 @@ def resolve_environment(
         dist_info={k: Path(v) for k, v in answer.get("dist_info", {}).items()},  # type: ignore[union-attr]
         markers=dict(answer.get("markers", {})),  # type: ignore[call-overload]
         sys_path=[Path(p) for p in answer.get("sys_path", [])],  # type: ignore[union-attr]
+        user_site=Path(str(answer["user_site"])) if answer.get("user_site") else None,
     )
 
 
@@ -664,5 +674,5 @@ def check_state_dir(path: Path, *, writable: bool, option: str | None = None) ->
         with contextlib.suppress(OSError):
             if os.statvfs(existing).f_flag & os.ST_RDONLY:
                 why = "a read-only file system"
-        where = "it" if existing == path else f"{existing} above it"
-        raise InputError(f"{name} cannot be written: {where}: {why}", file=path)
+        where = "" if existing == path else f"{existing} above it: "
+        raise InputError(f"{name} cannot be written: {where}{why}", file=path)
