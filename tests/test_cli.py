@@ -9,6 +9,8 @@ import json
 import os
 import re
 import subprocess
+import sys
+import zipfile
 from pathlib import Path
 
 import jsonschema
@@ -249,3 +251,32 @@ def test_validate_json_lists_unordered_overlaps(tmp_path: Path) -> None:
     (overlap,) = doc["overlaps"]
     assert (overlap["earlier"], overlap["later"]) == ("first", "second")
     assert overlap["path"].endswith("m.py") and overlap["line"]
+
+
+@pytest.mark.parametrize("command", ["validate", "status", "apply"])
+def test_a_reader_that_leaves_early_costs_no_traceback_and_not_the_status(
+    tmp_path: Path, command: str, demo_wheel: Path
+) -> None:
+    """``patchbay ... | head -1``: the pipe's reader is gone before patchbay writes (EPIPE).
+    The command still runs to its end and returns its own status; nothing on stderr."""
+    tree = tmp_path / "tree"
+    with zipfile.ZipFile(demo_wheel) as wheel:  # an unpacked install of the demo engine
+        wheel.extractall(tree)
+    args = [command, REPO / "patchsets" / "demo"]
+    if command != "validate":
+        args += ["--root", tree]
+    read, write = os.pipe()
+    os.close(read)  # the reader left
+    proc = subprocess.run(
+        [sys.executable, "-m", "patchbay", *map(str, args)],
+        stdout=write,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    os.close(write)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    if command == "apply":  # the work was done, and recorded: the re-run is a no-op
+        again = run_cli("apply", REPO / "patchsets" / "demo", "--root", tree)
+        assert again.code == 0 and "nothing to do" in again.out, again.out + again.err

@@ -55,7 +55,57 @@ def main(argv: Sequence[str] | None = None) -> int:
     returns 2; an expected failure (:class:`~patchbay.errors.PatchbayError`) prints one line
     (and detail lines) and returns its exit code; Ctrl-C returns 130.
     """
-    args_list = list(sys.argv[1:] if argv is None else argv)
+    out, err = sys.stdout, sys.stderr
+    # (None when started with the descriptor closed: print() then writes nothing, as before)
+    sys.stdout = None if out is None else _ReaderMayLeave(out)  # type: ignore[assignment]
+    sys.stderr = None if err is None else _ReaderMayLeave(err)  # type: ignore[assignment]
+    try:
+        return _main(list(sys.argv[1:] if argv is None else argv))
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+class _ReaderMayLeave:
+    """``sys.stdout``/``sys.stderr`` for one run: when the reader of the pipe has gone
+    (``patchbay status | head -1``: EPIPE, a ``BrokenPipeError`` in Python, which ignores
+    SIGPIPE), the rest of the output is dropped and the command runs to its end and returns
+    its own status (an apply that committed still exits 0). The stream's descriptor is pointed
+    at ``/dev/null`` then, so that the interpreter's last flush finds no closed pipe either
+    (the recipe of Python's documentation of SIGPIPE). Everything else is the wrapped stream."""
+
+    def __init__(self, stream: object) -> None:
+        self._stream = stream
+        self._gone = False
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._stream, name)
+
+    def write(self, text: str) -> int:
+        if not self._gone:
+            try:
+                self._stream.write(text)  # type: ignore[attr-defined]
+            except BrokenPipeError:
+                self._reader_left()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._gone:
+            try:
+                self._stream.flush()  # type: ignore[attr-defined]
+            except BrokenPipeError:
+                self._reader_left()
+
+    def _reader_left(self) -> None:
+        self._gone = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())  # type: ignore[attr-defined]
+            os.close(devnull)
+        except (OSError, AttributeError, ValueError):  # no descriptor (a test's StringIO)
+            pass
+
+
+def _main(args_list: list[str]) -> int:
     if "_ARGCOMPLETE" in os.environ:  # the shell asks for completions (patchbay completion)
         import argcomplete
 
