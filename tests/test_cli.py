@@ -280,3 +280,23 @@ def test_a_reader_that_leaves_early_costs_no_traceback_and_not_the_status(
     if command == "apply":  # the work was done, and recorded: the re-run is a no-op
         again = run_cli("apply", REPO / "patchsets" / "demo", "--root", tree)
         assert again.code == 0 and "nothing to do" in again.out, again.out + again.err
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["apply", "PS", "--state-dir="], "--state-dir"),
+        (["apply", "PS", "--root", ""], "--root"),
+        (["status", "PS", "--python="], "--python"),
+        (["apply", ""], "PATCHSET"),
+        (["validate", ""], "PATCHSET"),
+        (["report", ""], "PATCHSET"),
+    ],
+)
+def test_an_empty_value_is_a_usage_error_not_the_current_folder(
+    tmp_path: Path, args: list[str], option: str
+) -> None:
+    """``Path("")`` is ``.``: ``--state-dir=`` would put the ledger in the current folder."""
+    ps = write_patchset(tmp_path / "ps", [])
+    res = run_main(*[str(ps) if a == "PS" else a for a in args])
+    assert res.code == 2 and f"argument {option}: an empty value" in res.err, res.err

@@ -80,9 +80,18 @@ def _seconds(minimum: float) -> Callable[[str], float]:
 
 
 def _path(text: str) -> Path:
+    """A path option or argument; an empty one is a usage error (``Path("")`` is the current
+    folder: ``--state-dir=`` would write the ledger there)."""
     from pathlib import Path
 
-    return Path(text)
+    return Path(_given(text))
+
+
+def _given(text: str) -> str:
+    """A value that must not be empty (``--python=``, an empty PATCHSET)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty value")
+    return text
 
 
 def _count(text: str) -> int:
@@ -111,6 +120,7 @@ def _patchset(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "patchset",
         metavar="PATCHSET",
+        type=_given,
         help="patchset folder or YAML file (or a name under ./patchsets)",
     )
 
@@ -118,7 +128,7 @@ def _patchset(p: argparse.ArgumentParser) -> None:
 def _python(
     p: argparse.ArgumentParser, text: str = "engine interpreter (default: python3 on PATH)"
 ) -> None:
-    p.add_argument("--python", metavar="PATH", help=text)
+    p.add_argument("--python", metavar="PATH", type=_given, help=text)
 
 
 def _root(p: argparse.ArgumentParser) -> None:
@@ -441,6 +451,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
         "patchsets",
         metavar="PATCHSET",
         nargs="*",
+        type=_given,
         help="patchsets to cover (default: all under patchsets/)",
     )
     p.add_argument(
