@@ -948,3 +948,37 @@ def test_literal_edits_through_python_helper_functions(tmp_path: Path) -> None:
         }
     ]
     assert "helper functions" in (tmp_path / "out" / "IMPORT-NOTES.md").read_text()
+
+
+HEREDOC_PATCH = (
+    "cd $(python3 -c 'import demo_engine, os; print(os.path.dirname(demo_engine.__file__))')/..\n"
+    "git apply <<'EOF'\n"
+    "--- a/demo_engine/worker.py\n+++ b/demo_engine/worker.py\n@@ -1 +1 @@\n"
+    "-X = 1\n+X = 2\nEOF\n"
+)
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "# TODO: document this script\n",
+        "# Bump the kernel rows (see <link to PR>)\n",
+        "# XXX check with AMD\n",
+        "# todo: explain\n",
+        "# TODOList widget: cap the rows\n",
+        "",
+    ],
+)
+def test_the_to_fill_count_is_the_blanks_validate_lists(tmp_path: Path, comment: str) -> None:
+    """Whatever a script's comments say (placeholder-like words become a description), the
+    count ``import`` gives is the number of ``TO FILL`` lines of ``validate`` on the draft."""
+    from inprocess import run_main
+
+    result, _doc, notes = _import(
+        tmp_path, "#!/bin/bash\n" + comment + "set -e\n" + HEREDOC_PATCH + "pip install x==1\n"
+    )
+    res = run_main("validate", tmp_path / "out")
+    assert res.code == 0, res.err
+    listed = [line for line in res.out.splitlines() if line.startswith("TO FILL: ")]
+    assert len(listed) == len(result.todo), (listed, result.todo)  # type: ignore[attr-defined]
+    assert f"## Blanks to fill in patchset.yaml ({len(listed)})" in notes

@@ -4,58 +4,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..blanks import blank_items
 from ..engine import load_patches
 from ..ordering import unordered_overlaps
-from ..waivers import placeholder_in
 from .common import load, print_json, say
 
 if TYPE_CHECKING:
     from ..model import Patchset
 
 
-def _blank_items(patchset: Patchset) -> list[tuple[str | None, int | None, str, str]]:
-    """``(patch id or None, line, field, placeholder)`` for every blank left to fill: the
-    patchset's ``description``, ``image.reference`` and each target's ``package`` (``import``
-    writes ``TODO_engine_package`` where the script names no engine), and each patch's
-    description and upstream state (``<TODO: ...>`` written by ``capture``, ``TODO`` by
-    ``import``). ``patchbay import`` counts its blanks with this function, so the two agree."""
-    spec = patchset.spec
-    out: list[tuple[str | None, int | None, str, str]] = []
-    top: list[tuple[tuple[str, ...], str, str]] = [
-        (("description",), spec.description or "", ""),
-        (("image", "reference"), spec.image.reference, ""),
-    ]
-    for name, target in spec.targets.items():
-        # an import name holds no space: the importer's blank is TODO_<what>, read as words
-        package = target.package or ""
-        top.append((("targets", name, "package"), package.replace("_", " "), package))
-    for keys, text, shown in top:
-        blank = placeholder_in(text)
-        if blank:
-            line = patchset.document.line_of(keys)
-            out.append((None, line, ".".join(keys), shown or blank))
-    for i, patch in enumerate(patchset.patches):
-        fields: list[tuple[tuple[str, ...], str]] = [(("description",), patch.description)]
-        if patch.upstream_status is not None:
-            fields.append((("upstream_status", "reason"), patch.upstream_status.reason))
-        for keys, text in fields:
-            blank = placeholder_in(text)
-            if blank:
-                out.append((patch.id, patchset.patch_line(i, *keys), ".".join(keys), blank))
-    return out
-
-
-def blank_count(patchset: Patchset) -> int:
-    """How many blanks ``validate`` lists as ``TO FILL`` in ``patchset`` (see
-    :func:`_blank_items`)."""
-    return len(_blank_items(patchset))
-
-
 def _blanks(patchset: Patchset) -> list[tuple[str, str]]:
-    """``(where, placeholder)`` of :func:`_blank_items`, ``where`` as ``file:line: id: field``
+    """``(where, placeholder)`` of :func:`~patchbay.blanks.blank_items`, ``where`` as
+    ``file:line: id: field``
     (``file:line: field`` for the patchset's own fields)."""
     out = []
-    for pid, line, field, blank in _blank_items(patchset):
+    for pid, line, field, blank in blank_items(patchset):
         where = f"{patchset.path}:{line}" if line else str(patchset.path)
         out.append((f"{where}: {pid}: {field}" if pid else f"{where}: {field}", blank))
     return out
@@ -130,7 +93,7 @@ def _json(patchset_arg: str) -> int:
     ]
     doc["blanks"] = [
         {"file": str(patchset.path), "line": line, "patch_id": pid, "field": field, "text": text}
-        for pid, line, field, text in _blank_items(patchset)
+        for pid, line, field, text in blank_items(patchset)
     ]
     doc["overlaps"] = [  # patches that change one file with no declared order (notes)
         {

@@ -135,6 +135,7 @@ class _Targets:
 
     def for_dir(self, rel: str, paths: list[str]) -> str:
         """The target for a diff applied in ``rel`` (site-relative) touching ``paths``."""
+        rel = _site_relative(rel)
         if rel == "":
             tops = [p.split("/")[0] for p in paths]
             known = [t for t in tops if t in self.packages]
@@ -147,12 +148,56 @@ class _Targets:
 
     def for_file(self, rel: str) -> tuple[str, str]:
         """The target and target-relative path for a site-relative file."""
-        parts = rel.split("/")
+        parts = _site_relative(rel).split("/")
         if len(parts) == 1:
             return self.get(self.owner(""), None), rel
         if parts[0] in self.packages:
             return self.get(parts[0], None), rel
         return self.get(self.owner(parts[0]), parts[0]), "/".join(parts[1:])
+
+
+_HINTS = {
+    "description": "what the patchset is for",
+    "image.reference": "the image the script patches (and its digest)",
+    "package": "the engine's import name (e.g. vllm)",
+}
+
+
+def _blanks_to_fill(yaml_text: str, path: Path) -> list[str] | None:
+    """The blanks ``validate`` will list in the draft ``yaml_text`` (to be written at
+    ``path``), counted by the same function (:func:`patchbay.blanks.blank_items`), each with
+    what to put there; None when the draft does not load (validate then says why)."""
+    from ..blanks import blank_items
+    from ..errors import PatchbayError
+    from ..model import patchset_from_document
+    from ..yamlfile import parse_yaml
+
+    try:
+        patchset = patchset_from_document(parse_yaml(yaml_text, path))
+    except PatchbayError:
+        return None
+    out = []
+    for pid, _line, field_name, _blank in blank_items(patchset):
+        if pid is not None:
+            what = (
+                "upstream reference or upstream_status"
+                if "upstream" in field_name
+                else "description"
+            )
+            out.append(f"`{pid}`: {what}")
+        else:
+            hint = _HINTS.get(field_name) or _HINTS.get(field_name.rsplit(".", 1)[-1], "")
+            out.append(f"`{field_name}`: {hint}" if hint else f"`{field_name}`")
+    return out
+
+
+def _site_relative(rel: str) -> str:
+    """A site-relative folder or file as the targets name it: ``.``, ``./x`` and ``x/`` are
+    ``""``, ``x`` and ``x`` (a script that ``cd``s to site-packages itself gives ``.``)."""
+    import posixpath
+
+    rel = posixpath.normpath(rel) if rel else ""
+    return "" if rel == "." else rel
 
 
 # -- ids -------------------------------------------------------------------------------------
@@ -333,6 +378,8 @@ def write_patchset(
         if outcome.kind == "review":
             review.append((f"lines {outcome.start}-{outcome.end}", outcome.text))
     yaml_text = _patchset_yaml(result, script, name, targets, entries)
+    counted = _blanks_to_fill(yaml_text, out / "patchset.yaml")
+    todo = todo if counted is None else counted
     notes = _notes(result, script, entries, unconverted, review, todo)
     _write(out, yaml_text, notes, files, force)
     drafts = [draft for draft, _ in entries]
