@@ -141,3 +141,67 @@ def test_rebase_merges_a_later_patch_onto_what_an_earlier_one_left_through_the_o
     want = after_b.replace("row15,15", "row15,fifteen")
     assert (new / "demo_engine_meta" / "kernels" / "t.csv").read_text() == want
     assert rebased.patches[1].id == "b"
+
+
+def _rows_patchset(tmp_path: Path, after_a: str) -> Path:
+    """a (a diff through ``engine``) edits row 12, b (a diff through ``meta``, after a) row 13;
+    the old image's rows are ROWS."""
+    after_b = after_a.replace("row13,13", "row13,THIRTEEN")
+    return write_patchset(
+        tmp_path / "ps",
+        [
+            {"id": "a", "kind": "diff", "target": "engine", "file": "a.patch"},
+            {"id": "b", "kind": "diff", "target": "meta", "file": "b.patch", "after": ["a"]},
+        ],
+        targets=TARGETS,
+        files={
+            "a.patch": diff_patch("demo_engine_meta/kernels/t.csv", "".join(ROWS), after_a),
+            "b.patch": diff_patch("kernels/t.csv", after_a, after_b),
+        },
+    )
+
+
+def test_rebase_leaves_a_later_patch_alone_while_an_earlier_one_on_its_file_conflicts(
+    tmp_path: Path,
+) -> None:
+    """The candidate changed row 12 itself: a conflicts. b, merged onto the candidate without
+    a's change, would carry it; b waits for a (a conflict naming a), resolved or not."""
+    old = _rows_tree(tmp_path / "old", ROWS)
+    new = _rows_tree(tmp_path / "new", [*ROWS[:11], "row12,twelve\n", *ROWS[12:]])
+    ps = _rows_patchset(tmp_path, "".join(ROWS).replace("row12,12", "row12,TWELVE"))
+    patchset = load_patchset(ps)
+    envs = resolve_environment(patchset, root=old), resolve_environment(patchset, root=new)
+    resolved = tmp_path / "resolved" / "b" / "kernels"
+    resolved.mkdir(parents=True)
+    (resolved / "t.csv").write_text("".join(ROWS).replace("row13,13", "row13,THIRTEEN"))
+    for n, by_hand in enumerate([None, tmp_path / "resolved"]):
+        result = rebase_patchset(patchset, *envs, out=tmp_path / f"out{n}", resolved=by_hand)
+        got = {i.id: i.outcome for i in result.items}
+        assert got == {"a": "conflict", "b": "conflict"}, [i.details for i in result.items]
+        b = next(i for i in result.items if i.id == "b")
+        assert any("resolve a first" in d for d in b.details), b.details
+        assert (tmp_path / f"out{n}" / "b.patch").read_bytes() == (ps / "b.patch").read_bytes()
+
+
+def test_rebase_refuses_a_resolved_file_that_is_a_link(tmp_path: Path) -> None:
+    """--resolved takes files a person merged; a link could name any file on the machine."""
+    old = _rows_tree(tmp_path / "old", ROWS)
+    new = _rows_tree(tmp_path / "new", [*ROWS[:11], "row12,twelve\n", *ROWS[12:]])
+    ps = _rows_patchset(tmp_path, "".join(ROWS).replace("row12,12", "row12,TWELVE"))
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not a csv\n")
+    hand = tmp_path / "resolved" / "a" / "demo_engine_meta" / "kernels"
+    hand.mkdir(parents=True)
+    (hand / "t.csv").symlink_to(secret)
+    patchset = load_patchset(ps)
+    result = rebase_patchset(
+        patchset,
+        resolve_environment(patchset, root=old),
+        resolve_environment(patchset, root=new),
+        out=tmp_path / "out",
+        resolved=tmp_path / "resolved",
+    )
+    a = next(i for i in result.items if i.id == "a")
+    assert a.outcome == "conflict" and any("symbolic link" in d for d in a.details), a.details
+    assert b"not a csv" not in (tmp_path / "out" / "a.patch").read_bytes()
+    assert a.conflict_files  # the 3-way result with its markers is still in the side folder

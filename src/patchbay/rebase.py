@@ -331,6 +331,14 @@ def _merge(
         return
     tree = Tree(env.roots, env)
     staged = _theirs(result, index, tree)
+    blocked = _blocked_by(current, index, changes, old_states, items, tree)
+    if blocked:
+        item.outcome = "conflict"
+        item.details.append(
+            f"not merged: {blocked}, before it, changes the same file and is in conflict; "
+            f"resolve {blocked} first, then rebase again"
+        )
+        return
     versions: list[FileVersions] = []
     conflicted: list[tuple[str, bytes | None, str]] = []
     for change in changes:
@@ -339,9 +347,9 @@ def _merge(
         theirs = staged[where] if where in staged else tree.on_disk(*key)
         merged, problem = _merge_file(patch.id, change, theirs, scratch)
         by_hand = resolved / patch.id / change.path if resolved is not None else None
-        if problem and by_hand is not None and by_hand.is_file():
-            merged = by_hand.read_bytes()
-            problem = "" if not _MARKERS.search(merged) else "the resolved file still has markers"
+        if problem and by_hand is not None and os.path.lexists(by_hand):
+            hand, problem = _resolved_file(by_hand, resolved)  # type: ignore[arg-type]
+            merged = merged if hand is None else hand  # a refused one: the 3-way result stays
             if not problem:
                 item.details.append(f"{change.path}: taken from {by_hand}")
         if problem:
@@ -377,6 +385,40 @@ def _merge(
     item.details.extend(
         f"{v.path}: merged" for v in versions if v.changed and v.path not in by_hand
     )
+
+
+def _blocked_by(
+    current: Patchset,
+    index: int,
+    changes: list[FileChange],
+    old_states: dict[str, list[FileChange]],
+    items: dict[str, RebaseItem],
+    tree: Tree,
+) -> str | None:
+    """The id of an earlier patch left in conflict that changes one of the files of patch
+    ``index`` (through any target), or None: merged onto the candidate without that patch's
+    change, the refreshed diff would carry it."""
+    mine = {tree.location_of(c.target, c.path) for c in changes}
+    for earlier in current.patches[:index]:
+        if items[earlier.id].outcome != "conflict":
+            continue
+        theirs = {tree.location_of(c.target, c.path) for c in old_states.get(earlier.id, [])}
+        if mine & theirs:
+            return earlier.id
+    return None
+
+
+def _resolved_file(path: Path, folder: Path) -> tuple[bytes | None, str]:
+    """A file merged by hand (``--resolved``): its bytes and "" when it is a regular file
+    inside ``folder`` without conflict markers, else None (or the bytes) and the problem.
+    A link is refused, as ``apply`` refuses one: it could name any file on the machine."""
+    inside = os.path.realpath(path).startswith(os.path.realpath(folder) + os.sep)
+    if os.path.islink(path) or not inside:
+        return None, f"the resolved file {path} is a symbolic link (or leaves {folder}): refused"
+    if not path.is_file():
+        return None, f"the resolved file {path} is not a regular file"
+    merged = path.read_bytes()
+    return merged, "" if not _MARKERS.search(merged) else "the resolved file still has markers"
 
 
 def _merge_file(
