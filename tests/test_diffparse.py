@@ -272,3 +272,27 @@ def test_an_upstream_diffs_sections_are_chosen_by_names_with_spaces_too() -> Non
     kept, left = split_paths(diff, ["csrc"])
     assert kept == section("csrc/my kernel.cu") + section("csrc/k.cu")
     assert left == ["docs/a b.md"]
+
+
+def test_a_symlink_diff_is_refused_as_unsupported_not_as_corrupt(tmp_path: Path) -> None:
+    text = (
+        "diff --git a/link b/link\nnew file mode 120000\n--- /dev/null\n+++ b/link\n"
+        "@@ -0,0 +1 @@\n+target\n\\ No newline at end of file\n"
+    )
+    with pytest.raises(InputError) as err:
+        parse_diff(text.encode(), source=tmp_path / "x.patch", strip=1)
+    assert err.value.reason == "symlink patches are not supported"
+    assert err.value.line == 1
+
+
+def test_a_dangling_link_and_an_unreadable_patch_file_say_so(tmp_path: Path) -> None:
+    from patchbay.inputfiles import read_input
+
+    (tmp_path / "a.patch").symlink_to("gone.patch")
+    with pytest.raises(InputError) as err:
+        read_input(tmp_path / "a.patch", what="patch file")
+    assert err.value.reason == "patch file is a dangling symlink (to gone.patch)"
+    (tmp_path / "b.patch").symlink_to("b.patch")
+    with pytest.raises(InputError) as err:
+        read_input(tmp_path / "b.patch", what="patch file")
+    assert err.value.reason == "patch file is a symlink loop"

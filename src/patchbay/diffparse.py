@@ -194,8 +194,11 @@ class _Parser:
         self.strip = strip
         self.i = 0
 
-    def error(self, msg: str, line: int | None = None) -> InputError:
-        return InputError(f"corrupt diff: {msg}", file=self.source, line=line or self.i + 1)
+    def error(self, msg: str, line: int | None = None, *, corrupt: bool = True) -> InputError:
+        """An error at ``line`` (default: the current one); ``corrupt=False`` for a well-formed
+        diff patchbay does not accept."""
+        reason = f"corrupt diff: {msg}" if corrupt else msg
+        return InputError(reason, file=self.source, line=line or self.i + 1)
 
     def peek(self, offset: int = 0) -> str | None:
         j = self.i + offset
@@ -300,7 +303,7 @@ class _Parser:
         fp.old_path, fp.new_path = old_name, new_name
         for mode in (fp.old_mode, fp.new_mode):
             if mode == "120000":
-                raise self.error("symlink patches are not supported", line=start)
+                raise self.error("symlink patches are not supported", line=start, corrupt=False)
             if mode == "160000":
                 raise self.error("submodule (gitlink) patches are not supported", line=start)
         self.hunks(fp)

@@ -74,6 +74,8 @@ def read_input(
     try:
         st = os.stat(path)
     except FileNotFoundError:
+        if os.path.islink(path):
+            raise fail(f"is a dangling symlink (to {os.readlink(path)})") from None
         raise fail("not found") from None
     except NotADirectoryError:
         raise fail("not found (a parent is a file, not a folder)") from None
@@ -130,7 +132,7 @@ def read_input_text(
 
 def _problem(exc: OSError) -> str:
     if exc.errno == errno.ELOOP:
-        return "a symlink loop"
+        return "is a symlink loop"
     if exc.errno in (errno.EACCES, errno.EPERM):
-        return "cannot read: permission denied"
-    return f"cannot read: {exc.strerror or exc}"
+        return "cannot be read: permission denied"
+    return f"cannot be read: {exc.strerror or exc}"
