@@ -17,6 +17,7 @@ import pytest
 
 from conftest import REPO, diff_patch, write_patchset
 from inprocess import run_main
+from patchbay.errors import InputError
 from patchbay.model import load_patchset
 from patchbay.rebase import rebase_patchset
 from patchbay.targets import resolve_environment
@@ -205,3 +206,13 @@ def test_rebase_refuses_a_resolved_file_that_is_a_link(tmp_path: Path) -> None:
     assert a.outcome == "conflict" and any("symbolic link" in d for d in a.details), a.details
     assert b"not a csv" not in (tmp_path / "out" / "a.patch").read_bytes()
     assert a.conflict_files  # the 3-way result with its markers is still in the side folder
+
+
+def test_rebase_refuses_a_result_folder_inside_the_patchset(tmp_path: Path) -> None:
+    old = _rows_tree(tmp_path / "old", ROWS)
+    ps = _rows_patchset(tmp_path, "".join(ROWS).replace("row12,12", "row12,TWELVE"))
+    patchset = load_patchset(ps)
+    env = resolve_environment(patchset, root=old)
+    with pytest.raises(InputError, match="lies inside the patchset"):
+        rebase_patchset(patchset, env, env, out=ps / "sub")
+    assert not (ps / "sub").exists()

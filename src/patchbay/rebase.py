@@ -144,7 +144,8 @@ def rebase_patchset(
         The :class:`RebaseResult`.
 
     Raises:
-        InputError: neither or both of ``out`` and ``write``; ``out`` exists and is not empty.
+        InputError: neither or both of ``out`` and ``write``; ``out`` exists and is not empty, or
+            lies inside the patchset's folder.
         RefusedError: a patch does not apply on the old image's pristine files; a pristine copy
             does not match RECORD (named).
     """
@@ -152,6 +153,12 @@ def rebase_patchset(
         raise InputError("give a folder for the result (--out DIR) or --write, one of the two")
     if out is not None and out.exists() and any(out.iterdir()):
         raise InputError("the result folder exists and is not empty", file=out)
+    if out is not None and _inside(out, patchset.folder):
+        raise InputError(
+            f"the result folder lies inside the patchset {patchset.folder} (it would become part "
+            "of it): give a folder beside it, e.g. patchsets/NAME-rebased",
+            file=out,
+        )
     if conflicts_dir is None:
         conflicts_dir = out / "conflicts" if out is not None else Path("rebase-conflicts")
         if write:
@@ -385,6 +392,12 @@ def _merge(
     item.details.extend(
         f"{v.path}: merged" for v in versions if v.changed and v.path not in by_hand
     )
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (existing or not) is ``folder`` or below it, links resolved."""
+    real, top = os.path.realpath(path), os.path.realpath(folder)
+    return real == top or real.startswith(top + os.sep)
 
 
 def _blocked_by(
