@@ -128,7 +128,7 @@ def test_rebase_write_from_an_unpatched_old_image(
         cwd=tmp_path,
     )
     assert res.code == 1, res.err  # one conflict is left to merge by hand
-    assert "1 patch(es) need a hand merge: scheduler-padding" in res.out
+    assert "1 patch(es) in conflict: scheduler-padding" in res.out
     assert str(tmp_path / "side" / "scheduler-padding" / "demo_engine" / "scheduler.py") in res.out
     after = (folder / "patchset.yaml").read_text()
     assert "id: envs-asm-padding" not in after

@@ -61,9 +61,9 @@ def run(
     where = f"--python {onto_python}" if onto_python else f"--root {onto_root}"
     if result.conflicts:
         say(
-            f"\n{len(result.conflicts)} patch(es) need a hand merge: "
+            f"\n{len(result.conflicts)} patch(es) in conflict: "
             + ", ".join(i.id for i in result.conflicts)
-            + " (left as they were in the result)"
+            + " (left as they were in the result; why: the lines under each above)"
         )
         if result.conflicts_dir is not None:
             say(f"merged files with conflict markers in {result.conflicts_dir}:")
