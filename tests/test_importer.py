@@ -982,3 +982,15 @@ def test_the_to_fill_count_is_the_blanks_validate_lists(tmp_path: Path, comment:
     listed = [line for line in res.out.splitlines() if line.startswith("TO FILL: ")]
     assert len(listed) == len(result.todo), (listed, result.todo)  # type: ignore[attr-defined]
     assert f"## Blanks to fill in patchset.yaml ({len(listed)})" in notes
+
+
+@pytest.mark.parametrize("delimiter", ["EOF2", "PATCH_1", "eof-3"])
+def test_a_numbered_heredoc_delimiter_does_not_name_the_patch(
+    tmp_path: Path, delimiter: str
+) -> None:
+    text = "#!/bin/bash\nset -e\n" + HEREDOC_PATCH.replace("'EOF'", f"'{delimiter}'").replace(
+        "\nEOF\n", f"\n{delimiter}\n"
+    )
+    _result, doc, _notes = _import(tmp_path, text)
+    ids = [p["id"] for p in doc["patches"]]  # type: ignore[index]
+    assert len(ids) == 1 and delimiter.lower() not in ids[0], ids

@@ -214,7 +214,9 @@ def _pick_id(draft: Draft, used: set[str]) -> str:
     base = ""
     for name in draft.names:
         slug = _slug(name)
-        if slug and slug.lower() not in _GENERIC and not slug.isdigit():
+        # a numbered heredoc delimiter (EOF2, PATCH_1) is as generic as the word itself
+        word = re.sub(r"[-._]?\d+$", "", slug.lower())
+        if slug and word not in _GENERIC and not slug.isdigit():
             base = slug
             break
     if not base:
