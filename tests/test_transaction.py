@@ -566,3 +566,31 @@ def test_store_entries_without_a_store_in_the_roots_are_not_acted_on(
     assert not outcome.complete
     assert (blobs / digest).read_bytes() == b"old\n" and kept.read_bytes() == b"half\n"
     assert (journal / "journal.jsonl").exists()
+
+
+def test_a_failed_write_names_the_file_and_the_patch_where_it_struck(
+    tmp_path: Path, immutable_ok: list[Path]
+) -> None:
+    """Three diffs of one target go to one git process; the second one's file cannot be
+    written. The error names that file and that patch (git's error line, not its warning),
+    and the tree is as before."""
+    files = {f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(3)}
+    root = _tree(tmp_path, files)
+    patches = [{"id": f"p{i}", "kind": "diff", "file": f"p{i}.patch"} for i in range(3)]
+    bodies = {
+        f"p{i}.patch": diff_patch(f"pkg/m{i}.py", text, text.replace("return", "return -"))
+        for i, text in enumerate(files.values())
+    }
+    ps = write_patchset(tmp_path / "ps", patches, targets={"engine": {"package": "pkg"}},
+                        files=bodies)  # fmt: skip
+    before = snapshot(root)
+    struck = root / "pkg" / "m1.py"
+    _chattr("+i", struck)
+    immutable_ok.append(struck)
+    res = cli("apply", ps, "--root", root)
+    assert res.code == 1, res.err
+    first = res.err.splitlines()[0]
+    assert first.startswith(f"patchbay: error: {struck}: patch p1: git apply: error: "), first
+    assert "warning:" not in first
+    _chattr("-i", struck)
+    assert snapshot(root) == before

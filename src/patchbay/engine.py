@@ -911,7 +911,9 @@ def _write_pending(
                 raise ApplyFailed(f"{path}: the written file differs from the planned result")
             _drop_bytecode(path, txn)
     except (PatchbayError, OSError) as exc:
-        raise _write_error(exc, running, _first_unwritten(planned, owner)) from None
+        raise _write_error(
+            exc, running, _struck(exc, owner) or _first_unwritten(planned, owner)
+        ) from None
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     txn.doing = "storing the originals in the ledger's blob store"
     for report in reports:
@@ -971,6 +973,16 @@ def _first_unwritten(
         if on_disk != data:
             return path, owner[path]
     return None
+
+
+def _struck(exc: PatchbayError | OSError, owner: dict[Path, str]) -> tuple[Path, str] | None:
+    """The file (and its patch) a failed write names itself: git's error line quotes it
+    (``error: unable to write file '<path>'``), an OSError carries it."""
+    named = getattr(exc, "git_path", None) or getattr(exc, "filename", None)
+    if not named:
+        return None
+    path = Path(os.fsdecode(named))
+    return (path, owner[path]) if path in owner else None
 
 
 def _write_error(

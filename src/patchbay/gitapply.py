@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -73,7 +74,9 @@ def _run_git(args: list[str], work: Path) -> None:
     """Run ``args`` (``git apply ...``) in ``work`` with :func:`git_environment`, stdin closed.
 
     Raises:
-        ApplyFailed: git is missing or refused; the message carries git's first error line.
+        ApplyFailed: git is missing or refused; the message carries git's first error line
+            (else its first line), and ``git_path`` the file that line names in quotes (or
+            None).
     """
     try:
         proc = subprocess.run(
@@ -88,10 +91,17 @@ def _run_git(args: list[str], work: Path) -> None:
         raise ApplyFailed("git apply: git is not installed") from None
     if proc.returncode != 0:
         stderr = proc.stderr.decode("utf-8", "replace").strip()
-        first = next((ln for ln in stderr.splitlines() if ln.strip()), None)
+        lines = [ln for ln in stderr.splitlines() if ln.strip()]
+        # git warns before it fails ("warning: unable to unlink", then "error: unable to
+        # write file"): the cause is its first error line
+        errors = [ln for ln in lines if ln.startswith(("error:", "fatal:"))]
+        first = (errors or lines or [None])[0]
         if first is None:
             first = f"git apply failed with {_exit_description(proc.returncode)}"
-        raise ApplyFailed(f"git apply: {first}")
+        failed = ApplyFailed(f"git apply: {first}")
+        named = re.search(r"'([^']+)'", first)
+        failed.git_path = named.group(1) if named else None  # type: ignore[attr-defined]
+        raise failed
 
 
 @contextlib.contextmanager
