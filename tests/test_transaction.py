@@ -594,3 +594,22 @@ def test_a_failed_write_names_the_file_and_the_patch_where_it_struck(
     assert "warning:" not in first
     _chattr("-i", struck)
     assert snapshot(root) == before
+
+
+@pytest.mark.parametrize("command", ["apply", "revert", "status"])
+def test_a_file_where_the_journal_goes_is_refused_by_name(tmp_path: Path, command: str) -> None:
+    """A stray file named ``journal`` in the state folder is no journal to roll back and no
+    place for one: every command that looks for a journal says so, and changes nothing."""
+    root = _tree(tmp_path, {"pkg/m.py": "X = 1\n"})
+    edit = {"file": "pkg/m.py", "old": "X = 1\n", "new": "X = 2\n"}
+    ps = write_patchset(tmp_path / "ps", [{"id": "p", "kind": "replace", "edits": [edit]}],
+                        targets={"engine": {"package": "pkg"}})  # fmt: skip
+    assert cli("apply", ps, "--root", root).code == 0
+    journal = root / ".patchbay" / "journal"
+    journal.write_text("not a journal\n")
+    (root / "pkg" / "m.py").write_text("X = 1\n")  # so that apply has work to do
+    before = snapshot(root)
+    res = cli(command, ps, "--root", root)
+    assert res.code == 1, res.out + res.err
+    assert f"{journal} is not a folder: patchbay keeps a run's journal there" in res.err
+    assert snapshot(root) == before

@@ -526,8 +526,30 @@ def _status(
 
 def interrupted(env: Environment) -> bool:
     """Whether a run was killed mid-write and left its journal (the next apply or revert rolls
-    it back before doing anything else)."""
+    it back before doing anything else).
+
+    Raises:
+        RefusedError: something else sits where the journal goes (see :func:`_journal_place`).
+    """
+    _journal_place(env.state_dir)
     return (env.state_dir / "journal" / MANIFEST).exists()
+
+
+def _journal_place(state_dir: Path) -> None:
+    """Refuse a ``journal`` in the state folder that is not a folder (a file, a link): no run
+    could keep its journal there, and it is not one to roll back.
+
+    Raises:
+        RefusedError: naming it; nothing was changed.
+    """
+    journal = state_dir / "journal"
+    if os.path.lexists(journal) and (os.path.islink(journal) or not journal.is_dir()):
+        what = "a link" if os.path.islink(journal) else "not a folder"
+        raise RefusedError(
+            f"{journal} is {what}: patchbay keeps a run's journal there; move it away and run "
+            "again (nothing was changed)",
+            file=journal,
+        )
 
 
 @contextlib.contextmanager
@@ -783,6 +805,7 @@ def finish_journal(state_dir: Path, roots: list[Path]) -> list[Path]:
     Raises:
         RefusedError: as :func:`_recover`.
     """
+    _journal_place(state_dir)
     journal = state_dir / "journal"
     outcome = recover(journal, roots)
     if not outcome.complete:
