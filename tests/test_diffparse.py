@@ -97,7 +97,7 @@ def test_strip_levels() -> None:
 @pytest.mark.parametrize(
     ("path", "strip", "message"),
     [
-        ("a/../../etc/passwd", 1, "escapes the target root"),
+        ("a/../../etc/passwd", 1, "escapes its folder"),
         ("/etc/passwd", 0, "absolute"),
         ("a/pkg/.git/config", 1, ".git folder"),
     ],

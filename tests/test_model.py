@@ -109,7 +109,7 @@ def test_escaping_paths_in_the_patchset_are_refused(tmp_path: Path) -> None:
     text = HEAD + _replace_patch("p", extra="    upstream: [o/r#1]\n").replace(
         "file: x.py", "file: ../../outside.py"
     )
-    assert "escapes the target root" in str(error(tmp_path, text))
+    assert "escapes its folder" in str(error(tmp_path, text))
 
 
 def test_json_schema_in_docs_is_current() -> None:

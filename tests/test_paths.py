@@ -92,11 +92,11 @@ HEADERS = {
 }
 # (spelling with the a/ b/ prefix, the same without it, what the message says)
 SPELLINGS = {
-    "dotdot": ("a/../../OUTSIDE.py", "../../OUTSIDE.py", "escapes the target root"),
+    "dotdot": ("a/../../OUTSIDE.py", "../../OUTSIDE.py", "escapes its folder"),
     "octal dots": (r'"a/\056\056/\056\056/OUTSIDE.py"', r'"\056\056/\056\056/OUTSIDE.py"', "..'"),
-    "dot-slash dotdot": ("a/./../OUTSIDE.py", "./../OUTSIDE.py", "escapes the target root"),
+    "dot-slash dotdot": ("a/./../OUTSIDE.py", "./../OUTSIDE.py", "escapes its folder"),
     "double slash dotdot": ("a/x//../../OUTSIDE.py", "x//../../OUTSIDE.py", "escapes"),
-    "trailing slash": ("a/../", "../", "escapes the target root"),
+    "trailing slash": ("a/../", "../", "escapes its folder"),
     # -p1 strips the first component of a/ b/ names: "//etc" is what stays absolute
     "absolute": ("//etc/OUTSIDE.py", "/etc/OUTSIDE.py", "absolute"),
     "octal absolute": (r'"\057\057etc/OUTSIDE.py"', r'"\057etc/OUTSIDE.py"', "absolute"),

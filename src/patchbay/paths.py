@@ -153,7 +153,7 @@ def check_relative(raw: str, *, folder: bool = False) -> str:
     if not parts:
         raise PathRejected(f"path {raw!r} is empty")
     if ".." in parts:
-        raise PathRejected(f"path {raw!r} escapes the target root ('..')")
+        raise PathRejected(f"path {raw!r} escapes its folder ('..')")
     if any(p.lower() == ".git" for p in parts):
         raise PathRejected(f"path {raw!r} points into a .git folder")
     if not folder and raw.endswith("/"):
