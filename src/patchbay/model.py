@@ -597,8 +597,9 @@ def load_patchset(path: Path) -> Patchset:
         The :class:`Patchset`.
 
     Raises:
-        InputError: malformed YAML, schema violations (all of them, one detail line each, with
-            ``file:line``), duplicate patch ids, a patch naming an unknown target.
+        InputError: malformed YAML, schema violations (the first of the top level and the
+            first of each patch, one detail line each, with ``file:line``), duplicate patch
+            ids, a patch naming an unknown target.
     """
     yaml_path = find_patchset_file(path)
     return patchset_from_document(load_yaml(yaml_path))

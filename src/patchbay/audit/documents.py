@@ -53,7 +53,14 @@ FORMAT = 1
 """The layout of a documents file; a file of another layout is ignored."""
 
 _PACKAGE = Path(__file__).resolve().parent.parent
-_SOURCES = ("yamlfile.py", "projects.py", "waivers", "audit/documents.py")
+_SOURCES = (
+    "yamlfile.py",
+    "projects.py",
+    "waivers",
+    "placeholders.py",
+    "validation.py",
+    "audit/documents.py",
+)
 """The code a parsed document depends on: its source is in the digest."""
 
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..engine import load_patches
 from ..ordering import unordered_overlaps
-from ..waivers import placeholder_in
+from ..placeholders import placeholder_in
 from .common import load, print_json, say
 
 if TYPE_CHECKING:

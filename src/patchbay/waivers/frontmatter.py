@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import msgspec
 
 from ..errors import InputError
+from ..placeholders import placeholder_in
 from ..validation import convert, problem_of
 from ..yamlfile import YamlDocument
 from .fields import Placeholder
-from .placeholders import placeholder_in
 
 if TYPE_CHECKING:
     from .document import Waiver
