@@ -18,9 +18,14 @@ import pytest
 from conftest import write_patchset
 
 HEAVY = ("pydantic", "msgspec", "rich", "git", "typer", "yaml", "patchbay.model",
-         "patchbay.kinds", "patchbay.engine", "requests", "packaging", "filelock")  # fmt: skip
-# what a run on a patchset without pins never needs (off a terminal)
-NOT_FOR_PLAIN_PATCHES = {"pydantic", "rich", "git", "typer", "requests", "packaging", "filelock"}
+         "patchbay.kinds", "patchbay.engine", "requests", "packaging", "filelock",
+         "patchbay.kinds.pip", "patchbay.kinds.artifact", "patchbay.kinds.command",
+         "patchbay.fetch")  # fmt: skip
+# what a run on a patchset of diffs and edits never needs (off a terminal): no pins, downloads
+# or commands
+NOT_FOR_PLAIN_PATCHES = {"pydantic", "rich", "git", "typer", "requests", "packaging", "filelock",
+                         "patchbay.kinds.pip", "patchbay.kinds.artifact",
+                         "patchbay.kinds.command", "patchbay.fetch"}  # fmt: skip
 PROBE = f"""
 import io, json, sys, contextlib
 from patchbay.cli import main
