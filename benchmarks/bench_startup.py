@@ -13,7 +13,10 @@ Printed: the median (and min..max) of each, and the ratios of the medians to ``p
 It also checks the import graph of each command (exit 1 when a check fails): ``--help``,
 ``--version``, ``COMMAND -h``, a usage error and ``completion bash`` import neither pydantic,
 rich, typer, click, GitPython, PyYAML nor the patch kinds; ``validate`` imports no rich, no
-GitPython and no engine probe.
+GitPython and no engine probe; ``validate`` and a cold ``apply --root`` of a diff-only
+patchset (a generated tree of 200 files, 5 diffs) import none of pydantic (not a dependency
+any more), packaging (loaded for pins only), filelock (the state lock is ``flock``), rich (off a
+terminal), GitPython and requests.
 
 Run it as ``.venv/bin/python benchmarks/bench_startup.py`` from the repository root (about a
 minute, most of it the install; the install's dependencies come from the configured index).
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import shutil
 import statistics
 import subprocess
@@ -39,9 +43,12 @@ from _common import (
     run_checked,
     timed,
 )
+from _generate import build_patches, build_tree
 
 HELP_TARGET = 4.0
 HEAVY = ("pydantic", "rich", "typer", "click", "git", "yaml", "patchbay.kinds", "patchbay.model")
+# what validate and a cold apply of a patchset of diffs never need (off a terminal)
+NOT_FOR_DIFFS = ("pydantic", "packaging", "filelock", "rich", "git", "requests")
 
 # which modules a command line imports, printed as JSON by the interpreter of the install
 _IMPORTS = r"""
@@ -65,6 +72,16 @@ def imported(python: Path, args: list[str], env: dict[str, str]) -> set[str]:
 
 def heavy_in(modules: set[str], forbidden: tuple[str, ...]) -> list[str]:
     return sorted(f for f in forbidden if any(m == f or m.startswith(f + ".") for m in modules))
+
+
+def _diff_only(folder: Path) -> tuple[Path, Path]:
+    """A generated package tree and a patchset of diffs on it (``_generate``, as bench_apply
+    makes them, smaller): returns (tree, patchset folder)."""
+    rng = random.Random(7)
+    tree = folder / "tree"
+    modules = build_tree(tree, 200, rng)
+    build_patches(tree, folder / "patchset", modules, 5, rng)
+    return tree, folder / "patchset"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,6 +161,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         if found:
             problems.append(f"patchbay validate imports {', '.join(found)}")
+        tree, diffs = _diff_only(work / "diff-only")
+        for cmd in (["validate", str(diffs)], ["apply", str(diffs), "--root", str(tree)]):
+            found = heavy_in(imported(python, cmd, env), NOT_FOR_DIFFS)
+            if found:
+                problems.append(f"patchbay {cmd[0]} of diffs imports {', '.join(found)}")
+        if not (tree / ".patchbay").is_dir():
+            problems.append("the cold apply of the diff-only patchset wrote no ledger")
         if problems:
             print("\ncorrectness: FAILED", file=sys.stderr)
             for p in problems:
@@ -152,7 +176,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             "correctness: OK (every run exited as expected; --help, --version, -h, a usage "
             "error and completion import none of " + ", ".join(HEAVY) + "; validate imports "
-            "no rich or GitPython)"
+            "no rich or GitPython; validate and a cold apply of diffs import none of "
+            + ", ".join(NOT_FOR_DIFFS)
+            + ")"
         )
         return 0
     except CheckFailed as exc:

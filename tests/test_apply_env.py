@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
 
 from conftest import REPO, Engine, diff_patch, run_cli, snapshot, write_patchset
+from patchbay.statelock import state_lock
 
 DEMO = REPO / "patchsets" / "demo"
 
@@ -293,7 +293,7 @@ def test_verify(tmp_path: Path, engine: Engine) -> None:
 def test_lock_held_by_another_run(engine: Engine) -> None:
     engine.state_dir.mkdir(parents=True)
     before = snapshot(engine.site)
-    with FileLock(str(engine.state_dir / "lock")):
+    with state_lock(engine.state_dir, 0):  # another run holds it
         res = run_cli("apply", DEMO, "--python", engine.python)
     assert res.code == 1
     assert "another patchbay run holds the lock" in res.err

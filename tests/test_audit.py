@@ -347,7 +347,7 @@ def test_malformed_waiver_is_one_line_exit_2(tmp_path: Path) -> None:
     assert res.code == 2
     assert res.err.strip().splitlines() == [
         f"patchbay: error: {tmp_path / 'waivers' / 'w.md'}:3: waiver front matter: status: "
-        "Input should be 'requested' or 'approved'"
+        "must be 'requested' or 'approved', not 'maybe'"
     ]
 
 

@@ -1,7 +1,9 @@
 """What each command imports (start-up time is the cost of a short run): ``--help``,
-``--version`` and a verified no-op ``apply`` import neither pydantic (nor the models, the kinds,
-YAML) nor rich nor GitPython; a cold ``apply`` off a terminal validates (pydantic) but draws
-nothing (no rich) and spawns ``git`` without GitPython. Each case runs the real
+``--version`` and a verified no-op ``apply`` import neither msgspec (nor the models, the kinds,
+YAML) nor rich nor GitPython; a cold ``apply`` off a terminal, and ``validate``, of a patchset
+without pins validate it (msgspec, the models) but draw nothing (no rich), spawn ``git``
+without GitPython, lock with ``flock`` (no filelock) and load neither packaging (pins) nor
+requests (downloads) nor pydantic (no longer a dependency). Each case runs the real
 :func:`patchbay.cli.main` in a fresh interpreter and reads its ``sys.modules``."""
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ import pytest
 
 from conftest import write_patchset
 
-HEAVY = ("pydantic", "rich", "git", "typer", "yaml", "patchbay.model", "patchbay.kinds",
-         "patchbay.engine", "requests", "packaging")  # fmt: skip
+HEAVY = ("pydantic", "msgspec", "rich", "git", "typer", "yaml", "patchbay.model",
+         "patchbay.kinds", "patchbay.engine", "requests", "packaging", "filelock",
+         "patchbay.kinds.pip", "patchbay.kinds.artifact", "patchbay.kinds.command",
+         "patchbay.fetch")  # fmt: skip
+# what a run on a patchset of diffs and edits never needs (off a terminal): no pins, downloads
+# or commands
+NOT_FOR_PLAIN_PATCHES = {"pydantic", "rich", "git", "typer", "requests", "packaging", "filelock",
+                         "patchbay.kinds.pip", "patchbay.kinds.artifact",
+                         "patchbay.kinds.command", "patchbay.fetch"}  # fmt: skip
 PROBE = f"""
 import io, json, sys, contextlib
 from patchbay.cli import main
@@ -51,9 +60,8 @@ def test_help_and_version_import_nothing_heavy(args: list[str]) -> None:
     assert heavy == set()
 
 
-def test_a_verified_noop_apply_imports_nothing_heavy_and_a_cold_one_no_rich_or_gitpython(
-    tmp_path: Path,
-) -> None:
+def _plain_patchset(tmp_path: Path) -> tuple[Path, Path]:
+    """A tree and a patchset of an exact-text edit and a diff (no pins, no downloads)."""
     root = tmp_path / "tree"
     (root / "demo_engine").mkdir(parents=True)
     (root / "demo_engine" / "a.py").write_text("X = 1\n")
@@ -71,14 +79,41 @@ def test_a_verified_noop_apply_imports_nothing_heavy_and_a_cold_one_no_rich_or_g
         ],
         files={"b.patch": diff},
     )  # fmt: skip
+    return root, ps
+
+
+def test_a_verified_noop_apply_imports_nothing_heavy_and_a_cold_one_only_what_it_needs(
+    tmp_path: Path,
+) -> None:
+    root, ps = _plain_patchset(tmp_path)
     code, out, heavy = _imports("apply", ps, "--root", root)
     assert code == 0 and "2 applied" in out
-    assert "pydantic" in heavy  # the cold run validates the patchset
-    assert heavy.isdisjoint({"rich", "git", "typer"})
+    assert {"msgspec", "patchbay.model"} <= heavy  # the cold run validates the patchset
+    assert heavy.isdisjoint(NOT_FOR_PLAIN_PATCHES), heavy
     code, out, heavy = _imports("apply", ps, "--root", root)
     assert (code, out) == (0, "nothing to do: 2 patch(es) already present\n")
     assert heavy == set()
     # a tampered file: the full engine runs (and imports what it needs)
     (root / "demo_engine" / "a.py").write_text("X = 2\n# edited\n")
     code, out, heavy = _imports("apply", ps, "--root", root)
-    assert "pydantic" in heavy and "changed since patchbay wrote it" in out
+    assert "patchbay.model" in heavy and "changed since patchbay wrote it" in out
+    assert heavy.isdisjoint(NOT_FOR_PLAIN_PATCHES), heavy
+
+
+def test_validate_of_a_patchset_without_pins_loads_no_packaging_filelock_or_rich(
+    tmp_path: Path,
+) -> None:
+    _, ps = _plain_patchset(tmp_path)
+    code, out, heavy = _imports("validate", ps)
+    assert code == 0 and "valid (2 patch(es))" in out
+    assert "patchbay.model" in heavy
+    assert heavy.isdisjoint(NOT_FOR_PLAIN_PATCHES), heavy
+
+
+def test_a_pin_loads_packaging_where_it_is_checked(tmp_path: Path) -> None:
+    """The other side of the lazy import: a ``pip`` patch's requirement is still parsed."""
+    ps = write_patchset(
+        tmp_path / "ps", [{"id": "pin", "kind": "pip", "requirement": "demo-helper==1.0"}]
+    )
+    code, _, heavy = _imports("validate", ps)
+    assert code == 0 and "packaging" in heavy

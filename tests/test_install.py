@@ -107,7 +107,7 @@ def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
         assert res.returncode == 0, res.stdout + res.stderr
     assert "install-patchbay.sh" in res.stdout
     carried = {w.name.split("-")[0] for w in (out / "patchbay" / "wheels").glob("*.whl")}
-    assert {"engine_patchbay", "argcomplete", "pydantic_core"} <= carried
+    assert {"engine_patchbay", "argcomplete", "msgspec"} <= carried  # msgspec: compiled
     assert f"patchbay/wheels/{wheelhouse[0].name}" in (out / MANIFEST).read_text()
 
     # inside the container: the servers are gone, the installer makes a private environment

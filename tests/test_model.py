@@ -69,6 +69,30 @@ def test_schema_errors_all_listed_with_lines(tmp_path: Path) -> None:
     assert f"{tmp_path / 'patchset.yaml'}:17: patches.1.colour: unknown key" in err
 
 
+def test_a_wrong_value_under_a_mapping_key_names_the_key_and_its_line(tmp_path: Path) -> None:
+    """The schema's messages name the key the YAML author wrote: a target's name, a field's
+    allowed values, the kinds; a value of the wrong type says which types."""
+    path = tmp_path / "patchset.yaml"
+    text = HEAD.replace("  engine: {package: demo_engine}\n", "  engine: {package: demo_engine}\n"
+                        "  meta:\n    package: demo_engine\n    path: [a]\n")  # fmt: skip
+    err = error(tmp_path, text)
+    assert (err.line, err.reason) == (8, "targets.meta.path: expected a string or null, got a list")
+    err = error(tmp_path, HEAD + _replace_patch("p", extra="    kind: sed\n").replace(
+        "    kind: replace\n", ""))  # fmt: skip
+    assert err.reason == (
+        "patches.0.kind: must be 'diff', 'replace', 'pip', 'artifact' or 'command', not 'sed'"
+    )
+    assert str(path) == err.file
+
+
+def test_an_id_or_hash_with_a_trailing_newline_is_refused(tmp_path: Path) -> None:
+    """Patterns match the whole value: ``id: "a\\n"`` is not the id ``a`` (Python's ``$``
+    would let a final newline through; the schema's patterns end at the end of the text)."""
+    err = error(tmp_path, HEAD + _replace_patch('"p\\n"', extra="    upstream: [o/r#1]\n"))
+    assert err.reason.startswith("patches.0.id: expected a string matching '^[A-Za-z0-9]")
+    assert err.reason.endswith("$'")
+
+
 def test_duplicate_yaml_key(tmp_path: Path) -> None:
     err = error(tmp_path, HEAD.replace("name: t\n", "name: t\nname: u\n"))
     assert err.line == 3 and "duplicate key" in err.reason

@@ -77,7 +77,7 @@ def test_an_ordered_stack_applies_in_order(tmp_path: Path, engine: Engine) -> No
 
 
 def _home_target(env: str | None = "DEMO_JIT_DIR", home: str = ".demo/jit") -> Target:
-    return Target.model_validate({"env": env, "home": home} if env else {"home": home})
+    return Target(env=env, home=home) if env else Target(home=home)
 
 
 def test_home_root_comes_from_the_variable_else_the_home_directory(tmp_path: Path) -> None:

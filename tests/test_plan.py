@@ -10,7 +10,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from filelock import FileLock
 
 from conftest import diff_patch, write_patchset
 from patchbay import engine
@@ -18,6 +17,7 @@ from patchbay.engine import apply_patchset, make_plan
 from patchbay.kinds import KINDS
 from patchbay.ledger import Ledger, LedgerEntry
 from patchbay.model import load_patchset
+from patchbay.statelock import state_lock
 from patchbay.targets import resolve_environment
 from patchbay.tree import Tree
 
@@ -152,7 +152,7 @@ def test_a_run_with_nothing_to_do_needs_no_lock(setup: tuple[Path, Path]) -> Non
     ps, root = setup
     apply_patchset(*_env(ps, root))
     patchset, env = _env(ps, root)
-    with FileLock(str(env.state_dir / "lock")):
+    with state_lock(env.state_dir, 0):  # held by another run
         assert apply_patchset(patchset, env, lock_timeout=0).nothing_to_do
 
 

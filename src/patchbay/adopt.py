@@ -16,8 +16,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import __version__
-from .engine import finish_journal, state_lock
+from .engine import finish_journal
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_or_none
+from .statelock import state_lock
 from .transaction import Transaction, write_atomic
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .waivers import placeholder_in
+from .placeholders import placeholder_in
 
 if TYPE_CHECKING:
     from .model import Patchset
@@ -16,8 +16,8 @@ def blank_items(patchset: Patchset) -> list[tuple[str | None, int | None, str, s
     patchset's ``description``, ``image.reference`` and each target's ``package`` (``import``
     writes ``TODO_engine_package`` where the script names no engine), and each patch's
     description and upstream state (``<TODO: ...>`` written by ``capture``, ``TODO`` by
-    ``import``); a placeholder is what :func:`patchbay.waivers.placeholder_in` finds (the audit's
-    rule for waivers).
+    ``import``); a placeholder is what :func:`patchbay.placeholders.placeholder_in` finds (the
+    audit's rule for waivers).
 
     Args:
         patchset: a loaded patchset.

@@ -4,7 +4,7 @@
 work is in ``commands/`` and the library.
 
 A run builds only its own command's parser and imports only what that command needs
-(``patchbay --help`` imports neither pydantic, rich nor the patch kinds); each handler imports
+(``patchbay --help`` imports neither msgspec, YAML, rich nor the patch kinds); each handler imports
 its ``commands`` module when it runs. ``apply PATCHSET`` in its plainest form (only
 ``--python``/``--root``/``--state-dir``/``--quiet``) tries the verified no-op
 (:mod:`patchbay.noop`) before even the parser module is imported: a re-run in a container

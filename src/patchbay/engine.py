@@ -26,12 +26,13 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from . import __version__
 from .errors import ApplyFailed, InputError, PatchbayError, RefusedError
@@ -44,6 +45,7 @@ from .model import Patchset
 from .noop import identity as noop_identity
 from .options import RunOptions
 from .paths import PathRejected, resolve_under
+from .statelock import state_lock
 from .targets import Environment, read_again
 from .transaction import ENTRY_BYTES, MANIFEST, Transaction, fault_point, recover, write_atomic
 from .tree import DiskView, Tree
@@ -158,7 +160,7 @@ class Plan:
     def to_json(self) -> dict[str, Any]:
         return {
             "patchset": self.patchset.name,
-            "image": self.patchset.spec.image.model_dump(),
+            "image": msgspec.to_builtins(self.patchset.spec.image),
             "environment": self.env.describe(),
             "guard": {"ok": self.guard.ok, "checks": self.guard.checks},
             "patches": [r.to_json() for r in self.reports],
@@ -269,12 +271,12 @@ def check_guard(
     the pristine hash and the file still has the hash patchbay last wrote. ``tree``: the run's
     tree, to read the guarded files through (and record them as seen); a fresh one by default.
     """
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
     result = GuardResult()
     guard = patchset.spec.base
     for name, spec in guard.distributions.items():
+        from packaging.specifiers import SpecifierSet  # only where a pin is guarded
+        from packaging.version import InvalidVersion, Version
+
         installed = env.distributions.get(name)
         check: dict[str, Any] = {
             "kind": "distribution",
@@ -550,30 +552,6 @@ def _journal_place(state_dir: Path) -> None:
             "again (nothing was changed)",
             file=journal,
         )
-
-
-@contextlib.contextmanager
-def state_lock(state_dir: Path, timeout: float) -> Iterator[None]:
-    """Hold the environment's lock (``state_dir/lock``) for one apply or revert.
-
-    Raises:
-        RefusedError: another patchbay run holds it for longer than ``timeout`` seconds.
-    """
-    from filelock import FileLock, Timeout
-
-    state_dir.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(state_dir / "lock"), timeout=timeout)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise RefusedError(
-            f"another patchbay run holds the lock of this environment (waited {timeout:g} s)",
-            file=state_dir / "lock",
-        ) from None
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 def upgrade_command(plan: Plan) -> str:

@@ -1,9 +1,10 @@
 """The patchset format (schema version 1): one place for its shape, its checks and its JSON Schema.
 
 A patchset is a folder holding ``patchset.yaml`` and the patch files it names. The YAML is
-validated by the pydantic models below; :func:`load_patchset` turns every schema or consistency
-problem into an :class:`~patchbay.errors.InputError` naming ``file:line``. ``patchbay schema``
-prints :func:`json_schema` so editors can validate patchsets as they are written.
+validated into the msgspec structs below (their types and constraints, then the checks of
+their ``__post_init__``); :func:`load_patchset` turns every schema or consistency problem into
+an :class:`~patchbay.errors.InputError` naming ``file:line``. ``patchbay schema`` prints
+:func:`json_schema` so editors can validate patchsets as they are written.
 
 Upstream status words follow Yocto's ``Upstream-Status`` tag (Pending, Submitted, Backport,
 Inappropriate, Denied); a patch with no upstream reference must carry one, with a reason.
@@ -14,33 +15,30 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-    model_validator,
-)
+import msgspec
+from msgspec import Meta, Struct
 
 from .errors import InputError
 from .inputfiles import PATCHSET_FILENAMES
 from .paths import check_relative
+from .validation import FieldError, check_field, convert, problem_of
 from .yamlfile import YamlDocument, load_yaml
 
 SCHEMA_VERSION = 1
 
-_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
-_SHA256 = r"^[0-9a-f]{64}$"
+# `\Z`, not `$` (which Python lets match before a final newline); json_schema() writes `$`
+_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z"
+_SHA256 = r"^[0-9a-f]{64}\Z"
+_REPO = r"^[\w.-]+/[\w.-]+\Z"
+_COMMIT_ID = r"^[0-9a-f]{40}\Z"
 _UPSTREAM_REF = re.compile(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+(?:#\d+|@[0-9a-f]{7,40}))$")
 
 
-class _Strict(BaseModel):
-    # strict: `strip: true` or `count: "2"` are mistakes, not values to coerce
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+class _Strict(Struct, forbid_unknown_fields=True, kw_only=True):
+    # strict conversion (validation.convert): `strip: true` or `count: "2"` are mistakes
+    pass
 
 
 def relative_posix_path(value: str) -> str:
@@ -54,28 +52,38 @@ def relative_posix_path(value: str) -> str:
     return check_relative(value, folder=True)
 
 
-class Image(_Strict):
+def _path_field(key: str, value: str | None) -> str | None:
+    """:func:`relative_posix_path` of an optional field, its error reported at ``key``."""
+    return None if value is None else check_field(key, relative_posix_path, value)
+
+
+class Image(_Strict, kw_only=True):
     """The pinned container image the patchset was written for."""
 
-    reference: str = Field(description="Image reference, e.g. vllm/vllm-openai-rocm:nightly-<sha>")
-    digest: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
+    reference: Annotated[
+        str, Meta(description="Image reference, e.g. vllm/vllm-openai-rocm:nightly-<sha>")
+    ]
+    digest: Annotated[str, Meta(pattern=r"^sha256:[0-9a-f]{64}\Z")] | None = None
 
 
-class Component(_Strict):
+class Component(_Strict, kw_only=True):
     """An engine distribution the image carries, and where its upstream lives."""
 
-    distribution: str = Field(description="Distribution name as installed (PEP 503 normalised)")
-    repository: str | None = Field(
-        default=None, pattern=r"^[\w.-]+/[\w.-]+$", description="Upstream repository, owner/name"
-    )
-    commit: str | None = Field(
-        default=None,
-        pattern=r"^[0-9a-f]{40}$",
-        description="Upstream commit the image was built from",
-    )
+    distribution: Annotated[
+        str, Meta(description="Distribution name as installed (PEP 503 normalised)")
+    ]
+    repository: (
+        Annotated[str, Meta(pattern=_REPO, description="Upstream repository, owner/name")] | None
+    ) = None
+    commit: (
+        Annotated[
+            str, Meta(pattern=_COMMIT_ID, description="Upstream commit the image was built from")
+        ]
+        | None
+    ) = None
 
 
-class Target(_Strict):
+class Target(_Strict, kw_only=True):
     """A named root where patches apply: an installed package's folder, or a per-user folder.
 
     With ``package``, the root is the directory that contains the installed package (usually
@@ -90,23 +98,26 @@ class Target(_Strict):
     through the same gate (no ``..``, no link out of the root).
     """
 
-    package: str | None = Field(default=None, pattern=r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*$")
+    package: Annotated[str, Meta(pattern=r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*\Z")] | None = None
     path: str | None = None
-    home: str | None = Field(
-        default=None, description="A folder relative to the user's home directory"
-    )
-    env: str | None = Field(
-        default=None,
-        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
-        description="An environment variable that, when set, names the folder instead of `home`",
-    )
+    home: (
+        Annotated[str, Meta(description="A folder relative to the user's home directory")] | None
+    ) = None
+    env: (
+        Annotated[
+            str,
+            Meta(
+                pattern=r"^[A-Za-z_][A-Za-z0-9_]*\Z",
+                description="An environment variable that, when set, names the folder instead of "
+                "`home`",
+            ),
+        ]
+        | None
+    ) = None
 
-    _check_path = field_validator("path", "home")(
-        lambda v: None if v is None else relative_posix_path(v)
-    )
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> Target:
+    def __post_init__(self) -> None:
+        self.path = _path_field("path", self.path)
+        self.home = _path_field("home", self.home)
         if (self.package is None) == (self.home is None):
             raise ValueError(
                 "give `package` (the folder of an installed package) or `home` (a folder under "
@@ -116,100 +127,102 @@ class Target(_Strict):
             raise ValueError("`path` goes with `package`; a `home` folder is a path already")
         if self.package is not None and self.env is not None:
             raise ValueError("`env` goes with `home`: a package's folder is found in the engine")
-        return self
 
 
-class TargetPath(_Strict):
+class TargetPath(_Strict, kw_only=True):
     """A path under a named target (for a ``command`` that cleans up beyond its own target)."""
 
-    target: str = Field(description="Name of an entry in `targets`")
+    target: Annotated[str, Meta(description="Name of an entry in `targets`")]
     path: str
 
-    _check_path = field_validator("path")(relative_posix_path)
+    def __post_init__(self) -> None:
+        self.path = check_field("path", relative_posix_path, self.path)
 
 
-class FileGuard(_Strict):
+class FileGuard(_Strict, kw_only=True):
     """A pristine file the image must carry (sha256 of its bytes before any patch)."""
 
     target: str
     path: str
-    sha256: str = Field(pattern=_SHA256)
+    sha256: Annotated[str, Meta(pattern=_SHA256)]
 
-    _check_path = field_validator("path")(relative_posix_path)
+    def __post_init__(self) -> None:
+        self.path = check_field("path", relative_posix_path, self.path)
 
 
-class BaseGuard(_Strict):
+class BaseGuard(_Strict, kw_only=True):
     """What the image must be for ``apply`` to proceed (it fails closed otherwise)."""
 
-    distributions: dict[str, str] = Field(
-        default_factory=dict,
-        description="Distribution name -> PEP 440 specifier set, e.g. '==0.4.1+g1a2b3c4'",
-    )
-    files: list[FileGuard] = Field(default_factory=list)
+    distributions: Annotated[
+        dict[str, str],
+        Meta(description="Distribution name -> PEP 440 specifier set, e.g. '==0.4.1+g1a2b3c4'"),
+    ] = msgspec.field(default_factory=dict)
+    files: list[FileGuard] = msgspec.field(default_factory=list)
 
-    @field_validator("distributions")
-    @classmethod
-    def _specifiers_parse(cls, value: dict[str, str]) -> dict[str, str]:
+    def __post_init__(self) -> None:
+        if not self.distributions:
+            return
         from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-        for name, spec in value.items():
+        for name, spec in self.distributions.items():
             try:
                 SpecifierSet(spec)
             except InvalidSpecifier:
-                raise ValueError(f"{name}: {spec!r} is not a PEP 440 specifier set") from None
-        return value
+                raise FieldError(
+                    ("distributions", name), f"{name}: {spec!r} is not a PEP 440 specifier set"
+                ) from None
 
 
 UpstreamStatusWord = Literal["Pending", "Submitted", "Backport", "Inappropriate", "Denied"]
 
 
-class UpstreamStatus(_Strict):
+class UpstreamStatus(_Strict, kw_only=True):
     """Yocto-style ``Upstream-Status`` with its reason (required: a bare word explains nothing)."""
 
     status: UpstreamStatusWord
-    reason: str = Field(min_length=3)
+    reason: Annotated[str, Meta(min_length=3)]
 
 
-class PatchBase(_Strict):
-    """Fields every patch has, whatever its kind."""
+class PatchBase(_Strict, kw_only=True, tag_field="kind"):
+    """Fields every patch has, whatever its kind (``kind``, the tag, is each kind's)."""
 
-    id: str = Field(pattern=_ID, description="Stable id; the ledger and waivers refer to it")
-    target: str | None = Field(default=None, description="Name of an entry in `targets`")
-    description: str = Field(min_length=1)
-    upstream: list[str] = Field(
-        default_factory=list,
-        description="PR, issue or commit URLs, or owner/repo#N, or owner/repo@<commit>",
-    )
+    kind: ClassVar[str]
+    id: Annotated[
+        str, Meta(pattern=_ID, description="Stable id; the ledger and waivers refer to it")
+    ]
+    target: Annotated[str, Meta(description="Name of an entry in `targets`")] | None = None
+    description: Annotated[str, Meta(min_length=1)]
+    upstream: Annotated[
+        list[str],
+        Meta(description="PR, issue or commit URLs, or owner/repo#N, or owner/repo@<commit>"),
+    ] = msgspec.field(default_factory=list)
     upstream_status: UpstreamStatus | None = None
-    waiver: str | None = Field(default=None, description="Id of the waiver that covers the patch")
-    after: list[str] = Field(
-        default_factory=list,
-        description="Ids of earlier patches this one is made on top of (the patchset is refused "
-        "unless each comes before it in `patches`); a command runs when one of them changes",
-    )
+    waiver: Annotated[str, Meta(description="Id of the waiver that covers the patch")] | None = None
+    after: Annotated[
+        list[str],
+        Meta(
+            description="Ids of earlier patches this one is made on top of (the patchset is "
+            "refused unless each comes before it in `patches`); a command runs when one of "
+            "them changes"
+        ),
+    ] = msgspec.field(default_factory=list)
 
-    @field_validator("upstream")
-    @classmethod
-    def _refs_well_formed(cls, value: list[str]) -> list[str]:
-        for ref in value:
+    def __post_init__(self) -> None:
+        for n, ref in enumerate(self.upstream):
             if not _UPSTREAM_REF.match(ref):
-                raise ValueError(
+                raise FieldError(
+                    ("upstream", n),
                     f"{ref!r} is not an upstream reference (a URL, owner/repo#N or "
-                    "owner/repo@<commit>)"
+                    "owner/repo@<commit>)",
                 )
-        return value
-
-    @model_validator(mode="after")
-    def _upstream_declared(self) -> PatchBase:
         if not self.upstream and self.upstream_status is None:
             raise ValueError(
                 "a patch needs `upstream` references, or `upstream_status` "
                 "(Pending, Submitted, Backport, Inappropriate, Denied) with a reason"
             )
-        return self
 
 
-class RemoteSource(_Strict):
+class RemoteSource(_Strict, kw_only=True):
     """Diff content taken from upstream, pinned by ``patchbay vendor`` in the lock file.
 
     ``pr`` alone resolves to the PR's head commit when vendored; ``pr`` with ``commit`` takes the
@@ -218,16 +231,14 @@ class RemoteSource(_Strict):
     file patches under these (pre-strip) paths, for a change spanning two install roots.
     """
 
-    repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name on GitHub")
-    pr: int | None = Field(default=None, ge=1)
-    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
-    paths: list[str] = Field(default_factory=list)
+    repo: Annotated[str, Meta(pattern=_REPO, description="owner/name on GitHub")]
+    pr: Annotated[int, Meta(ge=1)] | None = None
+    commit: Annotated[str, Meta(pattern=_COMMIT_ID)] | None = None
+    paths: list[str] = msgspec.field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _one_ref(self) -> RemoteSource:
+    def __post_init__(self) -> None:
         if self.pr is None and self.commit is None:
             raise ValueError("give `pr`, `commit` (a full 40-hex commit id), or both")
-        return self
 
     @property
     def ref(self) -> str:
@@ -237,28 +248,23 @@ class RemoteSource(_Strict):
         return f"{self.repo}{pr}{commit}"
 
 
-class DiffPatch(PatchBase):
+class DiffPatch(PatchBase, kw_only=True, tag="diff"):
     """A unified or git-style diff, applied with ``git apply`` and zero fuzz: a file in the
     patchset folder, or upstream content (``source``) vendored into ``vendor/<id>.patch``."""
 
-    kind: Literal["diff"]
-    target: str = Field(description="Name of an entry in `targets`")
-    file: str | None = Field(
-        default=None, description="Patch file, relative to the patchset folder"
+    kind: ClassVar[str] = "diff"
+    target: Annotated[str, Meta(description="Name of an entry in `targets`")]
+    file: Annotated[str, Meta(description="Patch file, relative to the patchset folder")] | None = (
+        None
     )
     source: RemoteSource | None = None
-    strip: int = Field(default=1, ge=0, le=16, description="Strip level, as -p of git apply")
+    strip: Annotated[int, Meta(ge=0, le=16, description="Strip level, as -p of git apply")] = 1
 
-    @field_validator("file")
-    @classmethod
-    def _check_file(cls, value: str | None) -> str | None:
-        return None if value is None else relative_posix_path(value)
-
-    @model_validator(mode="after")
-    def _file_or_source(self) -> DiffPatch:
+    def __post_init__(self) -> None:
+        self.file = _path_field("file", self.file)
+        super().__post_init__()
         if (self.file is None) == (self.source is None):
             raise ValueError("give exactly one of `file` or `source`")
-        return self
 
     @property
     def content_path(self) -> str:
@@ -266,36 +272,33 @@ class DiffPatch(PatchBase):
         return self.file or f"vendor/{self.id}.patch"
 
 
-class ReplaceEdit(_Strict):
+class ReplaceEdit(_Strict, kw_only=True):
     """One exact-text edit: ``old`` must occur exactly ``count`` times in ``file``."""
 
     file: str
-    old: str = Field(min_length=1)
+    old: Annotated[str, Meta(min_length=1)]
     new: str
-    count: int = Field(default=1, ge=1)
+    count: Annotated[int, Meta(ge=1)] = 1
 
-    _check_file = field_validator("file")(relative_posix_path)
-
-    @model_validator(mode="after")
-    def _changes_something(self) -> ReplaceEdit:
+    def __post_init__(self) -> None:
+        self.file = check_field("file", relative_posix_path, self.file)
         if self.old == self.new:
             raise ValueError("old and new text are identical")
-        return self
 
 
-class ReplacePatch(PatchBase):
+class ReplacePatch(PatchBase, kw_only=True, tag="replace"):
     """Exact-text edits of installed files (what ``str.replace`` heredocs did)."""
 
-    kind: Literal["replace"]
-    target: str = Field(description="Name of an entry in `targets`")
-    edits: list[ReplaceEdit] = Field(min_length=1)
+    kind: ClassVar[str] = "replace"
+    target: Annotated[str, Meta(description="Name of an entry in `targets`")]
+    edits: Annotated[list[ReplaceEdit], Meta(min_length=1)]
 
 
 _GIT_REF = re.compile(r"^(?!.*\.\.)(?!.*/$)(?!.*\.lock$)[A-Za-z0-9_][A-Za-z0-9._/-]*$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
-class BuildSource(_Strict):
+class BuildSource(_Strict, kw_only=True):
     """A repository a ``pip`` patch builds from, at a ref ``patchbay vendor`` pins to a commit.
 
     ``ref`` is a tag, a branch or a full commit id; omitted, the repository's default branch.
@@ -305,23 +308,31 @@ class BuildSource(_Strict):
     clones (default ``https://github.com/<repo>.git``; a mirror, or ``file://`` in tests).
     """
 
-    repo: str = Field(pattern=r"^[\w.-]+/[\w.-]+$", description="owner/name on GitHub")
-    ref: str | None = Field(
-        default=None,
-        description="Tag, branch or 40-hex commit (omitted: the default branch); vendor locks it",
-    )
-    url: str | None = Field(
-        default=None,
-        pattern=r"^(?:https|ssh|file|git)://[^\s#]+$",
-        description="Git URL to clone (default https://github.com/<repo>.git)",
-    )
+    repo: Annotated[str, Meta(pattern=_REPO, description="owner/name on GitHub")]
+    ref: (
+        Annotated[
+            str,
+            Meta(
+                description="Tag, branch or 40-hex commit (omitted: the default branch); vendor "
+                "locks it"
+            ),
+        ]
+        | None
+    ) = None
+    url: (
+        Annotated[
+            str,
+            Meta(
+                pattern=r"^(?:https|ssh|file|git)://[^\s#]+\Z",
+                description="Git URL to clone (default https://github.com/<repo>.git)",
+            ),
+        ]
+        | None
+    ) = None
 
-    @field_validator("ref")
-    @classmethod
-    def _ref_name(cls, value: str | None) -> str | None:
-        if value is not None and not _GIT_REF.match(value):
-            raise ValueError(f"{value!r} is not a git tag, branch or commit name")
-        return value
+    def __post_init__(self) -> None:
+        if self.ref is not None and not _GIT_REF.match(self.ref):
+            raise FieldError("ref", f"{self.ref!r} is not a git tag, branch or commit name")
 
     @property
     def commit(self) -> str | None:
@@ -339,7 +350,7 @@ class BuildSource(_Strict):
         return f"{self.repo}@{self.ref or '<default branch>'}"
 
 
-class PipPatch(PatchBase):
+class PipPatch(PatchBase, kw_only=True, tag="pip"):
     """A package pin over the image, installed with the engine interpreter's own pip.
 
     ``requirement`` is PEP 508: ``name==version`` (any specifier set), or a direct reference
@@ -350,31 +361,39 @@ class PipPatch(PatchBase):
     protected distributions this pin may change.
     """
 
-    kind: Literal["pip"]
+    kind: ClassVar[str] = "pip"
     source: BuildSource | None = None
     requirement: str
-    build_requirements: str | None = Field(
-        default=None,
-        description="A requirements file inside `source`, installed before the package",
-    )
+    build_requirements: (
+        Annotated[
+            str,
+            Meta(description="A requirements file inside `source`, installed before the package"),
+        ]
+        | None
+    ) = None
     index_url: str | None = None
-    extra_index_urls: list[str] = Field(default_factory=list)
-    find_links: list[str] = Field(default_factory=list)
+    extra_index_urls: list[str] = msgspec.field(default_factory=list)
+    find_links: list[str] = msgspec.field(default_factory=list)
     no_deps: bool = False
     no_build_isolation: bool = False
-    build_env: dict[str, str] = Field(default_factory=dict)
-    allow: list[str] = Field(default_factory=list)
+    build_env: dict[str, str] = msgspec.field(default_factory=dict)
+    allow: list[str] = msgspec.field(default_factory=list)
 
-    @field_validator("requirement")
-    @classmethod
-    def _pinned(cls, value: str, info: ValidationInfo) -> str:
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_field("requirement", self._pinned, self.requirement)
+        self.build_requirements = _path_field("build_requirements", self.build_requirements)
+        if self.build_requirements is not None and self.source is None:
+            raise ValueError("`build_requirements` is a file inside a `source`: give `source`")
+
+    def _pinned(self, value: str) -> str:
         from packaging.requirements import InvalidRequirement, Requirement
 
         try:
             req = Requirement(value)
         except InvalidRequirement as exc:
             raise ValueError(f"not a PEP 508 requirement: {exc}") from None
-        if info.data.get("source") is not None:
+        if self.source is not None:
             if req.url or req.specifier:
                 raise ValueError(
                     f"{value!r}: with `source`, name the distribution only (e.g. "
@@ -393,19 +412,8 @@ class PipPatch(PatchBase):
             raise ValueError(f"{value!r} pins nothing: give a version specifier")
         return value
 
-    @field_validator("build_requirements")
-    @classmethod
-    def _check_build_requirements(cls, value: str | None) -> str | None:
-        return None if value is None else relative_posix_path(value)
 
-    @model_validator(mode="after")
-    def _build_requirements_need_source(self) -> PipPatch:
-        if self.build_requirements is not None and self.source is None:
-            raise ValueError("`build_requirements` is a file inside a `source`: give `source`")
-        return self
-
-
-class ArtifactFile(_Strict):
+class ArtifactFile(_Strict, kw_only=True):
     """One binary file fetched by URL into the target.
 
     ``sha256`` is mandatory for ``apply``; ``null`` marks a file not locked yet (``patchbay
@@ -413,92 +421,77 @@ class ArtifactFile(_Strict):
     refused unless ``insecure_http: true``.
     """
 
-    url: str = Field(pattern=r"^https?://\S+$")
+    url: Annotated[str, Meta(pattern=r"^https?://\S+\Z")]
     dest: str
-    sha256: str | None = Field(pattern=_SHA256)
-    size: int | None = Field(default=None, ge=0)
+    sha256: Annotated[str, Meta(pattern=_SHA256)] | None
+    size: Annotated[int, Meta(ge=0)] | None = None
     insecure_http: bool = False
 
-    _check_dest = field_validator("dest")(relative_posix_path)
-
-    @model_validator(mode="after")
-    def _https(self) -> ArtifactFile:
+    def __post_init__(self) -> None:
+        self.dest = check_field("dest", relative_posix_path, self.dest)
         if self.url.startswith("http://") and not self.insecure_http:
             raise ValueError(f"{self.url}: plain http; use https, or mark `insecure_http: true`")
-        return self
 
 
-class ArtifactPatch(PatchBase):
+class ArtifactPatch(PatchBase, kw_only=True, tag="artifact"):
     """Binary files (e.g. GPU kernels) placed under a target, each pinned by sha256."""
 
-    kind: Literal["artifact"]
-    target: str = Field(description="Name of an entry in `targets`")
-    files: list[ArtifactFile] = Field(min_length=1)
+    kind: ClassVar[str] = "artifact"
+    target: Annotated[str, Meta(description="Name of an entry in `targets`")]
+    files: Annotated[list[ArtifactFile], Meta(min_length=1)]
 
 
-class CommandPatch(PatchBase):
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class CommandPatch(PatchBase, kw_only=True, tag="command"):
     """A rebuild or post step, run when a patch it depends on changed in this run or when its
     declared output is missing. ``{python}`` in ``argv`` is the engine interpreter."""
 
-    kind: Literal["command"]
-    target: str = Field(description="Name of an entry in `targets`; cwd is relative to it")
-    argv: list[str] = Field(min_length=1)
-    shell: bool = Field(default=False, description="Run argv[0] as a /bin/sh script")
+    kind: ClassVar[str] = "command"
+    target: Annotated[str, Meta(description="Name of an entry in `targets`; cwd is relative to it")]
+    argv: Annotated[list[str], Meta(min_length=1)]
+    shell: Annotated[bool, Meta(description="Run argv[0] as a /bin/sh script")] = False
     cwd: str = "."
-    env: dict[str, str | None] = Field(
-        default_factory=dict,
-        description="Variables to set; a name with no value passes it through from patchbay's "
-        "environment (credentials are removed from a command's environment otherwise)",
-    )
-    remove: list[str | TargetPath] = Field(
-        default_factory=list,
-        description="Paths removed first (stale builds): under the command's target, or "
-        "{target, path} under another target",
-    )
-    output: str | None = Field(default=None, description="A file the command produces")
-    timeout: float = Field(default=3600, gt=0, description="Seconds")
+    env: Annotated[
+        dict[str, str | None],
+        Meta(
+            description="Variables to set; a name with no value passes it through from "
+            "patchbay's environment (credentials are removed from a command's environment "
+            "otherwise)"
+        ),
+    ] = msgspec.field(default_factory=dict)
+    remove: Annotated[
+        list[str | TargetPath],
+        Meta(
+            description="Paths removed first (stale builds): under the command's target, or "
+            "{target, path} under another target"
+        ),
+    ] = msgspec.field(default_factory=list)
+    output: Annotated[str, Meta(description="A file the command produces")] | None = None
+    timeout: Annotated[float, Meta(gt=0, description="Seconds")] = 3600
 
-    @field_validator("argv")
-    @classmethod
-    def _check_argv(cls, value: list[str]) -> list[str]:
-        if any("\0" in arg for arg in value):
-            raise ValueError("an argument holds a NUL character")
-        return value
-
-    @field_validator("env")
-    @classmethod
-    def _check_env(cls, value: dict[str, str | None]) -> dict[str, str | None]:
-        for name, text in value.items():
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-                raise ValueError(f"{name!r} is not an environment variable name")
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for n, arg in enumerate(self.argv):
+            if "\0" in arg:
+                raise FieldError(("argv", n), "an argument holds a NUL character")
+        for name, text in self.env.items():
+            if not _ENV_NAME.fullmatch(name):
+                raise FieldError("env", f"{name!r} is not an environment variable name")
             if text is not None and "\0" in text:
-                raise ValueError(f"the value of {name} holds a NUL character")
-        return value
-
-    @field_validator("remove", mode="before")
-    @classmethod
-    def _check_remove(cls, value: Any) -> Any:
-        # each item is read here, so that a wrong one gets one message (a plain union would
-        # report why it is neither a string nor a {target, path})
-        if not isinstance(value, list):
-            return value  # the type check says what is wrong
-        out: list[Any] = []
-        for item in value:
-            if isinstance(item, dict):
-                try:
-                    item = TargetPath.model_validate(item)
-                except ValidationError as exc:
-                    words = {"extra_forbidden": "unknown key", "missing": "required key is missing"}
-                    what = "; ".join(
-                        f"{'.'.join(str(p) for p in e['loc'])}: "
-                        + words.get(e["type"], e["msg"].removeprefix("Value error, "))
-                        for e in exc.errors()
-                    )
-                    raise ValueError(f"a {{target, path}} entry: {what}") from None
-            elif isinstance(item, str):
-                item = relative_posix_path(item)
-            out.append(item)
-        return out
+                raise FieldError(("env", name), f"the value of {name} holds a NUL character")
+        self.remove = [
+            check_field(("remove", n), relative_posix_path, item) if isinstance(item, str) else item
+            for n, item in enumerate(self.remove)
+        ]
+        if self.cwd != ".":
+            self.cwd = check_field("cwd", relative_posix_path, self.cwd)
+        self.output = _path_field("output", self.output)
+        if self.shell and len(self.argv) != 1:
+            raise ValueError("with `shell: true`, argv holds exactly one script string")
+        if not self.after and self.output is None:
+            raise ValueError("a command needs `after` (patch ids) or an `output`, or it never runs")
 
     def removals(self) -> list[tuple[str, str]]:
         """``remove`` as ``(target, path)`` pairs (a plain path is under the command's own)."""
@@ -507,51 +500,37 @@ class CommandPatch(PatchBase):
             for v in self.remove
         ]
 
-    @field_validator("cwd", "output")
-    @classmethod
-    def _check_paths(cls, value: str | None) -> str | None:
-        if value is None or value == ".":
-            return value
-        return relative_posix_path(value)
 
-    @model_validator(mode="after")
-    def _shell_script(self) -> CommandPatch:
-        if self.shell and len(self.argv) != 1:
-            raise ValueError("with `shell: true`, argv holds exactly one script string")
-        if not self.after and self.output is None:
-            raise ValueError("a command needs `after` (patch ids) or an `output`, or it never runs")
-        return self
+PatchSpec = Union[DiffPatch, ReplacePatch, PipPatch, ArtifactPatch, CommandPatch]  # noqa: UP007
+"""One patch, chosen by its ``kind`` (msgspec's tagged union)."""
+
+PATCH_KINDS: tuple[type[PatchBase], ...] = (
+    DiffPatch,
+    ReplacePatch,
+    PipPatch,
+    ArtifactPatch,
+    CommandPatch,
+)
 
 
-PatchSpec = Annotated[
-    DiffPatch | ReplacePatch | PipPatch | ArtifactPatch | CommandPatch,
-    Field(discriminator="kind"),
-]
-
-
-class PatchsetSpec(_Strict):
+class PatchsetSpec(_Strict, kw_only=True, rename={"schema_version": "schema"}):
     """The top level of ``patchset.yaml``."""
 
-    schema_version: Literal[1] = Field(alias="schema", description="Patchset format version")
-    name: str = Field(pattern=_ID)
+    schema_version: Annotated[Literal[1], Meta(description="Patchset format version")]
+    name: Annotated[str, Meta(pattern=_ID)]
     description: str = ""
     image: Image
-    components: list[Component] = Field(default_factory=list)
-    targets: dict[str, Target] = Field(min_length=1)
-    base: BaseGuard = Field(default_factory=BaseGuard)
-    protect: list[str] | None = Field(
-        default=None,
-        description="Distributions a pip pin must not change (default: the components)",
-    )
-    patches: list[PatchSpec] = Field(default_factory=list)
-
-    @field_validator("schema_version", mode="before")
-    @classmethod
-    def _schema_is_the_integer(cls, value: Any) -> Any:
-        # Literal[1] matches by equality, and True == 1 == 1.0 in Python
-        if type(value) is not int:
-            raise ValueError(f"must be the integer {SCHEMA_VERSION}, not {value!r}")
-        return value
+    components: list[Component] = msgspec.field(default_factory=list)
+    targets: Annotated[dict[str, Target], Meta(min_length=1)]
+    base: BaseGuard = msgspec.field(default_factory=BaseGuard)
+    protect: (
+        Annotated[
+            list[str],
+            Meta(description="Distributions a pip pin must not change (default: the components)"),
+        ]
+        | None
+    ) = None
+    patches: list[PatchSpec] = msgspec.field(default_factory=list)
 
     @property
     def protected(self) -> list[str]:
@@ -618,8 +597,9 @@ def load_patchset(path: Path) -> Patchset:
         The :class:`Patchset`.
 
     Raises:
-        InputError: malformed YAML, schema violations (all of them, one detail line each, with
-            ``file:line``), duplicate patch ids, a patch naming an unknown target.
+        InputError: malformed YAML, schema violations (the first of the top level and the
+            first of each patch, one detail line each, with ``file:line``), duplicate patch
+            ids, a patch naming an unknown target.
     """
     yaml_path = find_patchset_file(path)
     return patchset_from_document(load_yaml(yaml_path))
@@ -636,10 +616,7 @@ def patchset_from_document(doc: YamlDocument) -> Patchset:
     yaml_path = doc.path
     if not isinstance(doc.data, dict):
         raise InputError("a patchset must be a YAML mapping", file=yaml_path, line=1)
-    try:
-        spec = PatchsetSpec.model_validate(doc.data)
-    except ValidationError as exc:
-        raise _schema_error(exc, doc) from None
+    spec = _validated(doc)
     problems: list[tuple[int | None, str]] = []
     seen: dict[str, int] = {}
     for i, patch in enumerate(spec.patches):
@@ -714,55 +691,79 @@ def _problems_error(path: Path, problems: list[tuple[int | None, str]]) -> Input
     return InputError(first, file=path, line=first_line, details=details)
 
 
-def _schema_error(exc: ValidationError, doc: YamlDocument) -> InputError:
+def _validated(doc: YamlDocument) -> PatchsetSpec:
+    """The document as a :class:`PatchsetSpec`; the top level and each patch are validated
+    apart, so that one run names the first problem of each (msgspec stops at a value's first).
+
+    Raises:
+        InputError: the problems, one line each, with ``file:line``.
+    """
     problems: list[tuple[int | None, str]] = []
-    for err in exc.errors():
-        loc = _data_path(err["loc"], doc.data)
+
+    def problem(
+        exc: msgspec.ValidationError, type_: Any, data: Any, prefix: tuple[Any, ...]
+    ) -> None:
+        loc, msg = problem_of(exc, type_, data)
+        loc = (*prefix, *loc)
         where = ".".join(str(p) for p in loc) or "(top level)"
-        # one line per problem: some messages (packaging's) draw a caret under the input
-        msg = (err["msg"].removeprefix("Value error, ").splitlines() or [""])[0]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif err["type"] == "missing":
-            msg = "required key is missing"
         problems.append((doc.line_of(loc), f"{where}: {msg}"))
-    return _problems_error(doc.path, problems)
 
-
-def _data_path(loc: tuple[Any, ...], data: Any) -> tuple[str | int, ...]:
-    """Drop pydantic's synthetic loc parts (union tags like 'diff') that are not in the data."""
-    out: list[str | int] = []
-    node = data
-    for part in loc:
-        if isinstance(node, dict) and part in node:
-            out.append(part)
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-            out.append(part)
-            node = node[part]
-        elif isinstance(node, dict) and isinstance(part, str) and part not in _KINDS:
-            out.append(part)  # a missing key: name it, line falls back to its parent
-            node = None
-    return tuple(out)
-
-
-_KINDS = ("diff", "replace", "pip", "artifact", "command")
+    top = dict(doc.data)
+    items = top.pop("patches", [])
+    spec = None
+    try:
+        spec = convert(top, PatchsetSpec)
+    except msgspec.ValidationError as exc:
+        problem(exc, PatchsetSpec, top, ())
+    patches: list[Any] = []
+    if not isinstance(items, list):
+        try:
+            convert(items, list[Any])
+        except msgspec.ValidationError as exc:
+            problem(exc, list[Any], items, ("patches",))
+        items = []
+    for i, item in enumerate(items):
+        try:
+            patches.append(convert(item, PatchSpec))
+        except msgspec.ValidationError as exc:
+            problem(exc, PatchSpec, item, ("patches", i))
+    if problems or spec is None:
+        raise _problems_error(doc.path, problems)
+    spec.patches = patches
+    return spec
 
 
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of ``patchset.yaml``, for editors and CI.
 
-    pydantic writes each model's fields; :func:`_cross_field_rules` adds what the models'
-    validators check across fields, where JSON Schema can say it. Only keywords draft 7 has too
-    (``if``/``then``, ``const``, ``allOf``/``anyOf``/``oneOf``, ``$ref`` to a JSON pointer) are
-    used, because the YAML language server validates with draft 7 semantics.
+    msgspec writes each struct's fields (:func:`msgspec.json.schema`); :func:`_cross_field_rules`
+    adds what the structs' ``__post_init__`` checks across fields, where JSON Schema can say it.
+    Only keywords draft 7 has too (``if``/``then``, ``const``, ``allOf``/``anyOf``/``oneOf``,
+    ``$ref`` to a JSON pointer) are used, because the YAML language server validates with
+    draft 7 semantics.
     """
-    schema = PatchsetSpec.model_json_schema(by_alias=True)
+    generated = msgspec.json.schema(PatchsetSpec)
+    defs = generated["$defs"]
+    schema = {**defs.pop(PatchsetSpec.__name__), "$defs": defs}
+    _ecma_patterns(schema)
     _cross_field_rules(schema)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://patchbay.invalid/schema/patchset-v1.json"
     schema["title"] = "patchbay patchset (schema 1)"
     return schema
+
+
+def _ecma_patterns(node: Any) -> None:
+    """The structs' patterns end with Python's ``\\Z`` (end of text); ECMA-262's ``$`` is that."""
+    if isinstance(node, dict):
+        pattern = node.get("pattern")
+        if isinstance(pattern, str) and pattern.endswith("\\Z"):
+            node["pattern"] = pattern[:-2] + "$"
+        for value in node.values():
+            _ecma_patterns(value)
+    elif isinstance(node, list):
+        for value in node:
+            _ecma_patterns(value)
 
 
 # JSON Schema patterns are ECMA-262 regexes matched anywhere in the string (not anchored)
@@ -794,7 +795,7 @@ def _cross_field_rules(schema: dict[str, Any]) -> None:
     - a patch is one of the kinds, chosen by ``kind`` (``if``/``then``, so an editor reports
       the errors of that kind only, not of all five);
     - every patch: ``upstream`` references (their form as a pattern), or ``upstream_status``
-      (:meth:`PatchBase._upstream_declared`);
+      (:meth:`PatchBase.__post_init__`);
     - diff: exactly one of ``file`` or ``source``; a source: ``pr``, ``commit`` or both;
     - target: ``package`` or ``home``; ``path`` only with ``package``, ``env`` only with
       ``home``;
@@ -809,10 +810,7 @@ def _cross_field_rules(schema: dict[str, Any]) -> None:
     """
     defs = schema["$defs"]
     # kind -> model name, from the union itself (a new kind needs no edit here)
-    kinds = {
-        get_args(model.model_fields["kind"].annotation)[0]: model.__name__
-        for model in get_args(get_args(PatchSpec)[0])
-    }
+    kinds = {model.kind: model.__name__ for model in PATCH_KINDS}
     schema["properties"]["patches"]["items"] = {
         "type": "object",
         "required": ["kind"],

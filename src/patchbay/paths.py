@@ -37,7 +37,7 @@ _QUOTE = {v: k for k, v in _ESCAPES.items()}
 
 
 class PathRejected(ValueError):
-    """A path the gate refuses; ``str()`` is the reason (pydantic shows ValueErrors as-is)."""
+    """A path the gate refuses; ``str()`` is the reason (loaders show it as-is)."""
 
 
 class InStateFolder(PathRejected):

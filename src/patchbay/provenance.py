@@ -12,6 +12,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from . import __version__
 from .engine import Plan
 from .errors import ApplyFailed, InputError
@@ -39,7 +41,7 @@ def provenance(
         "command": command,
         "recorded_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "patchset": plan.patchset.name,
-        "image": plan.patchset.spec.image.model_dump(),
+        "image": msgspec.to_builtins(plan.patchset.spec.image),
         "environment": plan.env.describe(),
         "guard": {"ok": plan.guard.ok, "checks": plan.guard.checks},
         "patches": [

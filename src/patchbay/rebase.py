@@ -32,6 +32,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from .capture import PristineSources
 from .check import CheckResult, Verdict, check_patchset
 from .engine import PatchStatus, load_patches, make_plan
@@ -263,7 +265,7 @@ def _old_states(
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_bytes(data)
     sub = Patchset(
-        spec=patchset.spec.model_copy(update={"patches": [p for p, _ in pairs]}),
+        spec=msgspec.structs.replace(patchset.spec, patches=[p for p, _ in pairs]),
         path=patchset.path,
         folder=patchset.folder,
         document=patchset.document,

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import msgspec
+
 from .adopt import MadeFile, record_made_patch
 from .capture import PristineSources, checked_diff, locate, state_before
 from .diffparse import parse_diff
@@ -102,7 +104,7 @@ def edit_patch(
     later = [p.id for p in patchset.patches[index + 1 :]]
     reverted = revert_patchset(patchset, env, later, lock_timeout=lock_timeout, options=options).ids
     head = Patchset(
-        spec=patchset.spec.model_copy(update={"patches": patchset.spec.patches[: index + 1]}),
+        spec=msgspec.structs.replace(patchset.spec, patches=patchset.spec.patches[: index + 1]),
         path=patchset.path,
         folder=patchset.folder,
         document=patchset.document,

@@ -27,7 +27,7 @@ from .errors import EnvironmentProbeError, InputError, RefusedError
 from .paths import inside
 
 if TYPE_CHECKING:  # imported lazily: `apply`'s verified no-op needs neither
-    from .model import Patchset, Target
+    from .model import Patchset, PatchSpec, Target
 
 PROBE_TIMEOUT_S = 120.0  # the whole probe: a huge sys.path takes a while to list
 PROBE_SILENCE_S = 10.0  # the probe's first line: an interpreter silent this long hangs
@@ -386,11 +386,9 @@ def resolve_environment(
         raise InputError("give --python or --root, not both")
     if state_dir is not None:  # up front: before the probe, with the option's name
         check_state_dir(state_dir, writable=writable, option="--state-dir")
-    from packaging.requirements import Requirement
-
     spec = patchset.spec
     names = sorted({t.package for t in spec.targets.values() if t.package is not None})
-    pins = [Requirement(p.requirement).name for p in spec.patches if p.kind == "pip"]
+    pins = _pinned_names(spec.patches)
     dists = sorted(
         {
             *spec.base.distributions,
@@ -508,6 +506,16 @@ def _check_package_under(root: Path, package: str) -> None:
     raise InputError(f"package {package} is not under {root} ({looked})", file=root)
 
 
+def _pinned_names(patches: list[PatchSpec]) -> list[str]:
+    """The distribution names of the ``pip`` patches (packaging is loaded only for them)."""
+    requirements = [p.requirement for p in patches if p.kind == "pip"]
+    if not requirements:
+        return []
+    from packaging.requirements import Requirement
+
+    return [Requirement(r).name for r in requirements]
+
+
 def tree_distributions(
     root: Path, names: list[str]
 ) -> tuple[dict[str, str | None], dict[str, Path]]:
@@ -519,15 +527,15 @@ def tree_distributions(
     Returns:
         name -> version (None: no such folder, or no version in it), and name -> the folder.
     """
+    versions: dict[str, str | None] = dict.fromkeys(names)
+    folders: dict[str, Path] = {}
+    if not names:
+        return versions, folders
     from email.parser import BytesHeaderParser
 
     from packaging.utils import canonicalize_name
 
     wanted = {canonicalize_name(n): n for n in names}
-    versions: dict[str, str | None] = dict.fromkeys(names)
-    folders: dict[str, Path] = {}
-    if not wanted:
-        return versions, folders
     found = [*root.glob("*.dist-info/METADATA"), *root.glob("*.egg-info/PKG-INFO")]
     for meta in sorted(found, key=lambda p: p.parent.name):
         try:

@@ -12,6 +12,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ..lockfile import LOCK_NAME, Lock
 from ..model import ArtifactPatch, DiffPatch, Patchset, PipPatch
 from ..waivers import FIELD_TITLES, Waiver, placeholder_in
@@ -333,7 +335,7 @@ def check_waivers(
             )
         else:
             blank_keys = {p.field for p in w.placeholders}
-            values = fm.model_dump()
+            values = msgspec.structs.asdict(fm)
             missing = [k for k in _REQUIRED_KEYS if not values.get(k) and k not in blank_keys]
             if (
                 fm.review_by is None

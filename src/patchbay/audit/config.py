@@ -35,12 +35,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+import msgspec
 
 from ..errors import InputError
-from ..waivers import placeholder_in
+from ..placeholders import placeholder_in
+from ..validation import FieldError, check_field, convert, problem_of
 from .rules import RESERVED, RULES, Severity
 
 if sys.version_info >= (3, 11):
@@ -109,86 +110,66 @@ SKIPPED_DIRS = frozenset(
 SeverityName = Literal["error", "warning", "note"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class Ignore(_Strict):
+class Ignore(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A rule switched off for some paths, with the reason (required)."""
 
     rule: str
-    paths: list[str] = Field(default_factory=lambda: ["**"])
+    paths: list[str] = msgspec.field(default_factory=lambda: ["**"])
     reason: str
 
-    @field_validator("rule")
-    @classmethod
-    def _known_rule(cls, value: str) -> str:
-        return _check_code(value)
-
-    @field_validator("reason")
-    @classmethod
-    def _real_reason(cls, value: str) -> str:
-        if len(value.strip()) < 3 or placeholder_in(value):
-            raise ValueError("an ignore needs a reason (a sentence, not a placeholder)")
-        return value.strip()
+    def __post_init__(self) -> None:
+        check_field("rule", _check_code, self.rule)
+        if len(self.reason.strip()) < 3 or placeholder_in(self.reason):
+            raise FieldError("reason", "an ignore needs a reason (a sentence, not a placeholder)")
+        self.reason = self.reason.strip()
 
 
-class AuditConfig(_Strict):
+class AuditConfig(
+    msgspec.Struct,
+    forbid_unknown_fields=True,
+    kw_only=True,
+    # only the spelled keys (fail-on), so that a near miss (fail_on) is an unknown key
+    rename={
+        "upstream_names": "upstream-names",
+        "fail_on": "fail-on",
+        "expiry_warning_days": "expiry-warning-days",
+        "change_waiver": "change-waiver",
+    },
+):
     """The audit's settings (defaults apply to every key that is absent)."""
 
-    # only the spelled keys (fail-on), so that a near miss (fail_on) is an unknown key
-    model_config = ConfigDict(extra="forbid", populate_by_name=False)
+    patchsets: list[str] = msgspec.field(default_factory=lambda: ["patchsets"])
+    # one folder may be given as a string
+    waivers: str | list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_WAIVERS))
+    scripts: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_SCRIPTS))
+    exclude: list[str] = msgspec.field(default_factory=list)
+    engines: list[str] = msgspec.field(default_factory=list)
+    upstream_names: dict[str, str] = msgspec.field(default_factory=dict)
+    fail_on: SeverityName = "error"
+    expiry_warning_days: Annotated[int, msgspec.Meta(ge=0)] = 30
+    severity: dict[str, Literal["error", "warning", "note", "off"]] = msgspec.field(
+        default_factory=dict
+    )
+    ignore: list[Ignore] = msgspec.field(default_factory=list)
+    change_waiver: str | None = None
 
-    patchsets: list[str] = Field(default_factory=lambda: ["patchsets"])
-    waivers: list[str] = Field(default_factory=lambda: list(DEFAULT_WAIVERS), min_length=1)
-    scripts: list[str] = Field(default_factory=lambda: list(DEFAULT_SCRIPTS))
-    exclude: list[str] = Field(default_factory=list)
-    engines: list[str] = Field(default_factory=list)
-    upstream_names: dict[str, str] = Field(default_factory=dict, alias="upstream-names")
-    fail_on: SeverityName = Field(default="error", alias="fail-on")
-    expiry_warning_days: int = Field(default=30, ge=0, alias="expiry-warning-days")
-    severity: dict[str, Literal["error", "warning", "note", "off"]] = Field(default_factory=dict)
-    ignore: list[Ignore] = Field(default_factory=list)
-    change_waiver: str | None = Field(default=None, alias="change-waiver")
-
-    @field_validator("waivers", mode="before")
-    @classmethod
-    def _one_or_more_folders(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value
+    def __post_init__(self) -> None:
+        if isinstance(self.waivers, str):
+            self.waivers = [self.waivers]
+        if not self.waivers:
+            raise FieldError("waivers", "name at least one waiver folder")
+        for code in self.severity:
+            check_field("severity", _check_code, code)
+        for name, repo in self.upstream_names.items():
+            if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
+                raise FieldError("upstream-names", f"{name}: {repo!r} is not owner/repo")
+        if self.change_waiver is not None:
+            check_field("change-waiver", _pull_request_template, self.change_waiver)
 
     def new_waiver_folder(self, root: Path) -> str:
         """Where ``patchbay waiver new`` writes: the first configured waiver folder that exists
         under ``root``, else the first one."""
         return next((w for w in self.waivers if (root / w).is_dir()), self.waivers[0])
-
-    @field_validator("severity")
-    @classmethod
-    def _known_codes(cls, value: dict[str, str]) -> dict[str, str]:
-        for code in value:
-            _check_code(code)
-        return value
-
-    @field_validator("upstream_names")
-    @classmethod
-    def _repositories(cls, value: dict[str, str]) -> dict[str, str]:
-        for name, repo in value.items():
-            if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo):
-                raise ValueError(f"{name}: {repo!r} is not owner/repo")
-        return value
-
-    @field_validator("change_waiver")
-    @classmethod
-    def _pull_request_template(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        rest = value.replace("{pr}", "")
-        if rest == value or "{" in rest or "}" in rest:
-            raise ValueError(
-                f"{value!r} must hold {{pr}} (the pull request number) and no other {{}}"
-            )
-        if value.startswith("/") or "\\" in value or ".." in value.split("/"):
-            raise ValueError(f"{value!r} must be a path relative to the repository, with '/'")
-        return value
 
     def change_waiver_path(self, pull_request: int) -> str | None:
         """The waiver file a pull request files (``change-waiver`` with ``{pr}`` replaced), or
@@ -214,6 +195,15 @@ def normalise_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
+def _pull_request_template(value: str) -> str:
+    rest = value.replace("{pr}", "")
+    if rest == value or "{" in rest or "}" in rest:
+        raise ValueError(f"{value!r} must hold {{pr}} (the pull request number) and no other {{}}")
+    if value.startswith("/") or "\\" in value or ".." in value.split("/"):
+        raise ValueError(f"{value!r} must be a path relative to the repository, with '/'")
+    return value
+
+
 def _check_code(code: str) -> str:
     if code in RESERVED:
         raise ValueError(f"{code} is reserved ({RESERVED[code]}) and not implemented yet")
@@ -224,10 +214,12 @@ def _check_code(code: str) -> str:
 
 @dataclass
 class LoadedConfig:
-    """The settings and the file they came from (None: defaults)."""
+    """The settings, the file they came from (None: defaults) and the keys that file sets
+    (``"patchsets" in keys``: the folders were named, so a missing one is an error)."""
 
     config: AuditConfig
     path: Path | None
+    keys: frozenset[str] = frozenset()
 
 
 def load_config(root: Path, config_file: Path | None = None) -> LoadedConfig:
@@ -272,9 +264,9 @@ def load_config(root: Path, config_file: Path | None = None) -> LoadedConfig:
             line = _key_line(text, "tool", ("patchbay",))
             raise InputError(f"[{prefix}] must be a table", file=path, line=line)
         try:
-            return LoadedConfig(AuditConfig.model_validate(section), path)
-        except ValidationError as exc:
-            raise _config_error(exc, text, path, prefix) from None
+            return LoadedConfig(convert(section, AuditConfig), path, frozenset(section))
+        except msgspec.ValidationError as exc:
+            raise _config_error(exc, section, text, path, prefix) from None
     return LoadedConfig(AuditConfig(), None)
 
 
@@ -295,23 +287,13 @@ def _parse(text: str, path: Path) -> dict[str, Any]:
         raise InputError(f"invalid TOML: {reason}", file=path, line=line) from None
 
 
-def _config_error(exc: ValidationError, text: str, path: Path, prefix: str) -> InputError:
-    problems = []
-    for err in exc.errors():
-        loc = tuple(err["loc"])
-        where = ".".join(str(p) for p in loc)
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown key"
-        elif err["type"] == "missing":
-            msg = "required key is missing"
-        problems.append((_key_line(text, prefix, loc), f"{where}: {msg}"))
-    (line, first), rest = problems[0], problems[1:]
+def _config_error(
+    exc: msgspec.ValidationError, section: dict[str, Any], text: str, path: Path, prefix: str
+) -> InputError:
+    loc, msg = problem_of(exc, AuditConfig, section)
+    where = ".".join(str(p) for p in loc)
     return InputError(
-        f"audit configuration: {first}",
-        file=path,
-        line=line,
-        details=[f"{path}:{n}: {m}" if n else f"{path}: {m}" for n, m in rest],
+        f"audit configuration: {where}: {msg}", file=path, line=_key_line(text, prefix, loc)
     )
 
 

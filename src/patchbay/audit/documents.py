@@ -7,7 +7,7 @@ becomes a :class:`~patchbay.waivers.Waiver` (given its file name and the project
 resolve ``project #N``). An entry is keyed by those inputs (the text's SHA-256) and a digest of
 the parsing code (:data:`_SOURCES`, PyYAML's version, patchbay's and Python's), so it gives
 what parsing would. What is not parsing is never cached: every patchset is validated by its
-pydantic schema (:func:`~patchbay.model.patchset_from_document`), every check runs, every file
+msgspec schema (:func:`~patchbay.model.patchset_from_document`), every check runs, every file
 a document names is looked at, on every run.
 
 An entry is only written when it reads back equal to what was parsed (a YAML date or a mapping
@@ -32,6 +32,9 @@ from itertools import product
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from ..validation import convert
 from ..waivers import (
     FieldResult,
     FrontMatter,
@@ -50,7 +53,14 @@ FORMAT = 1
 """The layout of a documents file; a file of another layout is ignored."""
 
 _PACKAGE = Path(__file__).resolve().parent.parent
-_SOURCES = ("yamlfile.py", "projects.py", "waivers", "audit/documents.py")
+_SOURCES = (
+    "yamlfile.py",
+    "projects.py",
+    "waivers",
+    "placeholders.py",
+    "validation.py",
+    "audit/documents.py",
+)
 """The code a parsed document depends on: its source is in the digest."""
 
 
@@ -295,11 +305,16 @@ def _field_of(item: object) -> FieldResult:
     return FieldResult(name, status, line, where, [_record(Placeholder, p) for p in placeholders])
 
 
+def _set_fields(fm: FrontMatter) -> dict[str, Any]:
+    """The front matter's keys that hold a value (every field defaults to None), as JSON."""
+    return {k: v for k, v in msgspec.to_builtins(fm).items() if v is not None}
+
+
 def _waiver_json(waiver: Waiver) -> object:
     fm = waiver.front_matter
     return {
         "id": waiver.id,
-        "front_matter": None if fm is None else fm.model_dump(mode="json", exclude_unset=True),
+        "front_matter": None if fm is None else _set_fields(fm),
         "key_lines": [
             [list(k) if isinstance(k, tuple) else k, n] for k, n in waiver.key_lines.items()
         ],
@@ -316,7 +331,11 @@ def _waiver_of(raw: object, path: Path) -> Waiver:
     assert isinstance(raw, dict)
     fm = raw["front_matter"]
     _check(fm is None or isinstance(fm, dict))
-    waiver = Waiver(path=path, id=raw["id"], front_matter=None if fm is None else FrontMatter(**fm))
+    try:
+        front = None if fm is None else convert(fm, FrontMatter)
+    except msgspec.ValidationError:
+        raise ValueError("not the shape this cache writes") from None
+    waiver = Waiver(path=path, id=raw["id"], front_matter=front)
     for key, line in raw["key_lines"]:
         _check(isinstance(key, str | list) and _is_line(line))
         waiver.key_lines[tuple(key) if isinstance(key, list) else key] = line

@@ -366,7 +366,7 @@ def run_audit(
         change = read_change(root, changed_since, pull_request=pull_request)
     documents = _document_cache(script_cache, cache_dir, root)
     patchsets = find_patchsets(
-        root, cfg.patchsets, explicit="patchsets" in cfg.model_fields_set, documents=documents
+        root, cfg.patchsets, explicit="patchsets" in loaded.keys, documents=documents
     )
     components = [c for ps in patchsets for c in ps.spec.components]
     engines = EngineNames.build(
@@ -478,7 +478,7 @@ def _read_waivers(
         InputError: an explicitly configured folder that does not exist; a malformed waiver.
     """
     cfg = loaded.config
-    explicit = "waivers" in cfg.model_fields_set
+    explicit = "waivers" in loaded.keys
     waivers: list[Waiver] = []
     translations: list[Translation] = []
     seen = _SeenFiles()

@@ -34,6 +34,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+import msgspec
+
 from .. import progress
 from ..childgroup import run_in_group
 from ..errors import ApplyFailed
@@ -57,9 +59,8 @@ class CommandKind:
     name = "command"
 
     def load(self, patch: CommandPatch, patchset: Patchset, index: int) -> LoadedPatch:
-        spec = patch.model_dump(
-            include={"argv", "shell", "cwd", "env", "remove", "output", "after"}
-        )
+        keys = ("argv", "shell", "cwd", "env", "remove", "output", "after")
+        spec = {k: v for k, v in msgspec.to_builtins(patch).items() if k in keys}
         canonical = json.dumps(spec, sort_keys=True)
         return LoadedPatch(sha256=sha256_bytes(canonical.encode()), source=None, data=None)
 

@@ -38,10 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+import msgspec
 
 from .. import progress
 from ..errors import ApplyFailed, RefusedError, SourceUnreachable
@@ -53,6 +50,9 @@ from ..redaction import write_log
 from .base import ContentState, Inspection, LoadedPatch, PendingPatch, Trial
 
 if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+    from packaging.specifiers import SpecifierSet
+
     from ..ledger import LedgerEntry
     from ..model import Patchset
     from ..transaction import Transaction
@@ -358,8 +358,10 @@ class PipKind:
     name = "pip"
 
     def load(self, patch: PipPatch, patchset: Patchset, index: int) -> LoadedPatch:
+        from packaging.requirements import Requirement
+
         meta = {"id", "description", "upstream", "upstream_status", "waiver", "target", "after"}
-        spec = patch.model_dump(exclude=meta)
+        spec = {k: v for k, v in msgspec.to_builtins(patch).items() if k not in meta}
         for key in ("source", "build_requirements"):  # the identity of plain pins stays as it was
             if spec[key] is None:
                 del spec[key]
@@ -519,6 +521,8 @@ class PipKind:
             RefusedError: pip cannot resolve it, or it would change a protected distribution
                 that the patch does not ``allow``.
         """
+        from packaging.utils import canonicalize_name
+
         env = tree.env
         assert env is not None and env.python is not None
         with tempfile.TemporaryDirectory(prefix="patchbay-pip-") as scratch:
@@ -738,6 +742,8 @@ def version_changes(
 ) -> list[tuple[str, str | None, str | None]]:
     """Every distribution whose version differs between two listings, as (name, before,
     after); None for absent. Names are compared PEP 503-normalised."""
+    from packaging.utils import canonicalize_name
+
     old = {canonicalize_name(k): (k, v) for k, v in before.items()}
     new = {canonicalize_name(k): (k, v) for k, v in after.items()}
     out = []
@@ -830,6 +836,8 @@ def _installed_versions(python: str) -> dict[str, str]:
 
 
 def _lookup(versions: dict[str, Any], name: str) -> str | None:
+    from packaging.utils import canonicalize_name
+
     wanted = canonicalize_name(name)
     for key, value in versions.items():
         if canonicalize_name(key) == wanted:
@@ -838,6 +846,8 @@ def _lookup(versions: dict[str, Any], name: str) -> str | None:
 
 
 def _satisfies(spec: SpecifierSet, version: str) -> bool:
+    from packaging.version import InvalidVersion, Version
+
     try:
         return spec.contains(Version(version), prereleases=True)
     except InvalidVersion:
@@ -845,6 +855,8 @@ def _satisfies(spec: SpecifierSet, version: str) -> bool:
 
 
 def _movement(old: str | None, new: str) -> str:
+    from packaging.version import InvalidVersion, Version
+
     if old is None:
         return f"would be added at {new}"
     try:

@@ -26,6 +26,8 @@ import difflib
 import json
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from ..hunks import HunkResult, HunkState
 from ..ledger import sha256_bytes
 from ..model import ReplaceEdit, ReplacePatch
@@ -128,7 +130,7 @@ class ReplaceKind(FileKind):
     name = "replace"
 
     def load(self, patch: ReplacePatch, patchset: Patchset, index: int) -> LoadedPatch:
-        canonical = json.dumps([e.model_dump() for e in patch.edits], sort_keys=True)
+        canonical = json.dumps(msgspec.to_builtins(patch.edits), sort_keys=True)
         return LoadedPatch(sha256=sha256_bytes(canonical.encode()), source=None, data=patch.edits)
 
     def describe(self, patch: ReplacePatch, loaded: LoadedPatch) -> str:

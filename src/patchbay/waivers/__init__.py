@@ -25,12 +25,14 @@ One module per concern:
 - :mod:`.body` — the Markdown body: where the four fields are, in every layout;
 - :mod:`.plain` — the fast path for plain Markdown (what ``waiver new`` writes);
 - :mod:`.fields` — the four fields, the labels that name them, what was found for each;
-- :mod:`.placeholders` — blanks left to fill;
+- :mod:`patchbay.placeholders` — blanks left to fill (outside this package: `validate` and the
+  audit configuration ask it without loading the waiver parser);
 - :mod:`.references` — upstream references in any form;
 - :mod:`.paths` — file paths the text names (the patch script a legacy waiver covers);
 - :mod:`.template` — the text ``patchbay waiver new`` writes.
 """
 
+from ..placeholders import placeholder_in
 from .document import Waiver, parse_waiver, read_waiver_text, read_waivers
 from .fields import (
     FIELD_TITLES,
@@ -44,7 +46,6 @@ from .fields import (
 from .files import Translation, WaiverFiles, waiver_files
 from .frontmatter import FrontMatter, split_front_matter
 from .paths import NamedPath
-from .placeholders import placeholder_in
 from .references import Reference
 from .template import PatchSummary, waiver_template
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from ..placeholders import placeholder_in
 from .fields import FIELDS, META_LABELS, FieldResult, Placeholder, field_matches, normalise_label
-from .placeholders import placeholder_in
 from .plain import plain_tokens
 from .references import Reference
 

@@ -6,28 +6,29 @@ from __future__ import annotations
 import re
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import msgspec
 
 from ..errors import InputError
+from ..placeholders import placeholder_in
+from ..validation import convert, problem_of
 from ..yamlfile import YamlDocument
 from .fields import Placeholder
-from .placeholders import placeholder_in
 
 if TYPE_CHECKING:
     from .document import Waiver
 
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"  # the id format of patches (model.py), for waivers too
+ID_PATTERN = (
+    r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z"  # the id format of patches (model.py), for waivers too
+)
 
 
-class FrontMatter(BaseModel):
+class FrontMatter(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The machine fields of a waiver (all optional here: a missing one is an audit finding,
-    a malformed one is bad input)."""
+    a malformed one is bad input). Dates are YAML dates or ISO ``YYYY-MM-DD`` strings."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    id: str | None = Field(default=None, pattern=ID_PATTERN)
+    id: Annotated[str, msgspec.Meta(pattern=ID_PATTERN)] | None = None
     patches: list[str] | None = None
     owner: str | None = None
     filed: date | None = None
@@ -180,21 +181,12 @@ def read_front_matter(waiver: Waiver, doc: YamlDocument) -> None:
             value = kept
         clean[key] = value
     try:
-        waiver.front_matter = FrontMatter.model_validate(clean)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors():
-            loc = tuple(err["loc"])
-            line = doc.line_of(loc) or 2
-            where = ".".join(str(p) for p in loc) or "front matter"
-            msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-            problems.append((line, f"{where}: {msg}"))
-        (line, first), rest = problems[0], problems[1:]
+        waiver.front_matter = convert(clean, FrontMatter)
+    except msgspec.ValidationError as exc:
+        loc, msg = problem_of(exc, FrontMatter, clean)
+        where = ".".join(str(p) for p in loc) or "front matter"
         raise InputError(
-            f"waiver front matter: {first}",
-            file=path,
-            line=line,
-            details=[f"{path}:{n}: {m}" for n, m in rest],
+            f"waiver front matter: {where}: {msg}", file=path, line=doc.line_of(loc) or 2
         ) from None
     if waiver.front_matter.id:
         waiver.id = waiver.front_matter.id

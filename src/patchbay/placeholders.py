@@ -1,4 +1,5 @@
-"""Placeholders: blanks left to fill in a waiver (``<...>``, ``TODO``, a bare "pending")."""
+"""Placeholders: blanks left to fill in a waiver or a patchset (``<...>``, ``TODO``, a bare
+"pending"), found without loading the waiver parser (``validate`` asks too)."""
 
 from __future__ import annotations
 
