@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, dedent, run_cli
+from inprocess import run_main
 from patchbay.errors import InputError
 from patchbay.model import json_schema, load_patchset
 
@@ -139,6 +140,9 @@ def test_escaping_paths_in_the_patchset_are_refused(tmp_path: Path) -> None:
 def test_json_schema_in_docs_is_current() -> None:
     on_disk = json.loads((REPO / "docs" / "patchset.schema.json").read_text())
     assert on_disk == json_schema(), "run: patchbay schema > docs/patchset.schema.json"
+    # and that command writes the file as it is
+    res = run_main("schema")
+    assert res.code == 0 and res.out == (REPO / "docs" / "patchset.schema.json").read_text()
 
 
 def test_json_schema_rejects_what_the_loader_rejects() -> None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import sys
+
 from ..model import json_schema
-from .common import print_json
 
 
 def run() -> int:
-    print_json(json_schema())
+    """Print the schema exactly as ``docs/patchset.schema.json`` holds it (a JSON Schema is a
+    document of its own: no ``schema_version`` key is added, unlike patchbay's reports)."""
+    sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
     return 0
