@@ -39,6 +39,7 @@ from .hunks import PRESENT, HunkState
 from .hunkview import closest_lines, counts_text, hunk_counts, hunk_sentence, mixed
 from .identity import same_patch
 from .kinds import KINDS, ContentState, Inspection, LoadedPatch, PendingPatch
+from .kinds.base import aggregate
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
 from .noop import identity as noop_identity
@@ -428,13 +429,18 @@ def _check_reaches_applied(
     """A pending patch must leave the tree in a state recognised as applied; otherwise a re-run
     would apply it again (e.g. an edit whose result contains its own old text). Such a patch is
     turned into a conflict here, before anything is written."""
-    trial = [(c.target, c.path, c.after) for c in inspection.changes]
-    with tree.trying(trial):
-        again = _inspect(patch, loaded, tree)
-    if again.state is ContentState.APPLIED:
+    if inspection.on_result is not None:  # the kind classified its result on the way
+        hunks = inspection.on_result
+        state = aggregate(hunks)
+    else:
+        trial = [(c.target, c.path, c.after) for c in inspection.changes]
+        with tree.trying(trial):
+            again = _inspect(patch, loaded, tree)
+        hunks, state = again.hunks, again.state
+    if state is ContentState.APPLIED:
         return
     mode_only = {c.path for c in inspection.changes if c.before == c.after}  # not in the trial
-    units = [h for h in again.hunks if h.state not in PRESENT and h.file not in mode_only]
+    units = [h for h in hunks if h.state not in PRESENT and h.file not in mode_only]
     if not units:
         return
     where = (
@@ -902,6 +908,7 @@ def _write_pending(
             KINDS[batch[0].patch.kind].apply(items, tree, txn)
             fault_point("batch-written")
         running = []
+        pycache: dict[Path, bool] = {}
         for path, data in planned.items():
             try:
                 written: bytes | None = path.read_bytes()
@@ -909,7 +916,7 @@ def _write_pending(
                 written = None
             if written != data:
                 raise ApplyFailed(f"{path}: the written file differs from the planned result")
-            _drop_bytecode(path, txn)
+            _drop_bytecode(path, txn, pycache)
     except (PatchbayError, OSError) as exc:
         raise _write_error(exc, running, _first_unwritten(planned, owner)) from None
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -1008,13 +1015,20 @@ def _missing_parents(path: Path, root: Path) -> list[str]:
     return missing
 
 
-def _drop_bytecode(path: Path, txn: Transaction) -> None:
+def _drop_bytecode(path: Path, txn: Transaction, caches: dict[Path, bool] | None = None) -> None:
     """Remove ``__pycache__/<name>.*.pyc`` of a changed ``.py`` file: hash-based pyc files are
-    not invalidated by the source's mtime and would keep the old code running."""
+    not invalidated by the source's mtime and would keep the old code running. ``caches``:
+    which ``__pycache__`` folders exist, kept by the caller for one run (nothing it writes
+    makes one)."""
     if path.suffix != ".py":
         return
     cache = path.parent / "__pycache__"
-    if not cache.is_dir():
+    there = None if caches is None else caches.get(cache)
+    if there is None:
+        there = cache.is_dir()
+        if caches is not None:
+            caches[cache] = there
+    if not there:
         return
     for pyc in cache.glob(f"{path.stem}.*.pyc"):
         txn.save(pyc)

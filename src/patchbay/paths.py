@@ -175,7 +175,24 @@ def resolve_under(
     folders: dict[str, str] | None = None,
     state_real: str | None = None,
 ) -> Path:
-    """``root / rel`` after checking ``rel`` (:func:`check_relative`) and the disk.
+    """``root / rel`` after checking ``rel`` (:func:`check_relative`) and the disk: the path
+    of :func:`resolve_real_under`, which gives the arguments and the errors."""
+    return resolve_real_under(
+        root, rel, real_root=real_root, folders=folders, state_real=state_real
+    )[0]
+
+
+def resolve_real_under(
+    root: Path,
+    rel: str,
+    *,
+    real_root: str | None = None,
+    folders: dict[str, str] | None = None,
+    state_real: str | None = None,
+) -> tuple[Path, str]:
+    """``root / rel`` after checking ``rel`` (:func:`check_relative`) and the disk, with its
+    real path (what ``os.path.realpath`` gives for it, found on the way: the last component is
+    no link, so it is its folder's real path and its name).
 
     Args:
         root: the folder ``rel`` is relative to (a target root).
@@ -221,7 +238,7 @@ def resolve_under(
         )
     if real_folder is None and folders is not None and os.path.isdir(folder):
         folders[folder] = os.path.dirname(real)
-    return path
+    return path, real
 
 
 def contained(
