@@ -26,6 +26,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -879,23 +880,29 @@ def _write_pending(
     """
     tree = Tree(env.roots, env, options)
     tree.folder = patchset.folder
-    planned: dict[Path, bytes | None] = {}
-    owner: dict[Path, str] = {}  # the first patch that changes each path
-    # keyed by location: one file reached through two targets is one file
-    created: dict[Path, list[str]] = {}
-    modes: dict[Path, int | None] = {}
+    # keyed by location (a real path): one file reached through two targets is one file
+    planned: dict[str, bytes | None] = {}
+    owner: dict[str, str] = {}  # the first patch that changes each path
+    created: dict[str, list[str]] = {}
+    modes: dict[str, int | None] = {}
+    digests: dict[int, str] = {}  # id(original bytes) -> their sha256, hashed once
     changes = [(tree.resolve(c.target, c.path), c) for r in reports for c in r.inspection.changes]
+    changed = Counter(tree.location(c.target, c.path) for _, c in changes)
     txn.check_space(_space_needed(env, ledger, [(p, c.before, c.after) for p, c in changes]))
     txn.doing = "journaling the files this run changes"
+    folders: set[str] = set()  # folders found to exist (nothing is written yet)
     for report in reports:
         for change in report.inspection.changes:
             path = tree.resolve(change.target, change.path)
-            key = Path(tree.location(change.target, change.path))
+            key = tree.location(change.target, change.path)
             if key not in created:  # folders missing before the first write of this file
-                created[key] = _missing_parents(path, env.roots[change.target])
+                created[key] = _missing_parents(path, env.roots[change.target], folders)
                 modes[key] = _mode(path)
+                digest = None
+                if change.before is not None:
+                    digest = digests[id(change.before)] = sha256_bytes(change.before)
                 # the original becomes the ledger's blob of it (a link), when it can
-                txn.save(path, digest=sha256_or_none(change.before))
+                txn.save(path, digest=digest)
             planned[key] = change.after
             owner.setdefault(key, report.id)
     txn.sync()
@@ -908,15 +915,16 @@ def _write_pending(
             KINDS[batch[0].patch.kind].apply(items, tree, txn)
             fault_point("batch-written")
         running = []
-        pycache: dict[Path, bool] = {}
-        for path, data in planned.items():
+        pycache: dict[str, bool] = {}
+        for where, data in planned.items():
             try:
-                written: bytes | None = path.read_bytes()
+                with open(where, "rb") as fh:
+                    written: bytes | None = fh.read()
             except FileNotFoundError:
                 written = None
             if written != data:
-                raise ApplyFailed(f"{path}: the written file differs from the planned result")
-            _drop_bytecode(path, txn, pycache)
+                raise ApplyFailed(f"{where}: the written file differs from the planned result")
+            _drop_bytecode(where, txn, pycache)
     except (PatchbayError, OSError) as exc:
         raise _write_error(exc, running, _first_unwritten(planned, owner)) from None
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -924,13 +932,18 @@ def _write_pending(
     for report in reports:
         records = []
         for change in report.inspection.changes:
-            before = None if change.before is None else ledger.store_blob(change.before, txn)
-            key = Path(tree.location(change.target, change.path))
-            folders = created.pop(key, [])
+            before = None
+            if change.before is not None:
+                digest = digests.get(id(change.before))
+                before = ledger.store_blob(change.before, txn, digest=digest)
+            key = tree.location(change.target, change.path)
+            made = created.pop(key, [])
             after = sha256_or_none(change.after)
             mode = modes.get(key)
-            records.append(FileRecord(change.target, change.path, before, after, folders, mode))
-            modes[key] = _mode(key)  # what the next patch of this file starts from
+            records.append(FileRecord(change.target, change.path, before, after, made, mode))
+            changed[key] -= 1
+            if changed[key]:  # what the next patch of this file starts from
+                modes[key] = _mode(key)
         ledger.put(
             patchset.name,
             LedgerEntry(
@@ -964,19 +977,20 @@ def _space_needed(
 
 
 def _first_unwritten(
-    planned: dict[Path, bytes | None], owner: dict[Path, str]
+    planned: dict[str, bytes | None], owner: dict[str, str]
 ) -> tuple[Path, str] | None:
     """The first planned path (in patch order) whose bytes are not the planned ones yet, with
     the patch that changes it: where a write failure struck."""
-    for path, data in planned.items():
+    for where, data in planned.items():
+        path = Path(where)
         try:
             on_disk: bytes | None = path.read_bytes()
         except FileNotFoundError:
             on_disk = None
         except OSError:
-            return path, owner[path]
+            return path, owner[where]
         if on_disk != data:
-            return path, owner[path]
+            return path, owner[where]
     return None
 
 
@@ -998,38 +1012,50 @@ def _write_error(
     return error  # the transaction adds whether every file was restored
 
 
-def _mode(path: Path) -> int | None:
+def _mode(path: Path | str) -> int | None:
     try:
         return os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         return None
 
 
-def _missing_parents(path: Path, root: Path) -> list[str]:
-    """Root-relative folders above ``path`` that do not exist yet, deepest first."""
+def _missing_parents(path: Path, root: Path, existing: set[str] | None = None) -> list[str]:
+    """Root-relative folders above ``path`` that do not exist yet, deepest first.
+    ``existing``: folders found to exist so far, kept by the caller while nothing is written
+    (filled as a side effect)."""
     missing = []
-    parent = path.parent
-    while parent != root and root in parent.parents and not parent.exists():
-        missing.append(parent.relative_to(root).as_posix())
-        parent = parent.parent
+    prefix = str(root).rstrip(os.sep) + os.sep
+    folder = os.path.dirname(str(path))
+    while folder.startswith(prefix) and len(folder) > len(prefix):
+        if existing is not None and folder in existing:
+            break
+        if os.path.exists(folder):
+            if existing is not None:
+                existing.add(folder)
+            break
+        missing.append(folder[len(prefix) :])
+        folder = os.path.dirname(folder)
     return missing
 
 
-def _drop_bytecode(path: Path, txn: Transaction, caches: dict[Path, bool] | None = None) -> None:
+def _drop_bytecode(
+    path: Path | str, txn: Transaction, caches: dict[str, bool] | None = None
+) -> None:
     """Remove ``__pycache__/<name>.*.pyc`` of a changed ``.py`` file: hash-based pyc files are
     not invalidated by the source's mtime and would keep the old code running. ``caches``:
     which ``__pycache__`` folders exist, kept by the caller for one run (nothing it writes
     makes one)."""
-    if path.suffix != ".py":
+    if not str(path).endswith(".py"):
         return
-    cache = path.parent / "__pycache__"
-    there = None if caches is None else caches.get(cache)
+    folder = os.path.join(os.path.dirname(path), "__pycache__")
+    there = None if caches is None else caches.get(folder)
     if there is None:
-        there = cache.is_dir()
+        there = os.path.isdir(folder)
         if caches is not None:
-            caches[cache] = there
+            caches[folder] = there
     if not there:
         return
+    path, cache = Path(path), Path(folder)
     for pyc in cache.glob(f"{path.stem}.*.pyc"):
         txn.save(pyc)
         pyc.unlink()

@@ -276,9 +276,10 @@ class Ledger:
             ids = self._ids[patchset] = {e["patch_id"] for e in raw}
         return ids
 
-    def store_blob(self, data: bytes, txn: Transaction) -> str:
-        """Keep ``data`` under its sha256 (journaled, so a rollback removes a new blob)."""
-        digest = sha256_bytes(data)
+    def store_blob(self, data: bytes, txn: Transaction, *, digest: str | None = None) -> str:
+        """Keep ``data`` under its sha256 (journaled, so a rollback removes a new blob);
+        ``digest``: that sha256, when the caller computed it already."""
+        digest = digest or sha256_bytes(data)
         path = self.blob_dir / digest
         if not path.exists():
             self.blob_dir.mkdir(parents=True, exist_ok=True)
