@@ -431,7 +431,7 @@ def _check_reaches_applied(
     would apply it again (e.g. an edit whose result contains its own old text). Such a patch is
     turned into a conflict here, before anything is written."""
     if inspection.on_result is not None:  # the kind classified its result on the way
-        hunks = inspection.on_result
+        hunks, inspection.on_result = inspection.on_result, None  # not kept in the plan
         state = aggregate(hunks)
     else:
         trial = [(c.target, c.path, c.after) for c in inspection.changes]
