@@ -387,3 +387,34 @@ def test_a_tree_forgets_its_folders_when_told(tmp_path: Path) -> None:
     tree.forget_folders()
     with pytest.raises(RefusedError, match="outside target root"):
         tree.resolve("engine", "pkg/b.py")
+
+
+def test_the_gate_finds_the_real_path_realpath_finds(tmp_path: Path) -> None:
+    """The gate's own walk down the folders (one lstat a folder, a realpath at a link only)
+    gives each path the real path ``os.path.realpath`` gives it, with or without the folder
+    cache, through linked folders inside the root, links to links and folders not made yet."""
+    from patchbay.paths import resolve_real_under
+
+    root = tmp_path / "root"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "f.py").write_text("f\n")
+    (root / "inner").symlink_to(root / "a")
+    (root / "a" / "again").symlink_to(root / "inner" / "b")
+    (root / "a" / "dangling").symlink_to(root / "a" / "not-yet")
+    rels = [
+        "a/b/f.py",
+        "inner/b/f.py",
+        "a/again/f.py",
+        "inner/again/new.py",
+        "a/b/c/d/new.py",
+        "new/x/y.py",
+        "a/dangling/z.py",
+        "top.py",
+    ]
+    folders: dict[str, str] = {}
+    for _ in range(2):  # the second time from the cache
+        for rel in rels:
+            path, real = resolve_real_under(root, rel, folders=folders)
+            assert path == root / rel
+            assert real == os.path.realpath(root / rel), rel
+            assert resolve_real_under(root, rel)[1] == real

@@ -26,6 +26,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
@@ -40,6 +41,7 @@ from .hunks import PRESENT, HunkState
 from .hunkview import closest_lines, counts_text, hunk_counts, hunk_sentence, mixed
 from .identity import same_patch
 from .kinds import KINDS, ContentState, Inspection, LoadedPatch, PendingPatch
+from .kinds.base import aggregate
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
 from .noop import identity as noop_identity
@@ -430,13 +432,18 @@ def _check_reaches_applied(
     """A pending patch must leave the tree in a state recognised as applied; otherwise a re-run
     would apply it again (e.g. an edit whose result contains its own old text). Such a patch is
     turned into a conflict here, before anything is written."""
-    trial = [(c.target, c.path, c.after) for c in inspection.changes]
-    with tree.trying(trial):
-        again = _inspect(patch, loaded, tree)
-    if again.state is ContentState.APPLIED:
+    if inspection.on_result is not None:  # the kind classified its result on the way
+        hunks, inspection.on_result = inspection.on_result, None  # not kept in the plan
+        state = aggregate(hunks)
+    else:
+        trial = [(c.target, c.path, c.after) for c in inspection.changes]
+        with tree.trying(trial):
+            again = _inspect(patch, loaded, tree)
+        hunks, state = again.hunks, again.state
+    if state is ContentState.APPLIED:
         return
     mode_only = {c.path for c in inspection.changes if c.before == c.after}  # not in the trial
-    units = [h for h in again.hunks if h.state not in PRESENT and h.file not in mode_only]
+    units = [h for h in hunks if h.state not in PRESENT and h.file not in mode_only]
     if not units:
         return
     where = (
@@ -874,23 +881,29 @@ def _write_pending(
     """
     tree = Tree(env.roots, env, options)
     tree.folder = patchset.folder
-    planned: dict[Path, bytes | None] = {}
-    owner: dict[Path, str] = {}  # the first patch that changes each path
-    # keyed by location: one file reached through two targets is one file
-    created: dict[Path, list[str]] = {}
-    modes: dict[Path, int | None] = {}
+    # keyed by location (a real path): one file reached through two targets is one file
+    planned: dict[str, bytes | None] = {}
+    owner: dict[str, str] = {}  # the first patch that changes each path
+    created: dict[str, list[str]] = {}
+    modes: dict[str, int | None] = {}
+    digests: dict[int, str] = {}  # id(original bytes) -> their sha256, hashed once
     changes = [(tree.resolve(c.target, c.path), c) for r in reports for c in r.inspection.changes]
+    changed = Counter(tree.location(c.target, c.path) for _, c in changes)
     txn.check_space(_space_needed(env, ledger, [(p, c.before, c.after) for p, c in changes]))
     txn.doing = "journaling the files this run changes"
+    folders: set[str] = set()  # folders found to exist (nothing is written yet)
     for report in reports:
         for change in report.inspection.changes:
             path = tree.resolve(change.target, change.path)
-            key = Path(tree.location(change.target, change.path))
+            key = tree.location(change.target, change.path)
             if key not in created:  # folders missing before the first write of this file
-                created[key] = _missing_parents(path, env.roots[change.target])
+                created[key] = _missing_parents(path, env.roots[change.target], folders)
                 modes[key] = _mode(path)
+                digest = None
+                if change.before is not None:
+                    digest = digests[id(change.before)] = sha256_bytes(change.before)
                 # the original becomes the ledger's blob of it (a link), when it can
-                txn.save(path, digest=sha256_or_none(change.before))
+                txn.save(path, digest=digest)
             planned[key] = change.after
             owner.setdefault(key, report.id)
     txn.sync()
@@ -903,14 +916,16 @@ def _write_pending(
             KINDS[batch[0].patch.kind].apply(items, tree, txn)
             fault_point("batch-written")
         running = []
-        for path, data in planned.items():
+        pycache: dict[str, bool] = {}
+        for where, data in planned.items():
             try:
-                written: bytes | None = path.read_bytes()
+                with open(where, "rb") as fh:
+                    written: bytes | None = fh.read()
             except FileNotFoundError:
                 written = None
             if written != data:
-                raise ApplyFailed(f"{path}: the written file differs from the planned result")
-            _drop_bytecode(path, txn)
+                raise ApplyFailed(f"{where}: the written file differs from the planned result")
+            _drop_bytecode(where, txn, pycache)
     except (PatchbayError, OSError) as exc:
         raise _write_error(
             exc, running, _struck(exc, owner) or _first_unwritten(planned, owner)
@@ -920,13 +935,18 @@ def _write_pending(
     for report in reports:
         records = []
         for change in report.inspection.changes:
-            before = None if change.before is None else ledger.store_blob(change.before, txn)
-            key = Path(tree.location(change.target, change.path))
-            folders = created.pop(key, [])
+            before = None
+            if change.before is not None:
+                digest = digests.get(id(change.before))
+                before = ledger.store_blob(change.before, txn, digest=digest)
+            key = tree.location(change.target, change.path)
+            made = created.pop(key, [])
             after = sha256_or_none(change.after)
             mode = modes.get(key)
-            records.append(FileRecord(change.target, change.path, before, after, folders, mode))
-            modes[key] = _mode(key)  # what the next patch of this file starts from
+            records.append(FileRecord(change.target, change.path, before, after, made, mode))
+            changed[key] -= 1
+            if changed[key]:  # what the next patch of this file starts from
+                modes[key] = _mode(key)
         ledger.put(
             patchset.name,
             LedgerEntry(
@@ -960,30 +980,31 @@ def _space_needed(
 
 
 def _first_unwritten(
-    planned: dict[Path, bytes | None], owner: dict[Path, str]
+    planned: dict[str, bytes | None], owner: dict[str, str]
 ) -> tuple[Path, str] | None:
     """The first planned path (in patch order) whose bytes are not the planned ones yet, with
     the patch that changes it: where a write failure struck."""
-    for path, data in planned.items():
+    for where, data in planned.items():
+        path = Path(where)
         try:
             on_disk: bytes | None = path.read_bytes()
         except FileNotFoundError:
             on_disk = None
         except OSError:
-            return path, owner[path]
+            return path, owner[where]
         if on_disk != data:
-            return path, owner[path]
+            return path, owner[where]
     return None
 
 
-def _struck(exc: PatchbayError | OSError, owner: dict[Path, str]) -> tuple[Path, str] | None:
+def _struck(exc: PatchbayError | OSError, owner: dict[str, str]) -> tuple[Path, str] | None:
     """The file (and its patch) a failed write names itself: git's error line quotes it
     (``error: unable to write file '<path>'``), an OSError carries it."""
     named = getattr(exc, "git_path", None) or getattr(exc, "filename", None)
     if not named:
         return None
-    path = Path(os.fsdecode(named))
-    return (path, owner[path]) if path in owner else None
+    where = os.fsdecode(named)
+    return (Path(where), owner[where]) if where in owner else None
 
 
 def _write_error(
@@ -1004,31 +1025,50 @@ def _write_error(
     return error  # the transaction adds whether every file was restored
 
 
-def _mode(path: Path) -> int | None:
+def _mode(path: Path | str) -> int | None:
     try:
         return os.stat(path).st_mode & 0o7777
     except FileNotFoundError:
         return None
 
 
-def _missing_parents(path: Path, root: Path) -> list[str]:
-    """Root-relative folders above ``path`` that do not exist yet, deepest first."""
+def _missing_parents(path: Path, root: Path, existing: set[str] | None = None) -> list[str]:
+    """Root-relative folders above ``path`` that do not exist yet, deepest first.
+    ``existing``: folders found to exist so far, kept by the caller while nothing is written
+    (filled as a side effect)."""
     missing = []
-    parent = path.parent
-    while parent != root and root in parent.parents and not parent.exists():
-        missing.append(parent.relative_to(root).as_posix())
-        parent = parent.parent
+    prefix = str(root).rstrip(os.sep) + os.sep
+    folder = os.path.dirname(str(path))
+    while folder.startswith(prefix) and len(folder) > len(prefix):
+        if existing is not None and folder in existing:
+            break
+        if os.path.exists(folder):
+            if existing is not None:
+                existing.add(folder)
+            break
+        missing.append(folder[len(prefix) :])
+        folder = os.path.dirname(folder)
     return missing
 
 
-def _drop_bytecode(path: Path, txn: Transaction) -> None:
+def _drop_bytecode(
+    path: Path | str, txn: Transaction, caches: dict[str, bool] | None = None
+) -> None:
     """Remove ``__pycache__/<name>.*.pyc`` of a changed ``.py`` file: hash-based pyc files are
-    not invalidated by the source's mtime and would keep the old code running."""
-    if path.suffix != ".py":
+    not invalidated by the source's mtime and would keep the old code running. ``caches``:
+    which ``__pycache__`` folders exist, kept by the caller for one run (nothing it writes
+    makes one)."""
+    if not str(path).endswith(".py"):
         return
-    cache = path.parent / "__pycache__"
-    if not cache.is_dir():
+    folder = os.path.join(os.path.dirname(path), "__pycache__")
+    there = None if caches is None else caches.get(folder)
+    if there is None:
+        there = os.path.isdir(folder)
+        if caches is not None:
+            caches[folder] = there
+    if not there:
         return
+    path, cache = Path(path), Path(folder)
     for pyc in cache.glob(f"{path.stem}.*.pyc"):
         txn.save(pyc)
         pyc.unlink()

@@ -15,9 +15,10 @@ Layout of the state folder::
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,30 @@ class LedgerEntry:
     def from_json(cls, data: dict[str, Any]) -> LedgerEntry:
         files = [FileRecord(**f) for f in data.get("files", [])]
         return cls(**{**data, "files": files})
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry as ``ledger.json`` holds it (what ``dataclasses.asdict`` gives, built
+        directly: a run that records thousands of patches calls it for each)."""
+        return {
+            "patch_id": self.patch_id,
+            "kind": self.kind,
+            "patch_sha256": self.patch_sha256,
+            "applied_at": self.applied_at,
+            "tool_version": self.tool_version,
+            "files": [
+                {
+                    "target": f.target,
+                    "path": f.path,
+                    "before": f.before,
+                    "after": f.after,
+                    "created_dirs": list(f.created_dirs),
+                    "mode_before": f.mode_before,
+                }
+                for f in self.files
+            ],
+            "extra": copy.deepcopy(self.extra) if self.extra else {},
+            "patch_identity": self.patch_identity,
+        }
 
 
 class Ledger:
@@ -209,7 +234,7 @@ class Ledger:
             self.remove(patchset, entry.patch_id)
         bucket = self._data["patchsets"].setdefault(patchset, {"entries": []})
         bucket.pop(IDENTITY_KEY, None)
-        bucket["entries"].append(asdict(entry))
+        bucket["entries"].append(entry.to_json())
         self._ids_of(patchset).add(entry.patch_id)
         self._parsed.pop(patchset, None)
         self._index.pop(patchset, None)
@@ -225,9 +250,9 @@ class Ledger:
         self._ids.pop(patchset, None)
         for i, old in enumerate(bucket["entries"]):
             if old["patch_id"] == entry.patch_id:
-                bucket["entries"][i] = asdict(entry)
+                bucket["entries"][i] = entry.to_json()
                 return
-        bucket["entries"].append(asdict(entry))
+        bucket["entries"].append(entry.to_json())
 
     def remove(self, patchset: str, patch_id: str) -> None:
         """Drop the entry of ``patch_id`` in memory."""
@@ -251,9 +276,10 @@ class Ledger:
             ids = self._ids[patchset] = {e["patch_id"] for e in raw}
         return ids
 
-    def store_blob(self, data: bytes, txn: Transaction) -> str:
-        """Keep ``data`` under its sha256 (journaled, so a rollback removes a new blob)."""
-        digest = sha256_bytes(data)
+    def store_blob(self, data: bytes, txn: Transaction, *, digest: str | None = None) -> str:
+        """Keep ``data`` under its sha256 (journaled, so a rollback removes a new blob);
+        ``digest``: that sha256, when the caller computed it already."""
+        digest = digest or sha256_bytes(data)
         path = self.blob_dir / digest
         if not path.exists():
             self.blob_dir.mkdir(parents=True, exist_ok=True)
@@ -280,10 +306,36 @@ class Ledger:
         if self.blob_dir.is_dir():  # the blobs it names (links, mostly) are durable before it
             fsync_dir(self.blob_dir)
         txn.save(self.path)
-        write_atomic(
-            self.path,
-            (json.dumps(self._data, indent=2, sort_keys=True) + "\n").encode(),
-            mode=0o644,
-            durable=True,
-        )
+        write_atomic(self.path, _ledger_text(self._data).encode(), mode=0o644, durable=True)
         fault_point("ledger-written")
+
+
+def _ledger_text(data: dict[str, Any]) -> str:
+    """``ledger.json``'s text: the document indented by two spaces with sorted keys, but each
+    ledger entry on one line of its own (readable and greppable, one line per applied patch;
+    and written by the json module's C encoder, which an indented document does not use, so a
+    ledger of thousands of entries costs no pure-Python encoding and no list of its pieces)."""
+    buckets = data.get("patchsets")
+    if set(data) != {"format", "patchsets"} or not isinstance(buckets, dict):
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"  # no ledger of today's shape
+    if not all(isinstance(b, dict) for b in buckets.values()):
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+    out = ["{\n", f'  "format": {json.dumps(data["format"])},\n', '  "patchsets": {']
+    names = sorted(buckets)
+    for n, name in enumerate(names):
+        bucket = buckets[name]
+        out.append(f"\n    {json.dumps(name)}: {{")
+        keys = sorted(bucket)
+        for k, key in enumerate(keys):
+            out.append(f"\n      {json.dumps(key)}: ")
+            value = bucket[key]
+            if key == "entries" and isinstance(value, list) and value:
+                lines = [json.dumps(e, sort_keys=True) for e in value]
+                out.append("[\n        " + ",\n        ".join(lines) + "\n      ]")
+            else:
+                out.append(json.dumps(value, sort_keys=True))
+            out.append("," if k < len(keys) - 1 else "")
+        out.append("\n    }" + ("," if n < len(names) - 1 else ""))
+    out.append("\n  }\n" if names else "}\n")
+    out.append("}\n")
+    return "".join(out)

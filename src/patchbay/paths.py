@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -175,7 +176,24 @@ def resolve_under(
     folders: dict[str, str] | None = None,
     state_real: str | None = None,
 ) -> Path:
-    """``root / rel`` after checking ``rel`` (:func:`check_relative`) and the disk.
+    """``root / rel`` after checking ``rel`` (:func:`check_relative`) and the disk: the path
+    of :func:`resolve_real_under`, which gives the arguments and the errors."""
+    return resolve_real_under(
+        root, rel, real_root=real_root, folders=folders, state_real=state_real
+    )[0]
+
+
+def resolve_real_under(
+    root: Path,
+    rel: str,
+    *,
+    real_root: str | None = None,
+    folders: dict[str, str] | None = None,
+    state_real: str | None = None,
+) -> tuple[Path, str]:
+    """``root / rel`` after checking ``rel`` (:func:`check_relative`) and the disk, with its
+    real path (what ``os.path.realpath`` gives for it, found on the way: the last component is
+    no link, so it is its folder's real path and its name).
 
     Args:
         root: the folder ``rel`` is relative to (a target root).
@@ -184,8 +202,9 @@ def resolve_under(
         folders: a cache the caller keeps while no folder or link under ``root`` can change
             (one plan): absolute folder -> its real path, for folders found to exist, to be
             folders and to resolve inside the root; filled as a side effect. A path whose
-            folder is in it costs one ``lstat`` (is it a link?) instead of a walk up its
-            parents and a ``realpath``: its real path is then its folder's plus its name.
+            folder is in it costs one ``lstat`` (is it a link?): its real path is its
+            folder's plus its name; a folder not in it costs one ``lstat`` more per folder
+            down from the deepest one known.
         state_real: the real path of patchbay's state folder, when it may lie under ``root``
             (``<root>/.patchbay`` with ``--root``): no path may resolve into it.
 
@@ -200,18 +219,11 @@ def resolve_under(
     if os.path.islink(path):
         raise PathRejected(f"{clean} is a symbolic link; patchbay does not patch through links")
     real_root = real_root or os.path.realpath(root)
-    folder = os.path.dirname(path)
-    real_folder = None if folders is None else folders.get(folder)
-    if real_folder is not None:
-        # not a link (checked above): its real path is its folder's real path and its name
-        real = os.path.join(real_folder, path.name)
-    else:
-        for parent in path.parents:
-            if parent == root or len(parent.parts) < len(root.parts):
-                break
-            if os.path.exists(parent) and not os.path.isdir(parent):
-                raise PathRejected(f"{clean}: {parent.relative_to(root)} is a file, not a folder")
-        real = os.path.realpath(path)
+    real_folder = None if folders is None else folders.get(os.path.dirname(path))
+    if real_folder is None:
+        real_folder = _real_folder(str(root), real_root, clean, folders)
+    # not a link (checked above): its real path is its folder's real path and its name
+    real = os.path.join(real_folder, path.name)
     if not inside(real, real_root):
         raise PathRejected(f"{clean} resolves to {real}, outside target root {real_root}")
     if state_real is not None and inside(real, state_real):
@@ -219,9 +231,48 @@ def resolve_under(
             f"{clean} lies in patchbay's state folder {state_real} (its ledger and saved "
             "originals); no patch may write there"
         )
-    if real_folder is None and folders is not None and os.path.isdir(folder):
-        folders[folder] = os.path.dirname(real)
-    return path
+    return path, real
+
+
+def _real_folder(root: str, real_root: str, clean: str, folders: dict[str, str] | None) -> str:
+    """The real path of the folder of ``clean`` (a checked path under ``root``), as
+    ``os.path.realpath`` gives it, walking down from the deepest folder ``folders`` knows (or
+    the root): one ``lstat`` per folder not known yet, a ``realpath`` only at a link; every
+    folder found (to exist and be a folder, whatever it resolves to: the caller checks the
+    result) that resolves inside the root is added to ``folders``.
+
+    Raises:
+        PathRejected: a parent is a file (or a link to one).
+    """
+    parts = clean.split("/")[:-1]
+    known, real = len(parts), None
+    while folders is not None and known > 0 and real is None:
+        real = folders.get(os.path.join(root, *parts[:known]))
+        known -= real is None
+    if real is None:
+        real, known = real_root, 0
+    current = os.path.join(root, *parts[:known])
+    for i in range(known, len(parts)):
+        current = os.path.join(current, parts[i])
+        try:
+            mode = os.lstat(current).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            return os.path.join(real, *parts[i:])  # the rest does not exist (yet)
+        if stat.S_ISLNK(mode):
+            real = os.path.realpath(current)
+            if not os.path.isdir(real):
+                if os.path.exists(real):
+                    raise PathRejected(
+                        f"{clean}: {'/'.join(parts[: i + 1])} is a file, not a folder"
+                    )
+                return os.path.join(real, *parts[i + 1 :])  # a dangling link
+        elif stat.S_ISDIR(mode):
+            real = os.path.join(real, parts[i])
+        else:
+            raise PathRejected(f"{clean}: {'/'.join(parts[: i + 1])} is a file, not a folder")
+        if folders is not None and inside(real, real_root):  # one out is refused every time
+            folders[current] = real
+    return real
 
 
 def contained(

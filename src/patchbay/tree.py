@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from .errors import InputError, PatchbayError, RefusedError
 from .hunks import LineIndex
 from .options import RunOptions
-from .paths import InStateFolder, PathRejected, resolve_under
+from .paths import InStateFolder, PathRejected, resolve_real_under
 
 if TYPE_CHECKING:
     from .targets import Environment
@@ -142,7 +142,7 @@ class Tree:
         self.protected: set[str] = set()
         self.folder: Path | None = None  # the patchset folder (relative find-links)
         self._real_roots: dict[str, str] = {}
-        self._folders: dict[str, str] = {}  # checked folders -> real path (see resolve_under)
+        self._folders: dict[str, str] = {}  # checked folders -> real path (see resolve_real_under)
         # no patch may write into patchbay's own state folder (an Environment made without
         # one, as some library callers do, has the empty path: then there is none)
         state = env.state_dir if env is not None else Path()
@@ -176,7 +176,7 @@ class Tree:
         if real_root is None:
             real_root = self._real_roots[target] = os.path.realpath(root)
         try:
-            path = resolve_under(
+            path, real = resolve_real_under(
                 root, rel, real_root=real_root, folders=self._folders, state_real=self._state_real
             )
         except InStateFolder as exc:
@@ -184,6 +184,7 @@ class Tree:
         except PathRejected as exc:
             raise RefusedError(f"{exc} (target {target!r})", file=root / rel) from None
         self._resolved[(target, rel)] = path
+        self._located[(target, rel)] = real
         return path
 
     def forget_folders(self) -> None:
@@ -203,7 +204,8 @@ class Tree:
         """
         known = self._located.get((target, rel))
         if known is None:
-            known = self._located[(target, rel)] = os.path.realpath(self.resolve(target, rel))
+            self.resolve(target, rel)  # the gate finds the real path on its way
+            known = self._located[(target, rel)]
         return known
 
     def location_of(self, target: str, rel: str) -> Location | tuple[str, str]:

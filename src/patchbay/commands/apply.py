@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import environment, load, say
+from .common import environment, load, say, say_each
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the no-op path)
 if TYPE_CHECKING:
@@ -70,12 +70,11 @@ def run(
         patchset, env, upgrade=upgrade, lock_timeout=lock_timeout, options=run_options
     )
     plan = result.plan
-    for path in result.recovered:
-        say(f"rolled back an interrupted earlier run: restored {path}")
-    for pid in result.reverted:
-        say(f"reverted {pid} (recorded version)")
-    for pid in result.applied:
-        say(("applied", "green"), f" {pid}")
+    say_each(
+        "rolled back an interrupted earlier run: restored ", [str(p) for p in result.recovered]
+    )
+    say_each("reverted ", [f"{pid} (recorded version)" for pid in result.reverted])
+    say_each(("applied", "green"), [f" {pid}" for pid in result.applied])
     redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
     already = [r.id for r in plan.with_status(PatchStatus.APPLIED)]
     for line in apply_notes(plan):

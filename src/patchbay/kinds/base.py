@@ -95,6 +95,9 @@ class Inspection:
     before the patch, so that the patches before it can be judged on the tree as they left it.
     ``unproven`` lists ``(hunk index, why)`` of units found present only by a guess that the
     ledger must confirm: with no ledger entry of the patch they are conflicts, not present.
+    ``on_result`` (when pending, and the kind found it on the way) holds the units classified
+    on the patch's own result, as inspecting the tree with ``changes`` staged would: the
+    engine's recheck (see :class:`FileKind`) then needs no second inspection.
     """
 
     state: ContentState
@@ -105,6 +108,7 @@ class Inspection:
     undo: list[FileChange] = field(default_factory=list)
     record: dict[str, Any] = field(default_factory=dict)
     unproven: list[tuple[int, str]] = field(default_factory=list)
+    on_result: list[HunkResult] | None = None
 
 
 @dataclass

@@ -64,12 +64,14 @@ def _to_crlf(hunk: Hunk) -> Hunk:
 
 @dataclass
 class _Outcome:
-    """One file patch on the tree: hunk results, planned changes, and what git will be given."""
+    """One file patch on the tree: hunk results, planned changes, what git will be given, and,
+    for a pending one, its hunks classified on its own result (None: not found on the way)."""
 
     results: list[HunkResult]
     changes: list[FileChange] = field(default_factory=list)
     chunk: bytes | None = None
     undo: list[FileChange] = field(default_factory=list)
+    on_result: list[HunkResult] | None = None
 
 
 def _reversed(hunk: Hunk) -> Hunk:
@@ -202,6 +204,7 @@ class DiffKind(FileKind):
         changes: list[FileChange] = []
         chunks: list[bytes] = []
         undo: list[FileChange] = []
+        on_result: list[HunkResult] | None = []
         for fp in parsed.files:
             outcome = self._inspect_file(patch.target, fp, tree, notes)
             results.extend(outcome.results)
@@ -209,13 +212,24 @@ class DiffKind(FileKind):
             undo.extend(outcome.undo)
             if outcome.chunk is not None:
                 chunks.append(outcome.chunk)
+            if on_result is not None and outcome.on_result is not None:
+                on_result.extend(outcome.on_result)
+            else:
+                on_result = None
         state = aggregate(results)
         if state is ContentState.APPLIED:
             return Inspection(state=state, hunks=results, notes=notes, undo=undo)
         if state is not ContentState.PENDING:
             return Inspection(state=state, hunks=results, notes=notes)
         # what git will be given: every file patch with its hunks at the places found
-        return Inspection(state=state, hunks=results, changes=changes, notes=notes, data=chunks)
+        return Inspection(
+            state=state,
+            hunks=results,
+            changes=changes,
+            notes=notes,
+            data=chunks,
+            on_result=on_result,
+        )
 
     def _inspect_file(self, target: str, fp: FilePatch, tree: Tree, notes: list[str]) -> _Outcome:
         old = tree.read(target, fp.old_path) if fp.old_path else None
@@ -240,7 +254,10 @@ class DiffKind(FileKind):
             undo = [] if undone is None else [FileChange(target, fp.path, undone, old)]
             return _Outcome(results, undo=undo)
         return _Outcome(
-            results, [FileChange(target, fp.path, old, after)], render_file_patch(fp, placed)
+            results,
+            [FileChange(target, fp.path, old, after)],
+            render_file_patch(fp, placed),
+            on_result=self._on_result(fp, after, tree),
         )
 
     def _renamed_file(
@@ -256,18 +273,20 @@ class DiffKind(FileKind):
             placed = None
             if not fp.hunks:
                 results, after = [self._file_result(fp, HunkState.PENDING)], old
+                on_result = [self._file_result(fp, HunkState.APPLIED)]
             else:
                 results, after, placed = self._modify(fp, old, notes, tree)
                 if all(r.state in PRESENT for r in results):
                     detail = "content already changed, but not renamed"
                     return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
+                on_result = None if after is None else self._on_result(fp, after, tree)
             if after is None:
                 return _Outcome(results)
             changes = [
                 FileChange(target, fp.old_path, old, None),  # type: ignore[arg-type]
                 FileChange(target, fp.new_path, None, after),  # type: ignore[arg-type]
             ]
-            return _Outcome(results, changes, render_file_patch(fp, placed))
+            return _Outcome(results, changes, render_file_patch(fp, placed), on_result=on_result)
         if old is None and new is not None:
             undone: bytes | None = new
             if not fp.hunks:
@@ -312,6 +331,16 @@ class DiffKind(FileKind):
         tree.keep_line_index(after, index.derive(placed, out))  # type: ignore[arg-type]
         return results, after, placed
 
+    def _on_result(self, fp: FilePatch, after: bytes, tree: Tree) -> list[HunkResult]:
+        """The text hunks of ``fp`` classified on ``after``, its result, as an inspection of
+        the tree holding that result would classify them (the engine's recheck: a pending
+        patch must then be present), without staging it and looking again."""
+        hunks = [_to_crlf(h) for h in fp.hunks] if _is_crlf(after) else fp.hunks
+        index = tree.line_index(after)  # the index derived from the original's, mostly
+        results = [classify_hunk(index, h, fp.path) for h in hunks]
+        set_offsets(results, hunks)
+        return results
+
     def _undo(
         self, fp: FilePatch, data: bytes, results: list[HunkResult], tree: Tree
     ) -> bytes | None:
@@ -336,6 +365,7 @@ class DiffKind(FileKind):
                 [self._file_result(fp, HunkState.PENDING)],
                 [FileChange(target, fp.path, None, expected)],
                 render_file_patch(fp, None, mode=fp.new_mode or "100644"),
+                on_result=[self._file_result(fp, HunkState.APPLIED)],  # it is then `expected`
             )
         if current == expected:
             return _Outcome([self._file_result(fp, HunkState.APPLIED)])
@@ -365,6 +395,7 @@ class DiffKind(FileKind):
             [self._file_result(fp, HunkState.PENDING)],
             [FileChange(target, fp.path, current, None)],
             render_file_patch(fp, None, mode=mode),
+            on_result=[self._file_result(fp, HunkState.APPLIED)],  # it is then absent
         )
 
     def _new_content(self, fp: FilePatch) -> bytes:
