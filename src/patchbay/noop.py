@@ -170,6 +170,9 @@ def identity(plan: Plan, loaded: list[LoadedPatch]) -> dict[str, Any] | None:
         return None
     inputs = [str(patchset.path), str(patchset.folder / "patchbay.lock")]
     inputs += [lp.source for lp in loaded if lp.source]
+    # a patch file's sha256 is that of the bytes the run read and applied (kinds/diff.py):
+    # were it changed since, the next check finds it differs and takes the engine
+    known = {lp.source: lp.sha256 for lp in loaded if lp.source}
     paths: set[tuple[str, str]] = set()
     exists: set[tuple[str, str]] = set()
     for report in plan.reports:
@@ -185,8 +188,9 @@ def identity(plan: Plan, loaded: list[LoadedPatch]) -> dict[str, Any] | None:
             paths.update((rec.target, rec.path) for rec in entry.files if rec.target in env.roots)
     paths.update((fg.target, fg.path) for fg in patchset.spec.base.files)
     files = []
+    real_roots = {t: os.path.realpath(r) for t, r in env.roots.items()}
     for target, rel in sorted(paths):
-        root = os.path.realpath(env.roots[target])
+        root = real_roots[target]
         path = os.path.join(env.roots[target], rel)
         state = _file_state(path)
         if state[0] != os.path.join(root, rel) or state[1] == _NOT_A_FILE:
@@ -231,7 +235,7 @@ def identity(plan: Plan, loaded: list[LoadedPatch]) -> dict[str, Any] | None:
         # each input as the engine reads it (through the patchset's folder as given, links
         # and all), with the file that reached and its hash: a re-pointed link is a change
         "inputs": [
-            [os.path.abspath(p), real, _sha256_file(real)]
+            [os.path.abspath(p), real, known.get(p) or _sha256_file(real)]
             for p in inputs
             for real in [os.path.realpath(p)]
         ],
