@@ -95,6 +95,9 @@ def test_a_stopped_run_kills_its_command_group(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a terminal: a shell without job control starts background jobs with SIGINT
+        # ignored, and the test suite may run under one (python keeps an ignored SIGINT)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     _wait_for(tmp_path / "writer.pid", proc)
     proc.send_signal(signum)
