@@ -57,12 +57,13 @@ import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from .childgroup import signals_held
 from .errors import ApplyFailed, Interrupted, PatchbayError, RefusedError, Terminated
 from .paths import contained
 
@@ -387,7 +388,7 @@ class Transaction:
         outcome = Rollback()
         if self._manifest is not None:
             self._manifest.close()
-        with _signals_held():
+        with signals_held():
             if self._manifest is not None:
                 outcome = _restore(self.dir, self.id, list(self._entries.values()), self.store)
                 if outcome.complete:
@@ -503,19 +504,6 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    held = {signal.SIGINT, signal.SIGTERM}
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
-
-
 def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
     """Finish the journal a killed run left: roll it back, or, when it was committed, delete it.
 
@@ -601,7 +589,7 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
             )
         )
         return outcome
-    with _signals_held():
+    with signals_held():
         if committed:
             _discard(journal_dir, journal_id, entries)
             return Rollback()
