@@ -998,9 +998,9 @@ def _first_unwritten(
 
 
 def _struck(exc: PatchbayError | OSError, owner: dict[str, str]) -> tuple[Path, str] | None:
-    """The file (and its patch) a failed write names itself: git's error line quotes it
-    (``error: unable to write file '<path>'``), an OSError carries it."""
-    named = getattr(exc, "git_path", None) or getattr(exc, "filename", None)
+    """The file (and its patch) a failed write names itself: the error's ``file`` (git's error
+    line quotes it, :func:`patchbay.gitapply.git_apply`) or an OSError's ``filename``."""
+    named = exc.file if isinstance(exc, PatchbayError) else exc.filename
     if not named:
         return None
     where = os.fsdecode(named)

@@ -75,8 +75,7 @@ def _run_git(args: list[str], work: Path) -> None:
 
     Raises:
         ApplyFailed: git is missing or refused; the message carries git's first error line
-            (else its first line), and ``git_path`` the file that line names in quotes (or
-            None).
+            (else its first line), and ``file`` the file that line names in quotes (or None).
     """
     try:
         proc = subprocess.run(
@@ -98,10 +97,8 @@ def _run_git(args: list[str], work: Path) -> None:
         first = (errors or lines or [None])[0]
         if first is None:
             first = f"git apply failed with {_exit_description(proc.returncode)}"
-        failed = ApplyFailed(f"git apply: {first}")
-        named = re.search(r"'([^']+)'", first)
-        failed.git_path = named.group(1) if named else None  # type: ignore[attr-defined]
-        raise failed
+        named = re.search(r"'([^']+)'", first)  # the file git could not write, in quotes
+        raise ApplyFailed(f"git apply: {first}", file=named.group(1) if named else None)
 
 
 @contextlib.contextmanager

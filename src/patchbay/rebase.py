@@ -44,6 +44,7 @@ from .kinds import KINDS, ContentState, FileChange
 from .ledger import Ledger, sha256_bytes
 from .model import DiffPatch, Patchset, load_patchset
 from .patchset_text import remove_patch, set_scalar
+from .paths import inside
 from .pristine import Pristine, read_shipped
 from .refresh import patch_layout
 from .targets import Environment
@@ -155,7 +156,7 @@ def rebase_patchset(
         raise InputError("give a folder for the result (--out DIR) or --write, one of the two")
     if out is not None and out.exists() and any(out.iterdir()):
         raise InputError("the result folder exists and is not empty", file=out)
-    if out is not None and _inside(out, patchset.folder):
+    if out is not None and inside(os.path.realpath(out), os.path.realpath(patchset.folder)):
         raise InputError(
             f"the result folder lies inside the patchset {patchset.folder} (it would become part "
             "of it): give a folder beside it, e.g. patchsets/NAME-rebased",
@@ -396,12 +397,6 @@ def _merge(
     )
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    """Whether ``path`` (existing or not) is ``folder`` or below it, links resolved."""
-    real, top = os.path.realpath(path), os.path.realpath(folder)
-    return real == top or real.startswith(top + os.sep)
-
-
 def _blocked_by(
     current: Patchset,
     index: int,
@@ -427,8 +422,8 @@ def _resolved_file(path: Path, folder: Path) -> tuple[bytes | None, str]:
     """A file merged by hand (``--resolved``): its bytes and "" when it is a regular file
     inside ``folder`` without conflict markers, else None (or the bytes) and the problem.
     A link is refused, as ``apply`` refuses one: it could name any file on the machine."""
-    inside = os.path.realpath(path).startswith(os.path.realpath(folder) + os.sep)
-    if os.path.islink(path) or not inside:
+    within = inside(os.path.realpath(path), os.path.realpath(folder))
+    if os.path.islink(path) or not within:
         return None, f"the resolved file {path} is a symbolic link (or leaves {folder}): refused"
     if not path.is_file():
         return None, f"the resolved file {path} is not a regular file"
