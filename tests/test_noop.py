@@ -465,3 +465,21 @@ def test_a_state_folder_apply_cannot_write_takes_the_engine(tmp_path: Path) -> N
         assert res.err.endswith("cannot be written: no write permission\n"), res.err
     finally:
         subprocess.run(["chattr", "-i", str(state)], check=True)
+
+
+def test_a_no_op_that_does_not_verify_is_checked_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast path's check that fails is not repeated by apply behind the parser (at 10,000
+    patches the check hashes 20,000 files)."""
+    root, ps = _applied(tmp_path)
+    (root / "demo_engine" / "worker.py").write_text(OLD)
+    calls = []
+    real = noop.check
+    monkeypatch.setattr(noop, "check", lambda *a, **k: calls.append(a) or real(*a, **k))
+    res = run_main("apply", ps, "--root", root)
+    assert res.code == 0 and "applied worker" in res.out, res.out + res.err
+    assert len(calls) == 1
+    calls.clear()
+    res = run_main("apply", ps, "--root", root, "--lock-timeout", "5")  # no fast path
+    assert (res.code, len(calls)) == (0, 1)

@@ -112,8 +112,11 @@ def _main(args_list: list[str]) -> int:
         from .cliparser import build_parser
 
         argcomplete.autocomplete(build_parser())
-    elif args_list[:1] == ["apply"] and _verified_noop(args_list[1:]):
-        return 0
+    tried = None
+    if "_ARGCOMPLETE" not in os.environ and args_list[:1] == ["apply"]:
+        tried = _verified_noop(args_list[1:])
+        if tried:
+            return 0
     from .cliparser import UsageError, build
 
     try:
@@ -133,6 +136,8 @@ def _main(args_list: list[str]) -> int:
             args = parser.parse_args(args_list[1:])
         except SystemExit as exc:  # -h
             return exc.code if isinstance(exc.code, int) else 0
+        # the no-op was checked on this very command line already: apply does not check again
+        args.noop_checked = tried is False
         return _run(args.handler, args)
     except UsageError as exc:
         print(f"patchbay: error: {exc}", file=sys.stderr)
@@ -143,17 +148,17 @@ def _main(args_list: list[str]) -> int:
 _NOOP_OPTIONS = {"--python": "python", "--root": "root", "--state-dir": "state_dir"}
 
 
-def _verified_noop(words: list[str]) -> bool:
+def _verified_noop(words: list[str]) -> bool | None:
     """Answer ``patchbay apply WORDS...`` by the verified no-op (:func:`patchbay.noop.check`)
-    before the command line parser and the command modules are imported; True when it printed
-    "nothing to do".
+    before the command line parser and the command modules are imported: True when it printed
+    "nothing to do", False when it checked and could not verify it, None when it did not check.
 
     Only the plainest form is taken: one PATCHSET and ``--python``/``--root``/``--state-dir``
     (``--opt VALUE`` or ``--opt=VALUE``, spelled in full) and ``--quiet``/``-q``. Any other word
     (``-h``, ``--dry-run``, ``--record``, ``--``, an abbreviation, a second PATCHSET, an option
-    without its value) returns False without a check, and argparse then parses the whole line as
-    usual (so every usage error keeps argparse's wording); so does a no-op the check cannot
-    verify, which the full engine then decides.
+    without its value) returns None without a check, and argparse then parses the whole line as
+    usual (so every usage error keeps argparse's wording); a no-op the check cannot verify
+    (False) goes the same way to the full engine, which decides without checking it again.
     """
     found: dict[str, str] = {}
     patchset = None
@@ -164,21 +169,21 @@ def _verified_noop(words: list[str]) -> bool:
         if name in _NOOP_OPTIONS:
             if not eq:
                 if i + 1 == len(words):
-                    return False
+                    return None
                 i += 1
                 value = words[i]
             if not value or value.startswith("-"):
-                return False  # argparse's business: its message, not ours
+                return None  # argparse's business: its message, not ours
             found[_NOOP_OPTIONS[name]] = value
         elif word in ("--quiet", "-q"):
             pass  # the no-op prints no progress either way
         elif word.startswith("-") or patchset is not None or not word:
-            return False
+            return None
         else:
             patchset = word
         i += 1
     if patchset is None:
-        return False
+        return None
     from . import noop
 
     verified = noop.check(patchset, **found)

@@ -52,6 +52,7 @@ def apply(args: argparse.Namespace) -> int:
         options=lambda: run_options(args),
         probe_timeout=args.probe_timeout,
         bundle=args.bundle,
+        noop_checked=getattr(args, "noop_checked", False),
     )
 
 

@@ -28,19 +28,22 @@ def run(
     options: Callable[[], RunOptions] | None = None,
     probe_timeout: float | None = None,
     bundle: Path | None = None,
+    noop_checked: bool = False,
 ) -> int:
     """Apply; print what was done; exit 0 (done or nothing to do). Errors raise.
 
     A re-run on an environment the ledger's identity still describes is answered by the
     verified no-op (:mod:`patchbay.noop`) without loading the patchset; anything it cannot
     verify takes the full engine. ``bundle`` is the bundle the ``options`` name (checked
-    first, as every apply with a bundle does).
+    first, as every apply with a bundle does). ``noop_checked``: the caller checked the
+    verified no-op for these very arguments already, and it did not verify (it is not checked
+    twice).
     """
     if bundle is not None:
         from ..bundle import check_bundle
 
         check_bundle(bundle)
-    if record is None and not dry_run:
+    if record is None and not dry_run and not noop_checked:
         from .. import noop
 
         verified = noop.check(patchset_arg, python=python, root=root, state_dir=state_dir)
