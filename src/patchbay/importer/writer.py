@@ -163,10 +163,11 @@ _HINTS = {
 }
 
 
-def _blanks_to_fill(yaml_text: str, path: Path) -> list[str] | None:
+def _blanks_to_fill(yaml_text: str, path: Path) -> tuple[list[str], str]:
     """The blanks ``validate`` will list in the draft ``yaml_text`` (to be written at
     ``path``), counted by the same function (:func:`patchbay.blanks.blank_items`), each with
-    what to put there; None when the draft does not load (validate then says why)."""
+    what to put there; and "" or, when the draft does not load, validate's reason (no blanks:
+    validate lists none for it either)."""
     from ..blanks import blank_items
     from ..errors import PatchbayError
     from ..model import patchset_from_document
@@ -174,8 +175,8 @@ def _blanks_to_fill(yaml_text: str, path: Path) -> list[str] | None:
 
     try:
         patchset = patchset_from_document(parse_yaml(yaml_text, path))
-    except PatchbayError:
-        return None
+    except PatchbayError as exc:
+        return [], str(exc)
     out = []
     for pid, _line, field_name, _blank in blank_items(patchset):
         if pid is not None:
@@ -188,7 +189,7 @@ def _blanks_to_fill(yaml_text: str, path: Path) -> list[str] | None:
         else:
             hint = _HINTS.get(field_name) or _HINTS.get(field_name.rsplit(".", 1)[-1], "")
             out.append(f"`{field_name}`: {hint}" if hint else f"`{field_name}`")
-    return out
+    return out, ""
 
 
 def _site_relative(rel: str) -> str:
@@ -336,16 +337,12 @@ def write_patchset(
             continue
         kept.append((draft, item))
     entries = kept
-    todo = ["`image.reference`: the image the script patches (and its digest)"]
     if not targets.specs:
         # the schema wants a target even when no patch needs one (pins only, or nothing)
         if packages:
             targets.get(packages[0], None)
         else:
             targets.specs["engine"] = {"package": "TODO_engine_package"}
-    for tname, spec in targets.specs.items():
-        if spec["package"].startswith("TODO_"):  # no package of the script owns its files
-            todo.append(f"`targets.{tname}.package`: the engine's import name (e.g. vllm)")
     review.append(
         (
             "`components` and `base`",
@@ -354,11 +351,6 @@ def write_patchset(
         )
     )
     for draft, item in entries:
-        if str(item.get("description", "")).startswith("TODO"):
-            todo.append(f"`{item['id']}`: description")
-        status = item.get("upstream_status")
-        if isinstance(status, dict) and str(status.get("reason", "")).startswith("TODO"):
-            todo.append(f"`{item['id']}`: upstream reference or upstream_status")
         for note in draft.notes:
             review.append((f"`{item['id']}` (lines {_spans(draft)})", note))
         for form in draft.unknown_refs:
@@ -380,8 +372,9 @@ def write_patchset(
         if outcome.kind == "review":
             review.append((f"lines {outcome.start}-{outcome.end}", outcome.text))
     yaml_text = _patchset_yaml(result, script, name, targets, entries)
-    counted = _blanks_to_fill(yaml_text, out / "patchset.yaml")
-    todo = todo if counted is None else counted
+    todo, invalid = _blanks_to_fill(yaml_text, out / "patchset.yaml")
+    if invalid:
+        review.append(("patchset.yaml", f"the draft does not validate: {invalid}"))
     notes = _notes(result, script, entries, unconverted, review, todo)
     _write(out, yaml_text, notes, files, force)
     drafts = [draft for draft, _ in entries]
