@@ -19,7 +19,7 @@ from conftest import REPO, diff_patch, write_patchset
 from inprocess import run_main
 from patchbay.errors import InputError
 from patchbay.model import load_patchset
-from patchbay.rebase import rebase_patchset
+from patchbay.rebase import RebaseResult, rebase_patchset
 from patchbay.targets import resolve_environment
 
 TARGETS = {
@@ -100,6 +100,16 @@ def test_two_targets_editing_one_file_in_a_real_venv(engine, tmp_path: Path, fir
 ROWS = [f"row{i},{i}\n" for i in range(1, 21)]
 
 
+def _rebase(
+    ps: Path, old: Path, new: Path, out: Path, resolved: Path | None = None
+) -> RebaseResult:
+    """``rebase`` of the patchset ``ps`` from the tree ``old`` onto the tree ``new``."""
+    patchset = load_patchset(ps)
+    old_env = resolve_environment(patchset, root=old)
+    new_env = resolve_environment(patchset, root=new)
+    return rebase_patchset(patchset, old_env, new_env, out=out, resolved=resolved)
+
+
 def _rows_tree(root: Path, rows: list[str]) -> Path:
     (root / "demo_engine").mkdir(parents=True)
     (root / "demo_engine" / "__init__.py").write_text("")
@@ -128,13 +138,7 @@ def test_rebase_merges_a_later_patch_onto_what_an_earlier_one_left_through_the_o
         targets=TARGETS,
         files={"b.patch": diff_patch("kernels/t.csv", after_a, after_b)},
     )
-    patchset = load_patchset(ps)
-    result = rebase_patchset(
-        patchset,
-        resolve_environment(patchset, root=old),
-        resolve_environment(patchset, root=new),
-        out=tmp_path / "out",
-    )
+    result = _rebase(ps, old, new, tmp_path / "out")
     assert {i.id: i.outcome for i in result.items} == {"a": "unchanged", "b": "refreshed"}
     rebased = load_patchset(tmp_path / "out")
     res = run_main("apply", tmp_path / "out", "--root", new)
@@ -170,13 +174,11 @@ def test_rebase_leaves_a_later_patch_alone_while_an_earlier_one_on_its_file_conf
     old = _rows_tree(tmp_path / "old", ROWS)
     new = _rows_tree(tmp_path / "new", [*ROWS[:11], "row12,twelve\n", *ROWS[12:]])
     ps = _rows_patchset(tmp_path, "".join(ROWS).replace("row12,12", "row12,TWELVE"))
-    patchset = load_patchset(ps)
-    envs = resolve_environment(patchset, root=old), resolve_environment(patchset, root=new)
     resolved = tmp_path / "resolved" / "b" / "kernels"
     resolved.mkdir(parents=True)
     (resolved / "t.csv").write_text("".join(ROWS).replace("row13,13", "row13,THIRTEEN"))
     for n, by_hand in enumerate([None, tmp_path / "resolved"]):
-        result = rebase_patchset(patchset, *envs, out=tmp_path / f"out{n}", resolved=by_hand)
+        result = _rebase(ps, old, new, tmp_path / f"out{n}", resolved=by_hand)
         got = {i.id: i.outcome for i in result.items}
         assert got == {"a": "conflict", "b": "conflict"}, [i.details for i in result.items]
         b = next(i for i in result.items if i.id == "b")
@@ -194,14 +196,7 @@ def test_rebase_refuses_a_resolved_file_that_is_a_link(tmp_path: Path) -> None:
     hand = tmp_path / "resolved" / "a" / "demo_engine_meta" / "kernels"
     hand.mkdir(parents=True)
     (hand / "t.csv").symlink_to(secret)
-    patchset = load_patchset(ps)
-    result = rebase_patchset(
-        patchset,
-        resolve_environment(patchset, root=old),
-        resolve_environment(patchset, root=new),
-        out=tmp_path / "out",
-        resolved=tmp_path / "resolved",
-    )
+    result = _rebase(ps, old, new, tmp_path / "out", resolved=tmp_path / "resolved")
     a = next(i for i in result.items if i.id == "a")
     assert a.outcome == "conflict" and any("symbolic link" in d for d in a.details), a.details
     assert b"not a csv" not in (tmp_path / "out" / "a.patch").read_bytes()
