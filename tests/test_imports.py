@@ -3,8 +3,10 @@
 YAML) nor rich nor GitPython; a cold ``apply`` off a terminal, and ``validate``, of a patchset
 without pins validate it (msgspec, the models) but draw nothing (no rich), spawn ``git``
 without GitPython, lock with ``flock`` (no filelock) and load neither packaging (pins) nor
-requests (downloads) nor pydantic (no longer a dependency). Each case runs the real
-:func:`patchbay.cli.main` in a fresh interpreter and reads its ``sys.modules``."""
+requests (downloads) nor pydantic (no longer a dependency) nor dataclasses (the records on
+that path are msgspec Structs, created in C) nor the lock file of remote sources. Each case
+runs the real :func:`patchbay.cli.main` in a fresh interpreter and reads its
+``sys.modules``."""
 
 from __future__ import annotations
 
@@ -20,12 +22,13 @@ from conftest import write_patchset
 HEAVY = ("pydantic", "msgspec", "rich", "git", "typer", "yaml", "patchbay.model",
          "patchbay.kinds", "patchbay.engine", "requests", "packaging", "filelock",
          "patchbay.kinds.pip", "patchbay.kinds.artifact", "patchbay.kinds.command",
-         "patchbay.fetch")  # fmt: skip
+         "patchbay.fetch", "dataclasses", "patchbay.lockfile")  # fmt: skip
 # what a run on a patchset of diffs and edits never needs (off a terminal): no pins, downloads
 # or commands
 NOT_FOR_PLAIN_PATCHES = {"pydantic", "rich", "git", "typer", "requests", "packaging", "filelock",
                          "patchbay.kinds.pip", "patchbay.kinds.artifact",
-                         "patchbay.kinds.command", "patchbay.fetch"}  # fmt: skip
+                         "patchbay.kinds.command", "patchbay.fetch", "dataclasses",
+                         "patchbay.lockfile"}  # fmt: skip
 PROBE = f"""
 import io, json, sys, contextlib
 from patchbay.cli import main

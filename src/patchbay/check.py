@@ -21,9 +21,10 @@ A patch is never reverse-applied to "fix" what looks like a reversal.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+
+import msgspec
 
 from .engine import PatchReport, PatchStatus, Plan, make_plan
 from .hunkview import hunk_counts
@@ -63,8 +64,7 @@ APPLIED_NOTE = (
 )
 
 
-@dataclass
-class CheckItem:
+class CheckItem(msgspec.Struct):
     """One patch's verdict on the candidate."""
 
     report: PatchReport
@@ -83,8 +83,7 @@ class CheckItem:
         }
 
 
-@dataclass
-class CheckResult:
+class CheckResult(msgspec.Struct):
     """All verdicts; ``ok`` when every patch applies or is already upstream."""
 
     plan: Plan

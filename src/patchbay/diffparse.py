@@ -18,9 +18,10 @@ a line of unknown type is a corrupt diff, reported with the patch file and line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+
+import msgspec
 
 from .errors import InputError
 from .paths import PathRejected, check_relative, unquote_c
@@ -34,8 +35,7 @@ NULL_PATH = "/dev/null"
 _OTHER_LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 
-@dataclass(frozen=True)
-class Hunk:
+class Hunk(msgspec.Struct, frozen=True, dict=True):
     """One hunk of a file patch; immutable, so what is derived from its lines is computed once.
 
     Attributes:
@@ -94,8 +94,7 @@ class Hunk:
         return n
 
 
-@dataclass
-class FilePatch:
+class FilePatch(msgspec.Struct):
     """The changes a diff makes to one file.
 
     Paths are relative to the target root after the strip level was applied; ``old_path`` is
@@ -104,7 +103,7 @@ class FilePatch:
 
     old_path: str | None
     new_path: str | None
-    hunks: list[Hunk] = field(default_factory=list)
+    hunks: list[Hunk] = msgspec.field(default_factory=list)
     line: int = 0
     old_mode: str | None = None
     new_mode: str | None = None
@@ -134,8 +133,7 @@ class FilePatch:
         )
 
 
-@dataclass
-class ParsedDiff:
+class ParsedDiff(msgspec.Struct):
     """A parsed diff file: its file patches, and whether it had to be read as LF."""
 
     files: list[FilePatch]

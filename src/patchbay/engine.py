@@ -27,7 +27,6 @@ import os
 import subprocess
 import sys
 from collections import Counter
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -69,8 +68,7 @@ class PatchStatus(str, Enum):
 BLOCKING = {PatchStatus.PARTIAL, PatchStatus.CONFLICT, PatchStatus.AMBIGUOUS, PatchStatus.UNLOCKED}
 
 
-@dataclass
-class PatchReport:
+class PatchReport(msgspec.Struct):
     """One patch's status, with its hunks and what applying it would change."""
 
     index: int
@@ -79,7 +77,7 @@ class PatchReport:
     inspection: Inspection
     status: PatchStatus
     entry: LedgerEntry | None
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -129,11 +127,10 @@ class PatchReport:
         }
 
 
-@dataclass
-class GuardResult:
+class GuardResult(msgspec.Struct):
     """Outcome of the base guard: one line per check, and the failed ones."""
 
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
     @property
     def failures(self) -> list[str]:
@@ -144,8 +141,7 @@ class GuardResult:
         return not self.failures
 
 
-@dataclass
-class Plan:
+class Plan(msgspec.Struct):
     """Everything preflight learned; nothing has been written."""
 
     patchset: Patchset
@@ -170,14 +166,13 @@ class Plan:
         }
 
 
-@dataclass
-class ApplyResult:
+class ApplyResult(msgspec.Struct):
     """What an apply did."""
 
     plan: Plan
-    applied: list[str] = field(default_factory=list)
-    reverted: list[str] = field(default_factory=list)
-    recovered: list[Path] = field(default_factory=list)
+    applied: list[str] = msgspec.field(default_factory=list)
+    reverted: list[str] = msgspec.field(default_factory=list)
+    recovered: list[Path] = msgspec.field(default_factory=list)
 
     @property
     def nothing_to_do(self) -> bool:
@@ -1074,8 +1069,7 @@ def _drop_bytecode(
         pyc.unlink()
 
 
-@dataclass
-class RevertResult:
+class RevertResult(msgspec.Struct):
     """What a revert did.
 
     Attributes:
@@ -1086,9 +1080,9 @@ class RevertResult:
             the revert itself (as :attr:`ApplyResult.recovered`).
     """
 
-    ids: list[str] = field(default_factory=list)
-    cleared: list[str] = field(default_factory=list)
-    recovered: list[Path] = field(default_factory=list)
+    ids: list[str] = msgspec.field(default_factory=list)
+    cleared: list[str] = msgspec.field(default_factory=list)
+    recovered: list[Path] = msgspec.field(default_factory=list)
 
     @property
     def reverted(self) -> list[str]:
@@ -1257,8 +1251,7 @@ print(json.dumps(errors))
 """
 
 
-@dataclass
-class VerifyResult:
+class VerifyResult(msgspec.Struct):
     """Outcome of :func:`verify_patchset`."""
 
     plan: Plan

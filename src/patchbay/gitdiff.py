@@ -10,14 +10,14 @@ moved file is a deletion and a new file, which every tool reads the same way.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from .gitapply import run_git, scratch_folder
 
 
-@dataclass
-class FileVersions:
+class FileVersions(msgspec.Struct):
     """One file's content before and after a change (None: the file does not exist).
 
     Attributes:

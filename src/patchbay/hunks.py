@@ -27,9 +27,10 @@ import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
+
+import msgspec
 
 from .diffparse import Hunk, split_lines
 
@@ -52,8 +53,7 @@ class HunkState(str, Enum):
 PRESENT = frozenset({HunkState.APPLIED, HunkState.UPSTREAM})
 
 
-@dataclass
-class HunkResult:
+class HunkResult(msgspec.Struct):
     """Where a hunk stands on a file.
 
     Attributes:
@@ -81,12 +81,12 @@ class HunkResult:
     line: int | None = None
     start: int | None = None
     detail: str = ""
-    candidates: list[int] = field(default_factory=list)
+    candidates: list[int] = msgspec.field(default_factory=list)
     text: str = ""
     patch_line: int = 0
     offset: int = 0
     moved: tuple[int, int] | None = None
-    closest: list[CloseLine] = field(default_factory=list)
+    closest: list[CloseLine] = msgspec.field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -113,8 +113,7 @@ class HunkResult:
         return out
 
 
-@dataclass(frozen=True)
-class CloseLine:
+class CloseLine(msgspec.Struct, frozen=True):
     """One line of a conflicting hunk's preimage beside the file at the closest place.
 
     Attributes:

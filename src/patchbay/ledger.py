@@ -18,9 +18,10 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from .errors import InputError
 from .noop import IDENTITY_KEY
@@ -39,8 +40,7 @@ def sha256_or_none(data: bytes | None) -> str | None:
     return None if data is None else sha256_bytes(data)
 
 
-@dataclass
-class FileRecord:
+class FileRecord(msgspec.Struct):
     """One file a patch changed: root-relative path and sha256 before/after (None: absent).
 
     ``created_dirs`` lists the folders (root-relative, deepest first) that creating the file
@@ -52,12 +52,11 @@ class FileRecord:
     path: str
     before: str | None
     after: str | None
-    created_dirs: list[str] = field(default_factory=list)
+    created_dirs: list[str] = msgspec.field(default_factory=list)
     mode_before: int | None = None
 
 
-@dataclass
-class LedgerEntry:
+class LedgerEntry(msgspec.Struct):
     """One applied patch.
 
     Attributes:
@@ -78,8 +77,8 @@ class LedgerEntry:
     patch_sha256: str
     applied_at: str
     tool_version: str
-    files: list[FileRecord] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
+    files: list[FileRecord] = msgspec.field(default_factory=list)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
     patch_identity: str | None = None
 
     @classmethod
@@ -88,7 +87,7 @@ class LedgerEntry:
         return cls(**{**data, "files": files})
 
     def to_json(self) -> dict[str, Any]:
-        """The entry as ``ledger.json`` holds it (what ``dataclasses.asdict`` gives, built
+        """The entry as ``ledger.json`` holds it: every field, its file records as dicts (built
         directly: a run that records thousands of patches calls it for each)."""
         return {
             "patch_id": self.patch_id,

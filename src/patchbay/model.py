@@ -13,7 +13,6 @@ Inappropriate, Denied); a patch with no upstream reference must carry one, with 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
@@ -540,8 +539,7 @@ class PatchsetSpec(_Strict, kw_only=True, rename={"schema_version": "schema"}):
         return [c.distribution for c in self.components]
 
 
-@dataclass
-class Patchset:
+class Patchset(msgspec.Struct):
     """A loaded patchset: the validated spec plus where it came from.
 
     Attributes:
@@ -555,7 +553,7 @@ class Patchset:
     path: Path
     folder: Path
     document: YamlDocument
-    _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
+    _loaded: dict[str, Any] = msgspec.field(default_factory=dict)
 
     @property
     def name(self) -> str:

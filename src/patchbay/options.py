@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import msgspec
 
 
 def default_cache_dir() -> Path:
@@ -13,8 +14,7 @@ def default_cache_dir() -> Path:
     return Path(base) / "patchbay"
 
 
-@dataclass
-class RunOptions:
+class RunOptions(msgspec.Struct):
     """How a run may reach the outside world.
 
     Attributes:
@@ -28,8 +28,8 @@ class RunOptions:
 
     offline: bool = False
     bundle: Path | None = None
-    cache_dir: Path = field(default_factory=default_cache_dir)
-    mirrors: list[tuple[str, str]] = field(default_factory=list)
+    cache_dir: Path = msgspec.field(default_factory=default_cache_dir)
+    mirrors: list[tuple[str, str]] = msgspec.field(default_factory=list)
     http_timeout: float = 30.0
     retries: int = 4
 

@@ -11,15 +11,15 @@ source is known only after ``patchbay vendor``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from .kinds import LoadedPatch
 from .model import Patchset
 
 
-@dataclass(frozen=True)
-class Overlap:
+class Overlap(msgspec.Struct, frozen=True):
     """Two patches that change one file, the later not declared ``after`` the earlier.
 
     Attributes:

@@ -19,9 +19,10 @@ import stat
 import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from .errors import EnvironmentProbeError, InputError, RefusedError
 from .paths import inside
@@ -144,8 +145,7 @@ print(json.dumps({
 """
 
 
-@dataclass
-class Environment:
+class Environment(msgspec.Struct):
     """The engine environment a command acts on.
 
     Attributes:
@@ -169,11 +169,11 @@ class Environment:
     prefix: Path | None
     python_version: str | None
     roots: dict[str, Path]
-    distributions: dict[str, str | None] = field(default_factory=dict)
+    distributions: dict[str, str | None] = msgspec.field(default_factory=dict)
     state_dir: Path = Path()
-    dist_info: dict[str, Path] = field(default_factory=dict)
-    markers: dict[str, str] = field(default_factory=dict)
-    sys_path: list[Path] = field(default_factory=list)
+    dist_info: dict[str, Path] = msgspec.field(default_factory=dict)
+    markers: dict[str, str] = msgspec.field(default_factory=dict)
+    sys_path: list[Path] = msgspec.field(default_factory=list)
     tree_root: Path | None = None
     user_site: Path | None = None
 
@@ -476,10 +476,10 @@ def read_again(env: Environment, *, probe_timeout: float | None = None) -> Envir
         if env.tree_root is None:  # roots given directly: no versions to read
             return env
         versions, dist_info = tree_distributions(env.tree_root, names)
-        return replace(env, distributions=versions, dist_info=dist_info)
+        return msgspec.structs.replace(env, distributions=versions, dist_info=dist_info)
     answer = probe(env.python, [], names, timeout=probe_timeout)
     dist_info = {k: Path(v) for k, v in answer.get("dist_info", {}).items()}  # type: ignore[union-attr]
-    return replace(
+    return msgspec.structs.replace(
         env,
         distributions=answer["distributions"],  # type: ignore[arg-type]
         dist_info=dist_info,

@@ -51,17 +51,17 @@ import hashlib
 import json
 import os
 import re
-import secrets
 import shutil
 import signal
 import stat
 import tempfile
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+import msgspec
 
 from .childgroup import signals_held
 from .errors import ApplyFailed, Interrupted, PatchbayError, RefusedError, Terminated
@@ -74,8 +74,7 @@ JOURNAL_FORMAT = 2
 ENTRY_BYTES = 1024
 
 
-@dataclass
-class Rollback:
+class Rollback(msgspec.Struct):
     """What a rollback (or a recovery) did.
 
     Attributes:
@@ -88,10 +87,10 @@ class Rollback:
         undo_problems: effects beyond files whose undo failed (a package install).
     """
 
-    restored: list[Path] = field(default_factory=list)
-    failed: list[tuple[Path, str, Path | None]] = field(default_factory=list)
-    refused: list[tuple[int, str]] = field(default_factory=list)
-    undo_problems: list[str] = field(default_factory=list)
+    restored: list[Path] = msgspec.field(default_factory=list)
+    failed: list[tuple[Path, str, Path | None]] = msgspec.field(default_factory=list)
+    refused: list[tuple[int, str]] = msgspec.field(default_factory=list)
+    undo_problems: list[str] = msgspec.field(default_factory=list)
     journal: Path | None = None
 
     @property
@@ -138,7 +137,7 @@ class Transaction:
         self.roots = [Path(os.path.abspath(r)) for r in roots]
         self.store = None if store is None else Path(os.path.abspath(store))
         self.doing = "writing"
-        self.id = secrets.token_hex(4)
+        self.id = os.urandom(4).hex()  # os.urandom, as secrets does (it costs 3 ms to import)
         self._entries: dict[str, dict[str, Any]] = {}
         self._undo: list[tuple[str, Callable[[], None]]] = []
         self._done = False

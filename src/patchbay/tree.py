@@ -13,9 +13,10 @@ import os
 import stat
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from .errors import InputError, PatchbayError, RefusedError
 from .hunks import LineIndex
@@ -72,8 +73,7 @@ class _LineIndexes:
         return data
 
 
-@dataclass
-class DiskView:
+class DiskView(msgspec.Struct):
     """What a run saw on disk: every file content and mode it read, to tell later whether the
     tree is still as it was judged (a run that waited for the lock must judge the tree as it is).
 

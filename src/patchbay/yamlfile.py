@@ -13,7 +13,6 @@ where the limit was reached, before anything is expanded.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +33,22 @@ MAX_VALUES = 500_000
 MAX_DEPTH = 64
 
 
-@dataclass
 class YamlDocument:
-    """A loaded YAML document: its plain data and the line of every key path."""
+    """A loaded YAML document: its plain data and the line of every key path.
 
-    path: Path
-    data: Any
-    lines: dict[KeyPath, int] = field(default_factory=dict)
+    A plain class (not a Struct): the audit cache's documents subclass it with a line map
+    decoded on first use.
+
+    Attributes:
+        path: the file it was read from (for messages).
+        data: the document as plain Python data (dicts, lists, str, int, float, bool, None).
+        lines: 1-based line of every key path (a tuple of keys and list indexes).
+    """
+
+    def __init__(self, path: Path, data: Any, lines: dict[KeyPath, int] | None = None) -> None:
+        self.path = path
+        self.data = data
+        self.lines = {} if lines is None else lines
 
     def line_of(self, key_path: KeyPath) -> int | None:
         """Line of the longest prefix of ``key_path`` that exists in the document."""

@@ -7,9 +7,10 @@ to write exactly the changes its inspection planned, and checks the result again
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
+
+import msgspec
 
 from ..hunks import PRESENT, HunkResult, HunkState
 
@@ -46,8 +47,7 @@ def aggregate(results: list[HunkResult]) -> ContentState:
     return ContentState.PARTIAL
 
 
-@dataclass
-class FileChange:
+class FileChange(msgspec.Struct):
     """A planned change of one file: its bytes before and after (None: absent)."""
 
     target: str
@@ -56,8 +56,7 @@ class FileChange:
     after: bytes | None
 
 
-@dataclass
-class LoadedPatch:
+class LoadedPatch(msgspec.Struct):
     """A patch's content, read and checked at load time.
 
     Attributes:
@@ -76,7 +75,7 @@ class LoadedPatch:
     sha256: str
     source: str | None
     data: Any
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     unlocked: str | None = None
     identity: str = ""
 
@@ -85,8 +84,7 @@ class LoadedPatch:
             self.identity = self.sha256
 
 
-@dataclass
-class Inspection:
+class Inspection(msgspec.Struct):
     """The state of one patch on a tree, and what applying it would change.
 
     ``changes`` (when pending) says what applying would write; ``data`` is the kind's own
@@ -101,18 +99,17 @@ class Inspection:
     """
 
     state: ContentState
-    hunks: list[HunkResult] = field(default_factory=list)
-    changes: list[FileChange] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    hunks: list[HunkResult] = msgspec.field(default_factory=list)
+    changes: list[FileChange] = msgspec.field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     data: Any = None
-    undo: list[FileChange] = field(default_factory=list)
-    record: dict[str, Any] = field(default_factory=dict)
-    unproven: list[tuple[int, str]] = field(default_factory=list)
+    undo: list[FileChange] = msgspec.field(default_factory=list)
+    record: dict[str, Any] = msgspec.field(default_factory=dict)
+    unproven: list[tuple[int, str]] = msgspec.field(default_factory=list)
     on_result: list[HunkResult] | None = None
 
 
-@dataclass
-class PendingPatch:
+class PendingPatch(msgspec.Struct):
     """A pending patch handed to its kind for writing."""
 
     patch: Any
@@ -120,8 +117,7 @@ class PendingPatch:
     inspection: Inspection
 
 
-@dataclass
-class Trial:
+class Trial(msgspec.Struct):
     """What a pending patch's :meth:`PatchKind.preflight` would say, found without writing
     anything: ``status`` asks a kind that offers ``trial(item, tree) -> Trial`` (``pip``: the
     same dry run apply makes), so its exit code tells whether apply would refuse.
@@ -134,7 +130,7 @@ class Trial:
     """
 
     refusal: str | None = None
-    details: list[str] = field(default_factory=list)
+    details: list[str] = msgspec.field(default_factory=list)
     unchecked: str | None = None
     summary: str | None = None
 

@@ -14,9 +14,10 @@ import os
 import re
 import stat
 import tempfile
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from ..diffparse import FilePatch, Hunk, ParsedDiff, parse_diff
 from ..errors import InputError
@@ -25,7 +26,6 @@ from ..hunks import PRESENT, HunkResult, HunkState, apply_hunks, classify_hunk, 
 from ..identity import diff_identity
 from ..inputfiles import read_input
 from ..ledger import sha256_bytes
-from ..lockfile import Lock
 from ..model import DiffPatch
 from ..paths import quote_c
 from .base import (
@@ -59,25 +59,24 @@ def _to_crlf(hunk: Hunk) -> Hunk:
     def conv(text: str) -> str:
         return text[:-1] + "\r\n" if text.endswith("\n") and not text.endswith("\r\n") else text
 
-    return replace(hunk, lines=[(tag, conv(text)) for tag, text in hunk.lines])
+    return msgspec.structs.replace(hunk, lines=[(tag, conv(text)) for tag, text in hunk.lines])
 
 
-@dataclass
-class _Outcome:
+class _Outcome(msgspec.Struct):
     """One file patch on the tree: hunk results, planned changes, what git will be given, and,
     for a pending one, its hunks classified on its own result (None: not found on the way)."""
 
     results: list[HunkResult]
-    changes: list[FileChange] = field(default_factory=list)
+    changes: list[FileChange] = msgspec.field(default_factory=list)
     chunk: bytes | None = None
-    undo: list[FileChange] = field(default_factory=list)
+    undo: list[FileChange] = msgspec.field(default_factory=list)
     on_result: list[HunkResult] | None = None
 
 
 def _reversed(hunk: Hunk) -> Hunk:
     """The hunk that undoes ``hunk`` (added and removed lines swapped)."""
     swap = {"+": "-", "-": "+", " ": " "}
-    return replace(hunk, lines=[(swap[tag], text) for tag, text in hunk.lines])
+    return msgspec.structs.replace(hunk, lines=[(swap[tag], text) for tag, text in hunk.lines])
 
 
 def git_blob_id(data: bytes) -> str:
@@ -146,6 +145,8 @@ class DiffKind(FileKind):
 
     def load(self, patch: DiffPatch, patchset: Patchset, index: int) -> LoadedPatch:
         if patch.source is not None:
+            from ..lockfile import Lock  # only a remote source needs the lock (cold path: diffs)
+
             locked = Lock.load(patchset.folder).sources.get(patch.id)
             src = patch.source
             if locked is None or locked.ref != src.ref or locked.paths != src.paths:
