@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 from collections import Counter
 from datetime import datetime, timezone
@@ -1285,6 +1284,8 @@ def verify_patchset(patchset: Patchset, env: Environment) -> VerifyResult:
     )
     py_files = [p for p in py_files if os.path.exists(p)]
     if py_files:
+        import subprocess  # verify's compile check only (not the apply path)
+
         python = env.python or sys.executable
         proc = subprocess.run(
             [python, "-c", _COMPILE, *py_files], capture_output=True, text=True, check=False

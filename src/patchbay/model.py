@@ -10,8 +10,9 @@ Upstream status words follow Yocto's ``Upstream-Status`` tag (Pending, Submitted
 Inappropriate, Denied); a patch with no upstream reference must carry one, with a reason.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: msgspec resolves string annotations through
+# typing's evaluation on the first ``convert`` of each struct, ~10 ms of every cold run;
+# annotations evaluated at class creation cost it nothing.
 import re
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
