@@ -54,16 +54,18 @@ def run(
     from ..engine import PatchStatus, apply_patchset, make_plan, plan_apply
     from ..options import RunOptions
     from ..output import apply_notes
-    from ..preview import dry_run_text
-    from ..provenance import check_record_path, provenance, write_record
-    from ..redaction import redact
 
     run_options = options() if options is not None else RunOptions()
 
     if record is not None:
+        from ..provenance import check_record_path, provenance, write_record
+
         check_record_path(record)
     patchset = load(patchset_arg)
     if dry_run:
+        from ..preview import dry_run_text
+        from ..redaction import redact
+
         env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
         plan = plan_apply(patchset, env, upgrade=upgrade, options=run_options)
         sys.stdout.write(redact(dry_run_text(plan)))
