@@ -2,10 +2,10 @@
 
 The inspection of a diff (:mod:`patchbay.kinds.diff`) holds the exact bytes of every file it
 changes, with its hunks at the places patchbay found; this module only puts them on disk,
-through the path gate (:meth:`patchbay.tree.Tree.resolve`), one file at a time, each replaced
-through a temporary file and a rename (a new inode, as git's own writes; the journal's hard
-links to the originals stay intact). What git does that a reader of the tree can see is kept,
-from git's ``apply.c`` (run in the target root):
+through the path gate (:meth:`patchbay.tree.Tree.resolve`), one file at a time, each written
+in full under a temporary name and renamed into place (a new inode, as git's own writes: the
+journal's hard links to the originals stay intact). What git does that a reader of the tree
+can see is kept, from git's ``apply.c`` (run in the target root):
 
 - a new file is created with 0666, or 0777 when its mode is ``100755``, less the umask
   (``try_create_file``), its missing folders with 0777 less the umask;
@@ -25,11 +25,12 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..transaction import fault_point, write_atomic
+from ..transaction import fault_point
 
 if TYPE_CHECKING:
     from ..tree import Tree
@@ -78,7 +79,7 @@ def write_results(tree: Tree, target: str, writes: list[FileWrite], umask: int) 
         with _naming(tree, target, write.new):
             if write.old == write.new:
                 before = stat.S_IMODE(os.stat(path).st_mode)
-                write_atomic(path, write.after or b"", mode=permissions(before, write.mode))
+                _write_file(path, write.after or b"", permissions(before, write.mode), True)
                 continue
             old = None if write.old is None else tree.resolve(target, write.old)
             if write.mode is not None:
@@ -86,7 +87,8 @@ def write_results(tree: Tree, target: str, writes: list[FileWrite], umask: int) 
             else:  # a rename keeps the old file's executable bit, as git's index mode
                 executable = old is not None and bool(os.stat(old).st_mode & stat.S_IXUSR)
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(path, write.after or b"", mode=(0o777 if executable else 0o666) & ~umask)
+            mode = (0o777 if executable else 0o666) & ~umask
+            _write_file(path, write.after or b"", mode, False)
         if old is not None:
             with _naming(tree, target, write.old):  # type: ignore[arg-type]
                 _delete(old, root)
@@ -118,6 +120,41 @@ def process_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def _write_file(path: Path, data: bytes, mode: int, replacing: bool) -> None:
+    """Write ``data`` to ``path`` with permission bits ``mode``: under a temporary name in its
+    folder first, then, once complete, under its own (``replacing``: after the old file is
+    unlinked), so that no reader ever sees a half-written file and the old file's inode (the
+    journal's hard link to the original) is never written to.
+
+    Unlinking first, as ``git apply`` does, rather than renaming over the old file: on ext4 a
+    rename over an existing file makes the kernel start writing the new data out at once (its
+    guard against empty files after a crash, ``auto_da_alloc``), which doubles the cost of a
+    write; a crash here is the journal's to undo (the original is kept, and restored when the
+    name is missing).
+
+    Raises:
+        OSError: the temporary file cannot be made or written, or a rename fails; the
+            temporary file is then removed.
+    """
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".patchbay")
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        if replacing:
+            os.unlink(path)
+        os.rename(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fault_point("file-written")
 
 
 def _delete(path: Path, root: Path) -> None:
