@@ -226,10 +226,14 @@ def test_a_file_that_cannot_be_written_is_named_with_its_patch_and_nothing_is_le
 ) -> None:
     """The second patch adds a file in a folder that refuses new entries: the one error line
     names that file (not the temporary file or the folder) and that patch, and the first
-    patch's change is rolled back."""
+    patch is rolled back: its edit, its new file with the folders made for it, and its deleted
+    file with the folders its deletion emptied."""
     site = tmp_path / "site"
-    _materialise(site, _pkg({"a.py": BODY, "locked/keep.py": b"K = 1\n"}))
-    edit = _git_diff(tmp_path / "d0", _pkg({"a.py": BODY}), _pkg({"a.py": EDITED}))
+    first = {"a.py": BODY, "gone/deep/x.py": b"X = 1\n"}
+    _materialise(site, _pkg({**first, "locked/keep.py": b"K = 1\n"}))
+    edit = _git_diff(
+        tmp_path / "d0", _pkg(first), _pkg({"a.py": EDITED, "made/dir/n.py": b"N = 0\n"})
+    )
     add = _git_diff(tmp_path / "d1", _pkg(), _pkg({"locked/new.py": b"N = 1\n"}))
     ps = write_patchset(
         tmp_path / "ps",
