@@ -4,7 +4,7 @@
 The diff is written by ``git diff-tree`` between two trees built in a scratch repository (see
 :func:`patchbay.gitapply.scratch_folder`), so new and deleted files, mode changes, files without
 a final newline and binary files (``--binary``) come out exactly as git writes them, and
-``git apply`` (which ``apply`` hands them to) reads them back. Renames are not detected: a
+``git apply`` reads them back as patchbay's ``apply`` does. Renames are not detected: a
 moved file is a deletion and a new file, which every tool reads the same way.
 """
 

@@ -180,9 +180,9 @@ class PatchKind(Protocol):
 
     def apply(self, batch: list[PendingPatch], tree: Tree, txn: Transaction) -> None:
         """Write the changes the inspections planned, for consecutive pending patches of this
-        kind on one target, in order (a kind may write them in one go: ``diff`` runs one
-        ``git apply``). Every path was already saved in the run's transaction, and the engine
-        checks the written bytes against the plan afterwards. Effects beyond file contents
+        kind on one target, in order (a kind may write them in one go). Every path was
+        already saved in the run's transaction, and the engine checks the written bytes
+        against the plan afterwards. Effects beyond file contents
         (a package install) register their undo with ``txn.on_rollback``; facts the ledger
         must keep go into ``item.inspection.record``.
 

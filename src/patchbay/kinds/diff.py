@@ -1,16 +1,16 @@
-"""The ``diff`` kind: unified or git-style diff files, applied with ``git apply`` and zero fuzz.
+"""The ``diff`` kind: unified or git-style diff files, applied with zero fuzz.
 
 State comes from content, hunk by hunk (see :mod:`patchbay.hunks`). When every hunk is pending
-the result is computed in memory, and the patch is handed to git rewritten with the exact line
-numbers found, so git cannot place a hunk anywhere else; the bytes git writes are then checked
-against the computed result. Binary git patches are classified by the blob ids on their
-``index`` line and their result is computed by git in a scratch folder.
+the result is computed in memory, at the places found, and written file by file as ``git apply``
+run in the target root leaves the tree (:meth:`DiffKind.apply`); the engine then checks the
+bytes on disk against the computed result. Binary git patches are classified by the blob ids on
+their ``index`` line and their result is computed by git in a scratch folder (git never touches
+the target tree).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import stat
 import tempfile
@@ -21,7 +21,6 @@ import msgspec
 
 from ..diffparse import FilePatch, Hunk, ParsedDiff, parse_diff
 from ..errors import InputError
-from ..gitapply import git_apply
 from ..hunks import PRESENT, HunkResult, HunkState, apply_hunks, classify_hunk, set_offsets
 from ..identity import diff_identity
 from ..inputfiles import read_input
@@ -37,6 +36,7 @@ from .base import (
     PendingPatch,
     aggregate,
 )
+from .diffwrite import FileWrite, process_umask, write_results
 
 if TYPE_CHECKING:
     from ..model import Patchset
@@ -62,13 +62,18 @@ def _to_crlf(hunk: Hunk) -> Hunk:
     return msgspec.structs.replace(hunk, lines=[(tag, conv(text)) for tag, text in hunk.lines])
 
 
+def _mode_change(fp: FilePatch) -> str | None:
+    """The ``new mode`` of a file patch that changes the mode (``old mode`` differs), else None."""
+    return fp.new_mode if fp.old_mode and fp.new_mode and fp.old_mode != fp.new_mode else None
+
+
 class _Outcome(msgspec.Struct):
-    """One file patch on the tree: hunk results, planned changes, what git will be given, and,
-    for a pending one, its hunks classified on its own result (None: not found on the way)."""
+    """One file patch on the tree: hunk results, planned changes, how to write them, and, for
+    a pending one, its hunks classified on its own result (None: not found on the way)."""
 
     results: list[HunkResult]
     changes: list[FileChange] = msgspec.field(default_factory=list)
-    chunk: bytes | None = None
+    write: FileWrite | None = None
     undo: list[FileChange] = msgspec.field(default_factory=list)
     on_result: list[HunkResult] | None = None
 
@@ -203,7 +208,7 @@ class DiffKind(FileKind):
         results: list[HunkResult] = []
         notes: list[str] = list(loaded.notes)
         changes: list[FileChange] = []
-        chunks: list[bytes] = []
+        writes: list[FileWrite] = []
         undo: list[FileChange] = []
         on_result: list[HunkResult] | None = []
         for fp in parsed.files:
@@ -211,8 +216,8 @@ class DiffKind(FileKind):
             results.extend(outcome.results)
             changes.extend(outcome.changes)
             undo.extend(outcome.undo)
-            if outcome.chunk is not None:
-                chunks.append(outcome.chunk)
+            if outcome.write is not None:
+                writes.append(outcome.write)
             if on_result is not None and outcome.on_result is not None:
                 on_result.extend(outcome.on_result)
             else:
@@ -222,13 +227,13 @@ class DiffKind(FileKind):
             return Inspection(state=state, hunks=results, notes=notes, undo=undo)
         if state is not ContentState.PENDING:
             return Inspection(state=state, hunks=results, notes=notes)
-        # what git will be given: every file patch with its hunks at the places found
+        # how apply writes each file patch's result (in order)
         return Inspection(
             state=state,
             hunks=results,
             changes=changes,
             notes=notes,
-            data=chunks,
+            data=writes,
             on_result=on_result,
         )
 
@@ -249,7 +254,7 @@ class DiffKind(FileKind):
             return self._binary_modify(target, fp, old)
         if not fp.hunks and fp.old_mode and fp.new_mode:
             return self._mode_only(target, fp, tree, old)
-        results, after, placed = self._modify(fp, old, notes, tree)
+        results, after, _ = self._modify(fp, old, notes, tree)
         if after is None:
             undone = self._undo(fp, old, results, tree)
             undo = [] if undone is None else [FileChange(target, fp.path, undone, old)]
@@ -257,7 +262,7 @@ class DiffKind(FileKind):
         return _Outcome(
             results,
             [FileChange(target, fp.path, old, after)],
-            render_file_patch(fp, placed),
+            FileWrite(fp.path, fp.path, after, _mode_change(fp)),
             on_result=self._on_result(fp, after, tree),
         )
 
@@ -271,12 +276,11 @@ class DiffKind(FileKind):
         tree: Tree,
     ) -> _Outcome:
         if old is not None and new is None:
-            placed = None
             if not fp.hunks:
                 results, after = [self._file_result(fp, HunkState.PENDING)], old
                 on_result = [self._file_result(fp, HunkState.APPLIED)]
             else:
-                results, after, placed = self._modify(fp, old, notes, tree)
+                results, after, _ = self._modify(fp, old, notes, tree)
                 if all(r.state in PRESENT for r in results):
                     detail = "content already changed, but not renamed"
                     return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
@@ -287,7 +291,8 @@ class DiffKind(FileKind):
                 FileChange(target, fp.old_path, old, None),  # type: ignore[arg-type]
                 FileChange(target, fp.new_path, None, after),  # type: ignore[arg-type]
             ]
-            return _Outcome(results, changes, render_file_patch(fp, placed), on_result=on_result)
+            write = FileWrite(fp.old_path, fp.new_path, after, _mode_change(fp))
+            return _Outcome(results, changes, write, on_result=on_result)
         if old is None and new is not None:
             undone: bytes | None = new
             if not fp.hunks:
@@ -365,7 +370,7 @@ class DiffKind(FileKind):
             return _Outcome(
                 [self._file_result(fp, HunkState.PENDING)],
                 [FileChange(target, fp.path, None, expected)],
-                render_file_patch(fp, None, mode=fp.new_mode or "100644"),
+                FileWrite(None, fp.path, expected, fp.new_mode or "100644"),
                 on_result=[self._file_result(fp, HunkState.APPLIED)],  # it is then `expected`
             )
         if current == expected:
@@ -391,11 +396,10 @@ class DiffKind(FileKind):
         if not matches:
             detail = "file to delete has other content"
             return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
-        mode = "100755" if (tree.mode(target, fp.path) or 0) & 0o111 else "100644"
         return _Outcome(
             [self._file_result(fp, HunkState.PENDING)],
             [FileChange(target, fp.path, current, None)],
-            render_file_patch(fp, None, mode=mode),
+            FileWrite(fp.path, None, None, None),
             on_result=[self._file_result(fp, HunkState.APPLIED)],  # it is then absent
         )
 
@@ -409,10 +413,11 @@ class DiffKind(FileKind):
         if fp.index_new and blob.startswith(fp.index_new):
             return _Outcome([self._file_result(fp, HunkState.APPLIED)])
         if fp.index_old and blob.startswith(fp.index_old):
+            after = self._binary_result(fp, current)
             return _Outcome(
                 [self._file_result(fp, HunkState.PENDING)],
-                [FileChange(target, fp.path, current, self._binary_result(fp, current))],
-                render_file_patch(fp, None),
+                [FileChange(target, fp.path, current, after)],
+                FileWrite(fp.path, fp.path, after, _mode_change(fp)),
             )
         detail = "binary file has other content"
         return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
@@ -425,7 +430,7 @@ class DiffKind(FileKind):
         return _Outcome(
             [self._file_result(fp, HunkState.PENDING)],
             [FileChange(target, fp.path, current, current)],
-            render_file_patch(fp, None),
+            FileWrite(fp.path, fp.path, current, fp.new_mode),
         )
 
     def _binary_result(self, fp: FilePatch, before: bytes | None) -> bytes:
@@ -435,6 +440,8 @@ class DiffKind(FileKind):
             if before is not None and fp.old_path:
                 (root / fp.old_path).parent.mkdir(parents=True, exist_ok=True)
                 (root / fp.old_path).write_bytes(before)
+            from ..gitapply import git_apply  # only here: a text diff spawns no git
+
             git_apply(render_file_patch(fp, None, mode="100644"), root)
             return (root / fp.path).read_bytes()
 
@@ -447,33 +454,11 @@ class DiffKind(FileKind):
     # -- writing ------------------------------------------------------------------------
 
     def apply(self, batch: list[PendingPatch], tree: Tree, txn: Transaction) -> None:
-        # one git process for the whole batch: git applies its file patches in order, each on
-        # the result of the ones before (the batch is consecutive patches of one target)
-        root = tree.roots[batch[0].patch.target]
-        modes: dict[Path, int] = {}
+        # patch by patch, file patch by file patch, each on the result of the ones before (the
+        # batch is consecutive patches of one target), as their inspections planned them
+        umask = process_umask()
         for item in batch:
-            for change in item.inspection.changes:
-                path = tree.resolve(change.target, change.path)
-                if change.before is not None and change.after is not None and path not in modes:
-                    modes[path] = stat.S_IMODE(os.stat(path).st_mode)
-        git_apply(b"".join(chunk for item in batch for chunk in item.inspection.data), root)
-        for path, before in modes.items():
-            _keep_permissions(path, before)
-
-
-def _keep_permissions(path: Path, before: int) -> None:
-    """git writes a patched file with 0644 or 0755 (its index modes), whatever the file had:
-    give it back its own permission bits (a 0444 file stays 0444), changing only the
-    executable bits, and only when the patch changed them (``old mode``/``new mode``)."""
-    now = stat.S_IMODE(os.stat(path).st_mode)
-    if bool(now & 0o111) == bool(before & 0o111):
-        wanted = before
-    elif now & 0o111:
-        wanted = before | ((before & 0o444) >> 2)  # executable where readable, as chmod +x
-    else:
-        wanted = before & ~0o111
-    if wanted != now:
-        os.chmod(path, wanted)
+            write_results(tree, item.patch.target, item.inspection.data, umask)
 
 
 def render_file_patch(

@@ -1,0 +1,258 @@
+"""patchbay writes a diff's results itself (no ``git apply`` on the target tree): for every shape
+of file patch, the tree it leaves is the one a real ``git apply`` run in the target root leaves
+(bytes, modes, which files and folders exist), but for the permission bits of a file patched in
+place (it keeps its own: a 0444 file stays 0444), and revert gives back the pristine tree.
+
+Each case is a sequence of tree states; real ``git diff --binary -M`` makes one patch per step,
+all applied by patchbay in one run (one batch: consecutive diffs of one target) and, as the
+reference, by ``git apply`` once per patch in a copy."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from conftest import write_patchset
+from inprocess import run_main
+from patchbay.engine import apply_patchset, revert_patchset
+from patchbay.gitapply import git_environment
+from patchbay.ledger import Ledger, sha256_bytes
+from patchbay.model import load_patchset
+from patchbay.targets import resolve_environment
+
+Files = dict[str, tuple[bytes, int]]  # target-relative path -> (bytes, permission bits)
+
+BODY = b"".join(b"def f%d(x):\n    return x + %d\n\n\n" % (i, i) for i in range(12))
+
+
+def _edit(data: bytes, old: bytes, new: bytes) -> bytes:
+    assert data.count(old) == 1
+    return data.replace(old, new)
+
+
+@dataclass
+class Case:
+    """Tree states of one target, each step one patch."""
+
+    name: str
+    states: list[Files]
+    path: str = ""  # the target's folder under the root ("": the root itself)
+    umask: int = 0o022
+
+
+def _pkg(files: dict[str, bytes | tuple[bytes, int]] | None = None) -> Files:
+    """A state of package ``pkg``: its ``__init__.py`` and ``files`` (paths under ``pkg/``),
+    0644 unless a mode is given."""
+    out: Files = {"pkg/__init__.py": (b"", 0o644)}
+    for rel, spec in (files or {}).items():
+        out[f"pkg/{rel}"] = spec if isinstance(spec, tuple) else (spec, 0o644)
+    return out
+
+
+EDITED = _edit(BODY, b"x + 3", b"x - 3")
+TWICE = _edit(EDITED, b"x + 9\n", b"x + 90\n")
+CRLF = BODY.replace(b"\n", b"\r\n")
+BIN = bytes(range(256)) * 8
+
+CASES = [
+    Case("modify", [_pkg({"a.py": BODY}), _pkg({"a.py": EDITED})]),
+    Case("modify-0444", [_pkg({"ro.py": (BODY, 0o444)}), _pkg({"ro.py": (EDITED, 0o444)})]),
+    Case("add-in-new-folders", [_pkg(), _pkg({"sub/deep/new.py": b"NEW = 1\n"})]),
+    Case("add-executable-umask-027",
+         [_pkg(), _pkg({"tools/run.sh": (b"#!/bin/sh\n", 0o755), "tools/data.txt": b"D\n"})],
+         umask=0o027),
+    Case("delete-empties-folders",
+         [_pkg({"sub/deep/only.py": b"X\n", "keep/k.py": b"K\n", "keep/g.sh": (b"G\n", 0o755)}),
+          _pkg({"keep/k.py": b"K\n"})]),
+    Case("delete-the-target-roots-last-file", [{"only.py": (b"X = 1\n", 0o644)}, {}], path="pkg"),
+    Case("rename", [_pkg({"old/a.py": BODY}), _pkg({"new/b.py": BODY})]),
+    Case("rename-with-edit-executable",
+         [_pkg({"run.py": (BODY, 0o755)}), _pkg({"bin/run.py": (EDITED, 0o755)})]),
+    Case("mode-change",
+         [_pkg({"on.py": b"A\n", "off.py": (b"B\n", 0o755), "private.py": (b"C\n", 0o600)}),
+          _pkg({"on.py": (b"A\n", 0o755), "off.py": b"B\n", "private.py": (b"C\n", 0o700)})]),
+    Case("mode-and-content", [_pkg({"a.py": BODY}), _pkg({"a.py": (EDITED, 0o755)})]),
+    Case("binary-add-modify-delete",
+         [_pkg({"k.co": BIN, "gone.co": b"\0" * 64}),
+          _pkg({"k.co": BIN[::-1], "bin/new.co": (b"\0\1" * 99, 0o755)})]),
+    Case("two-patches-of-one-file",
+         [_pkg({"a.py": BODY}), _pkg({"a.py": (EDITED, 0o755)}), _pkg({"a.py": (TWICE, 0o755)})]),
+    Case("delete-then-add-in-that-folder",
+         [_pkg({"sub/a.py": b"A\n"}), _pkg(), _pkg({"sub/b.py": b"B\n"})]),
+    Case("crlf", [_pkg({"win.py": CRLF}), _pkg({"win.py": _edit(CRLF, b"x + 4", b"x ** 4")})]),
+    Case("no-trailing-newline",
+         [_pkg({"n.py": b"A = 1\nB = 2", "m.py": b"C = 1"}),
+          _pkg({"n.py": b"A = 1\nB = 3", "m.py": b"C = 1\n"})]),
+]  # fmt: skip
+
+
+def _materialise(root: Path, files: Files) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, (data, mode) in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+        os.chmod(root / rel, mode)
+
+
+def _git(repo: Path, *args: str) -> bytes:
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args]
+    env = {**os.environ, **git_environment(repo)}
+    return subprocess.run(git, cwd=repo, env=env, capture_output=True, check=True).stdout
+
+
+def _git_diff(repo: Path, before: Files, after: Files) -> bytes:
+    """What ``git diff --binary -M`` says from ``before`` to ``after``."""
+    _materialise(repo, before)
+    _git(repo, "init", "-q")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "before")
+    for child in repo.iterdir():
+        if child.name != ".git":
+            shutil.rmtree(child) if child.is_dir() else child.unlink()
+    _materialise(repo, after)
+    _git(repo, "add", "-A")
+    return _git(repo, "diff", "--cached", "--binary", "--full-index", "-M")
+
+
+def _tree(root: Path) -> dict[str, tuple[object, ...]]:
+    """Every file (bytes, permission bits) and folder (permission bits) under ``root``, but
+    patchbay's state folder."""
+    out: dict[str, tuple[object, ...]] = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        if rel.split(os.sep)[0] == ".patchbay":
+            continue
+        mode = stat.S_IMODE(os.lstat(path).st_mode)
+        out[rel] = ("dir", mode) if path.is_dir() else ("file", path.read_bytes(), mode)
+    return out
+
+
+def _own_bits(case: Case, rel: str, mode: int) -> int:
+    """The permission bits patchbay leaves on a file patched in place (docs/patchset-format.md:
+    it keeps its own; a declared mode change turns the executable bits on where readable, as
+    ``chmod +x``, or off), from its pristine bits and whether each step makes it executable."""
+    for before, after in zip(case.states, case.states[1:], strict=False):
+        was, now = before[rel][1] & 0o100, after[rel][1] & 0o100
+        if was != now:
+            mode = mode | ((mode & 0o444) >> 2) if now else mode & ~0o111
+    return mode
+
+
+def _expected(case: Case, reference: Path) -> dict[str, tuple[object, ...]]:
+    """The tree git leaves, with patchbay's rule for the files patched in place: those in every
+    state (never created, deleted or renamed)."""
+    tree = _tree(reference)
+    prefix = f"{case.path}/" if case.path else ""
+    in_place = set.intersection(*(set(s) for s in case.states))
+    for rel in in_place:
+        kind, data, git_mode = tree[prefix + rel]
+        mode = _own_bits(case, rel, case.states[0][rel][1])
+        assert mode & 0o100 == git_mode & 0o100  # type: ignore[operator]
+        tree[prefix + rel] = (kind, data, mode)
+    return tree
+
+
+@pytest.fixture
+def umask() -> object:
+    old = os.umask(0o022)
+    yield lambda mask: os.umask(mask)
+    os.umask(old)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_diff_leaves_the_tree_git_apply_leaves_and_revert_the_pristine_one(
+    tmp_path: Path, case: Case, umask: object
+) -> None:
+    umask(case.umask)  # type: ignore[operator]
+    steps = list(zip(case.states, case.states[1:], strict=False))
+    diffs = [_git_diff(tmp_path / f"diff{i}", a, b) for i, (a, b) in enumerate(steps)]
+    pristine = tmp_path / "pristine"
+    (pristine / "pkg").mkdir(parents=True)  # the target package (a folder under the root)
+    _materialise(pristine / case.path, case.states[0])
+    reference = tmp_path / "git"
+    shutil.copytree(pristine, reference, symlinks=True)
+    for i, diff in enumerate(diffs):
+        (tmp_path / f"p{i}.patch").write_bytes(diff)
+        _git(reference / case.path, "apply", "--whitespace=nowarn", str(tmp_path / f"p{i}.patch"))
+    site = tmp_path / "site"
+    shutil.copytree(pristine, site, symlinks=True)
+    target: dict[str, object] = {"package": "pkg", **({"path": case.path} if case.path else {})}
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": f"p{i}", "kind": "diff", "file": f"p{i}.patch"} for i in range(len(diffs))],
+        targets={"engine": target},
+        files={f"p{i}.patch": diff for i, diff in enumerate(diffs)},
+    )
+    patchset = load_patchset(ps)
+    env = resolve_environment(patchset, root=site)
+    assert apply_patchset(patchset, env).applied == [f"p{i}" for i in range(len(diffs))]
+    assert _tree(site) == _expected(case, reference)
+    # each patch's ledger record is its own step (a later one starts from the earlier result)
+    for i, (before, after) in enumerate(steps):
+        entry = Ledger(env.state_dir).find(patchset.name, f"p{i}")
+        assert entry is not None
+        recorded = {r.path: (r.before, r.after) for r in entry.files}
+        changed = {p for p in {*before, *after} if before.get(p) != after.get(p)}
+        assert recorded == {
+            p: tuple(sha256_bytes(s[p][0]) if p in s else None for s in (before, after))
+            for p in changed
+        }
+    assert revert_patchset(load_patchset(ps), env).ids == [
+        f"p{i}" for i in reversed(range(len(diffs)))
+    ]
+    assert _tree(site) == _tree(pristine)
+
+
+def _read_only(folder: Path) -> list[str] | None:
+    """Make ``folder`` refuse new entries, also to root (``chattr +i``); returns the command that
+    undoes it, or None when this system cannot."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        return ["chmod", "755", str(folder)]
+    if shutil.which("chattr") is None:
+        return None
+    done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, check=False)
+    return ["chattr", "-i", str(folder)] if done.returncode == 0 else None
+
+
+def test_a_file_that_cannot_be_written_is_named_with_its_patch_and_nothing_is_left_changed(
+    tmp_path: Path,
+) -> None:
+    """The second patch adds a file in a folder that refuses new entries: the one error line
+    names that file (not the temporary file or the folder) and that patch, and the first
+    patch is rolled back: its edit, its new file with the folders made for it, and its deleted
+    file with the folders its deletion emptied."""
+    site = tmp_path / "site"
+    first = {"a.py": BODY, "gone/deep/x.py": b"X = 1\n"}
+    _materialise(site, _pkg({**first, "locked/keep.py": b"K = 1\n"}))
+    edit = _git_diff(
+        tmp_path / "d0", _pkg(first), _pkg({"a.py": EDITED, "made/dir/n.py": b"N = 0\n"})
+    )
+    add = _git_diff(tmp_path / "d1", _pkg(), _pkg({"locked/new.py": b"N = 1\n"}))
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "edit", "kind": "diff", "file": "edit.patch"},
+         {"id": "add", "kind": "diff", "file": "add.patch"}],
+        targets={"engine": {"package": "pkg"}},
+        files={"edit.patch": edit, "add.patch": add},
+    )  # fmt: skip
+    pristine = _tree(site)
+    undo = _read_only(site / "pkg" / "locked")
+    if undo is None:
+        pytest.skip("cannot make a folder refuse new entries here")
+    try:
+        res = run_main("apply", ps, "--root", site)
+    finally:
+        subprocess.run(undo, check=True)
+    assert res.code == 1 and res.crash is None, res.err
+    lines = res.err.strip().splitlines()
+    assert lines[0].startswith(f"patchbay: error: {site / 'pkg/locked/new.py'}: patch add: "), lines
+    assert "every file this run touched was restored" in lines[0]
+    assert _tree(site) == pristine
+    assert not (site / ".patchbay" / "journal").exists()
