@@ -16,7 +16,8 @@ rich, typer, click, GitPython, PyYAML nor the patch kinds; ``validate`` imports 
 GitPython and no engine probe; ``validate`` and a cold ``apply --root`` of a diff-only
 patchset (a generated tree of 200 files, 5 diffs) import none of pydantic (not a dependency
 any more), packaging (loaded for pins only), filelock (the state lock is ``flock``), rich (off a
-terminal), GitPython, requests and dataclasses (the records on that path are msgspec Structs:
+terminal), GitPython, requests, subprocess (patchbay writes diffs itself, and a run with
+``--root`` probes no interpreter) and dataclasses (the records on that path are msgspec Structs:
 a dataclass costs about 0.8 ms to create at import, a Struct a few microseconds).
 
 Run it as ``.venv/bin/python benchmarks/bench_startup.py`` from the repository root (about a
@@ -49,7 +50,9 @@ from _generate import build_patches, build_tree
 HELP_TARGET = 4.0
 HEAVY = ("pydantic", "rich", "typer", "click", "git", "yaml", "patchbay.kinds", "patchbay.model")
 # what validate and a cold apply of a patchset of diffs never need (off a terminal)
-NOT_FOR_DIFFS = ("pydantic", "packaging", "filelock", "rich", "git", "requests", "dataclasses")
+NOT_FOR_DIFFS = (
+    "pydantic", "packaging", "filelock", "rich", "git", "requests", "dataclasses", "subprocess"
+)  # fmt: skip
 
 # which modules a command line imports, printed as JSON by the interpreter of the install
 _IMPORTS = r"""

@@ -1,12 +1,12 @@
 """What each command imports (start-up time is the cost of a short run): ``--help``,
 ``--version`` and a verified no-op ``apply`` import neither msgspec (nor the models, the kinds,
 YAML) nor rich nor GitPython; a cold ``apply`` off a terminal, and ``validate``, of a patchset
-without pins validate it (msgspec, the models) but draw nothing (no rich), spawn ``git``
-without GitPython, lock with ``flock`` (no filelock) and load neither packaging (pins) nor
-requests (downloads) nor pydantic (no longer a dependency) nor dataclasses (the records on
-that path are msgspec Structs, created in C) nor the lock file of remote sources. Each case
-runs the real :func:`patchbay.cli.main` in a fresh interpreter and reads its
-``sys.modules``."""
+without pins validate it (msgspec, the models) but draw nothing (no rich), write diffs without
+git (with ``--root`` nothing is spawned at all: no subprocess), lock with ``flock`` (no
+filelock) and load neither packaging (pins) nor requests (downloads) nor pydantic (no longer a
+dependency) nor dataclasses (the records on that path are msgspec Structs, created in C) nor
+the lock file of remote sources. Each case runs the real :func:`patchbay.cli.main` in a fresh
+interpreter and reads its ``sys.modules``."""
 
 from __future__ import annotations
 
@@ -22,13 +22,14 @@ from conftest import write_patchset
 HEAVY = ("pydantic", "msgspec", "rich", "git", "typer", "yaml", "patchbay.model",
          "patchbay.kinds", "patchbay.engine", "requests", "packaging", "filelock",
          "patchbay.kinds.pip", "patchbay.kinds.artifact", "patchbay.kinds.command",
-         "patchbay.fetch", "dataclasses", "patchbay.lockfile")  # fmt: skip
+         "patchbay.fetch", "dataclasses", "patchbay.lockfile",
+         "subprocess")  # fmt: skip
 # what a run on a patchset of diffs and edits never needs (off a terminal): no pins, downloads
 # or commands
 NOT_FOR_PLAIN_PATCHES = {"pydantic", "rich", "git", "typer", "requests", "packaging", "filelock",
                          "patchbay.kinds.pip", "patchbay.kinds.artifact",
                          "patchbay.kinds.command", "patchbay.fetch", "dataclasses",
-                         "patchbay.lockfile"}  # fmt: skip
+                         "patchbay.lockfile", "subprocess"}  # fmt: skip
 PROBE = f"""
 import io, json, sys, contextlib
 from patchbay.cli import main

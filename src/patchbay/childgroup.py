@@ -23,13 +23,15 @@ import errno
 import os
 import select
 import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import subprocess
 
 GUARD = Path(__file__).with_name("_group_guard.py")
 # seconds a group has between SIGTERM and SIGKILL
@@ -63,6 +65,8 @@ def run_in_group(
         BaseException: whatever interrupted the wait (``KeyboardInterrupt``...), after the
             group was killed.
     """
+    import subprocess  # here: the transaction imports this module for signals_held alone
+
     control_r, control_w = os.pipe()
     status_r, status_w = os.pipe()
     try:

@@ -12,11 +12,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import selectors
 import shutil
 import signal
 import stat
-import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,6 +26,8 @@ from .errors import EnvironmentProbeError, InputError, RefusedError
 from .paths import inside
 
 if TYPE_CHECKING:  # imported lazily: `apply`'s verified no-op needs neither
+    import subprocess  # (and only the probe spawns a process: a run with --root does not)
+
     from .model import Patchset, PatchSpec, Target
 
 PROBE_TIMEOUT_S = 120.0  # the whole probe: a huge sys.path takes a while to list
@@ -254,6 +254,8 @@ def probe(
     chosen = timeout is not None or bool(os.environ.get(PROBE_TIMEOUT_ENV))
     silence = limit if chosen else min(PROBE_SILENCE_S, limit)
     payload = json.dumps({"packages": packages, "distributions": distributions})
+    import subprocess
+
     try:
         proc = subprocess.Popen(
             [python, "-c", _PROBE, payload],
@@ -318,6 +320,8 @@ def _first_output(proc: subprocess.Popen[bytes], seconds: float) -> tuple[bytes,
     assert proc.stdout is not None and proc.stderr is not None
     got = {proc.stdout.fileno(): b"", proc.stderr.fileno(): b""}
     deadline = time.monotonic() + seconds
+    import selectors
+
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout.fileno(), selectors.EVENT_READ)
         sel.register(proc.stderr.fileno(), selectors.EVENT_READ)
