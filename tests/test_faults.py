@@ -60,3 +60,16 @@ def test_a_killed_revert_ends_applied_or_reverted(fixture: Fixture, tmp_path: Pa
     ]
     assert [o for o in outcomes if not o.ok] == [], "\n".join(str(o) for o in outcomes)
     assert all(o.killed for o in outcomes), [o.name for o in outcomes if not o.killed]
+
+
+@pytest.mark.parametrize("fault", ["kill@file-staged:1", "kill@file-staged:3"])
+def test_a_run_killed_with_a_file_staged_leaves_no_temporary_file(
+    fixture: Fixture, tmp_path: Path, fault: str
+) -> None:
+    """Killed with a file's new content complete under its temporary name, before the rename
+    (a diff's file, then an edit's): recovery removes the temporary file with the rest of the
+    run (a left ``.<name>.<hex>.patchbay`` is a half tree to the judge, which lists dotfiles)."""
+    for recover_first in (True, False):
+        out = run_scenario(fixture, tmp_path / f"r{int(recover_first)}", fault=fault,
+                           recover_first=recover_first)  # fmt: skip
+        assert out.killed and out.ok, str(out)

@@ -19,6 +19,10 @@ header names the store (a folder under one of the roots), so recovery finds it w
 caller; a journal of format 1 has no such entries and is recovered as before, one of a format
 newer than :data:`JOURNAL_FORMAT` is refused whole.
 
+New content is written under a temporary name beside its file (:func:`staging_file`:
+``.<name>.<8 hex digits>.patchbay``) and renamed into place once complete; a run killed in
+between leaves that file, and rollback removes it beside every journaled file of the run.
+
 Rollback restores only what changed (each file is compared with its original first), goes on
 past a file it cannot restore, and reports every such file with the place its original is kept;
 the journal then stays, and the next run tries again.
@@ -54,7 +58,6 @@ import re
 import shutil
 import signal
 import stat
-import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -652,6 +655,7 @@ def _restore(
     store: Path | None = None,
 ) -> Rollback:
     outcome = Rollback()
+    _remove_staging_files(entries)
     still_needed: set[Path] = set()  # store entries that keep an original not put back
     for entry in reversed(entries):
         path = Path(entry["path"])
@@ -761,6 +765,50 @@ def fault_point(name: str) -> None:
 _FAULT_HITS: dict[str, int] = {}
 
 
+# a file's new content is written first under ".<name>.<8 hex digits>.patchbay" in its folder
+_STAGING = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{8}\.patchbay")
+
+
+def staging_file(path: Path) -> tuple[int, str]:
+    """Create the temporary file ``path``'s new content is written to before it is renamed
+    into place: ``.<name>.<8 hex digits>.patchbay`` in ``path``'s folder, new (``O_EXCL``),
+    mode 0600. A run killed before the rename leaves it; recovery removes it with the rest of
+    the run (:func:`recover`).
+
+    Returns:
+        ``(descriptor, path)``, the descriptor open for writing.
+
+    Raises:
+        OSError: the folder refuses a new file.
+    """
+    while True:
+        name = os.path.join(path.parent, f".{path.name}.{os.urandom(4).hex()}.patchbay")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), name
+        except FileExistsError:  # 1 in 4 billion: another name
+            continue
+
+
+def _remove_staging_files(entries: list[dict[str, Any]]) -> None:
+    """Remove the temporary files (:func:`staging_file`) a killed run left beside the files
+    it journaled (before their folders made by the run are removed): each folder is listed
+    once, and only a name of that shape for a journaled file's name goes."""
+    names: dict[str, set[str]] = {}
+    for entry in entries:
+        folder, name = os.path.split(entry["path"])
+        names.setdefault(folder, set()).add(name)
+    for folder, wanted in names.items():
+        try:
+            listing = os.listdir(folder)
+        except OSError:  # gone, or no folder: nothing staged in it
+            continue
+        for item in listing:
+            m = _STAGING.fullmatch(item)
+            if m and m["name"] in wanted:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(folder, item))
+
+
 def write_atomic(
     path: Path, data: bytes, *, mode: int | None = None, durable: bool = False
 ) -> None:
@@ -779,7 +827,7 @@ def write_atomic(
             mode = os.stat(path).st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".patchbay")
+    fd, tmp = staging_file(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -787,6 +835,7 @@ def write_atomic(
                 fh.flush()
                 os.fsync(fh.fileno())
         os.chmod(tmp, mode)
+        fault_point("file-staged")  # complete under its temporary name (recovery removes it)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

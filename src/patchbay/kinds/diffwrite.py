@@ -25,12 +25,11 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..transaction import fault_point
+from ..transaction import fault_point, staging_file
 
 if TYPE_CHECKING:
     from ..tree import Tree
@@ -138,7 +137,7 @@ def _write_file(path: Path, data: bytes, mode: int, replacing: bool) -> None:
         OSError: the temporary file cannot be made or written, or a rename fails; the
             temporary file is then removed.
     """
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".patchbay")
+    fd, tmp = staging_file(path)
     try:
         try:
             view = memoryview(data)
@@ -147,6 +146,7 @@ def _write_file(path: Path, data: bytes, mode: int, replacing: bool) -> None:
             os.fchmod(fd, mode)
         finally:
             os.close(fd)
+        fault_point("file-staged")  # complete under its temporary name (recovery removes it)
         if replacing:
             os.unlink(path)
         os.rename(tmp, path)
