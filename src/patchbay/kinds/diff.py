@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import re
 import stat
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -435,6 +434,8 @@ class DiffKind(FileKind):
 
     def _binary_result(self, fp: FilePatch, before: bytes | None) -> bytes:
         """Let git compute a binary patch's result in a scratch folder."""
+        import tempfile  # binary patches only (a text-only run does without it)
+
         with tempfile.TemporaryDirectory(prefix="patchbay-bin-") as scratch:
             root = Path(scratch)
             if before is not None and fp.old_path:
