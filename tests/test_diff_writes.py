@@ -78,6 +78,11 @@ CASES = [
          [_pkg({"on.py": b"A\n", "off.py": (b"B\n", 0o755), "private.py": (b"C\n", 0o600)}),
           _pkg({"on.py": (b"A\n", 0o755), "off.py": b"B\n", "private.py": (b"C\n", 0o700)})]),
     Case("mode-and-content", [_pkg({"a.py": BODY}), _pkg({"a.py": (EDITED, 0o755)})]),
+    Case("setuid-and-setgid-dropped-by-a-write",
+         [_pkg({"s.py": (BODY, 0o4755), "g.py": (BODY, 0o2644)}),
+          _pkg({"s.py": (EDITED, 0o755), "g.py": (EDITED, 0o644)})]),
+    Case("setuid-file-made-executable",
+         [_pkg({"s.py": (b"A\n", 0o4644)}), _pkg({"s.py": (b"A\n", 0o755)})]),
     Case("binary-add-modify-delete",
          [_pkg({"k.co": BIN, "gone.co": b"\0" * 64}),
           _pkg({"k.co": BIN[::-1], "bin/new.co": (b"\0\1" * 99, 0o755)})]),
@@ -136,8 +141,12 @@ def _tree(root: Path) -> dict[str, tuple[object, ...]]:
 def _own_bits(case: Case, rel: str, mode: int) -> int:
     """The permission bits patchbay leaves on a file patched in place (docs/patchset-format.md:
     it keeps its own; a declared mode change turns the executable bits on where readable, as
-    ``chmod +x``, or off), from its pristine bits and whether each step makes it executable."""
-    for before, after in zip(case.states, case.states[1:], strict=False):
+    ``chmod +x``, or off; set-user-ID and set-group-ID go once it is written), from its
+    pristine bits and whether each step makes it executable."""
+    steps = list(zip(case.states, case.states[1:], strict=False))
+    if any(before[rel] != after[rel] for before, after in steps):
+        mode &= ~0o6000
+    for before, after in steps:
         was, now = before[rel][1] & 0o100, after[rel][1] & 0o100
         if was != now:
             mode = mode | ((mode & 0o444) >> 2) if now else mode & ~0o111

@@ -97,7 +97,10 @@ def permissions(before: int, mode: str | None) -> int:
     """The permission bits a patched file gets: its own (``before``, e.g. 0o444), with the
     executable bits turned on where it is readable (as ``chmod +x``) or off, only when the
     patch's git ``mode`` (``"100755"``/``"100644"``, None: not changed) asks for the other
-    state than the file is in."""
+    state than the file is in; never the set-user-ID and set-group-ID bits, which Linux clears
+    when an unprivileged process writes such a file (and git, which writes 0644 or 0755,
+    drops): patched content, or a file made executable, is no privileged program."""
+    before &= ~(stat.S_ISUID | stat.S_ISGID)
     if mode is None:
         return before
     executable = bool(int(mode, 8) & 0o111)
