@@ -763,13 +763,14 @@ _FAULT_HITS: dict[str, int] = {}
 
 
 def write_atomic(
-    path: Path, data: bytes, *, mode: int | None = None, durable: bool = False
+    path: Path, data: bytes | Iterable[bytes], *, mode: int | None = None, durable: bool = False
 ) -> None:
     """Replace ``path`` with ``data`` through a temporary file and a rename (a new inode).
 
     Args:
         path: destination; its folder must exist.
-        data: the new bytes.
+        data: the new bytes, or pieces of them written in order (a large document, such as
+            the ledger, need not be joined in memory first).
         mode: permission bits; default: those of the file being replaced, else 0o644.
         durable: fsync the data before the rename and the folder after it (for the ledger;
             engine files and blobs are covered by the journal against a killed run, and are
@@ -783,7 +784,10 @@ def write_atomic(
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".patchbay")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if isinstance(data, bytes):
+                fh.write(data)
+            else:
+                fh.writelines(data)
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
