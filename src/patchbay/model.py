@@ -24,7 +24,7 @@ from .errors import InputError
 from .inputfiles import PATCHSET_FILENAMES
 from .paths import check_relative
 from .validation import FieldError, check_field, convert, problem_of
-from .yamlfile import YamlDocument, load_yaml
+from .yamlfile import YamlDocument, lines_only, load_yaml
 
 SCHEMA_VERSION = 1
 
@@ -548,7 +548,8 @@ class Patchset:
         spec: the validated YAML content.
         path: the YAML file.
         folder: the patchset folder (patch files are relative to it).
-        document: the YAML document, for line numbers in later errors.
+        document: the YAML document's lines, for line numbers in later errors (its data is
+            the spec once validated, and is not kept: :func:`~patchbay.yamlfile.lines_only`).
     """
 
     spec: PatchsetSpec
@@ -650,7 +651,8 @@ def patchset_from_document(doc: YamlDocument) -> Patchset:
                     )
     if problems:
         raise _problems_error(yaml_path, problems)
-    return Patchset(spec=spec, path=yaml_path, folder=yaml_path.parent, document=doc)
+    # the document's data is the spec now: keep only its lines, for later messages
+    return Patchset(spec=spec, path=yaml_path, folder=yaml_path.parent, document=lines_only(doc))
 
 
 def _order_problems(
