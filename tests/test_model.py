@@ -227,3 +227,27 @@ def test_a_patch_deep_in_the_list_is_named_at_its_line_after_loading(tmp_path: P
     assert lines[ps.patch_line(35, "waiver") - 1] == "  - id: p35"
     assert lines[ps.document.line_of(("image", "reference")) - 1].startswith("image:")
     assert dict(ps.document.lines) == load_yaml(tmp_path / "patchset.yaml").lines
+
+
+def test_yaml_aliases_build_every_copy_whole(tmp_path: Path) -> None:
+    # the node tree is let go of while its values are built; what an alias names is kept
+    # until its last copy is built
+    import yaml
+
+    from patchbay.yamlfile import parse_yaml
+
+    text = dedent(
+        """
+        base: &base {package: demo_engine, path: [a, &leaf b]}
+        list: &list [x, {y: *leaf}]
+        targets:
+          one: *base
+          two: {inner: *base, more: *list}
+        again: [*list, *list, *leaf]
+        """
+    )
+    doc = parse_yaml(text, tmp_path / "p.yaml")
+    assert doc.data == yaml.safe_load(text)
+    lines = text.splitlines()
+    assert lines[doc.lines[("targets", "two", "inner", "path", 1)] - 1].startswith("base:")
+    assert lines[doc.lines[("again", 1, 1, "y")] - 1].startswith("list:")

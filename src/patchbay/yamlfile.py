@@ -165,9 +165,9 @@ def parse_yaml(text: str, path: Path, first_line: int = 1) -> YamlDocument:
     doc = YamlDocument(path=path, data=None)
     if node is None:
         return doc
-    _check_expansion(node, path)
+    met_again = _check_expansion(node, path)
     constructor = yaml.SafeLoader("")
-    doc.data = _build(node, (), doc, constructor)
+    doc.data = _build(node, (), doc, constructor, met_again)
     return doc
 
 
@@ -177,10 +177,11 @@ _PLAIN_TAGS = {
 }
 
 
-def _check_expansion(root: yaml.Node, path: Path) -> None:
+def _check_expansion(root: yaml.Node, path: Path) -> set[int]:
     """Refuse a document whose aliases expand past the limits, from the composed node graph
     (in which an alias is the anchored node met again), before building anything: the size of
-    each node is computed once, so a bomb costs what its text costs.
+    each node is computed once, so a bomb costs what its text costs. Returns the ``id`` of
+    every collection node met again (the anchored ones that an alias names).
 
     Raises:
         InputError: too many aliases, too many values once expanded, an alias inside its own
@@ -188,6 +189,7 @@ def _check_expansion(root: yaml.Node, path: Path) -> None:
     """
     sizes: dict[int, int] = {}
     active: set[int] = set()
+    met_again: set[int] = set()
     aliases = 0
 
     def refuse(node: yaml.Node, problem: str) -> InputError:
@@ -198,6 +200,7 @@ def _check_expansion(root: yaml.Node, path: Path) -> None:
         key = id(node)
         if key in sizes:
             if not isinstance(node, yaml.ScalarNode):
+                met_again.add(key)
                 aliases += 1
                 if aliases > MAX_ALIASES:
                     raise refuse(node, f"more than {MAX_ALIASES} YAML aliases (an alias bomb?)")
@@ -219,9 +222,25 @@ def _check_expansion(root: yaml.Node, path: Path) -> None:
         return total
 
     size(root, 0)
+    return met_again
 
 
-def _build(node: yaml.Node, key_path: KeyPath, doc: YamlDocument, constructor: Any) -> Any:
+def _build(
+    node: yaml.Node,
+    key_path: KeyPath,
+    doc: YamlDocument,
+    constructor: Any,
+    met_again: set[int],
+    once: bool = True,
+) -> Any:
+    """The plain value of ``node``; its lines go to ``doc.lines``.
+
+    A collection built ``once`` (neither it nor a collection around it is named by an alias,
+    see :func:`_check_expansion`) lets go of each child node once that is built, so that the
+    node tree of a large document shrinks while its values grow, instead of both being held
+    whole at the peak of loading.
+    """
+    once = once and id(node) not in met_again
     doc.lines.setdefault(key_path, node.start_mark.line + 1)
     if node.tag not in _PLAIN_TAGS:
         raise InputError(
@@ -231,7 +250,7 @@ def _build(node: yaml.Node, key_path: KeyPath, doc: YamlDocument, constructor: A
         )
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
+        for n, (key_node, value_node) in enumerate(node.value):
             line = key_node.start_mark.line + 1
             if not isinstance(key_node, yaml.ScalarNode):
                 raise InputError("mapping keys must be plain scalars", file=doc.path, line=line)
@@ -242,10 +261,17 @@ def _build(node: yaml.Node, key_path: KeyPath, doc: YamlDocument, constructor: A
                 raise InputError(f"duplicate key {key!r}", file=doc.path, line=line)
             child = (*key_path, key)
             doc.lines[child] = line
-            out[key] = _build(value_node, child, doc, constructor)
+            out[key] = _build(value_node, child, doc, constructor, met_again, once)
+            if once:
+                node.value[n] = None
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_build(item, (*key_path, i), doc, constructor) for i, item in enumerate(node.value)]
+        items = []
+        for i, item in enumerate(node.value):
+            items.append(_build(item, (*key_path, i), doc, constructor, met_again, once))
+            if once:
+                node.value[i] = None
+        return items
     return _scalar(node, doc, constructor)
 
 
