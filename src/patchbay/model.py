@@ -548,8 +548,8 @@ class Patchset:
         spec: the validated YAML content.
         path: the YAML file.
         folder: the patchset folder (patch files are relative to it).
-        document: the YAML document's lines, for line numbers in later errors (its data is
-            the spec once validated, and is not kept: :func:`~patchbay.yamlfile.lines_only`).
+        document: the YAML document, for line numbers in later errors (of a patchset
+            :func:`load_patchset` read, its lines only: :func:`~patchbay.yamlfile.lines_only`).
     """
 
     spec: PatchsetSpec
@@ -603,7 +603,10 @@ def load_patchset(path: Path) -> Patchset:
             ids, a patch naming an unknown target.
     """
     yaml_path = find_patchset_file(path)
-    return patchset_from_document(load_yaml(yaml_path))
+    patchset = patchset_from_document(load_yaml(yaml_path))
+    # the document's data is the spec now: keep only its lines, for later messages
+    patchset.document = lines_only(patchset.document)
+    return patchset
 
 
 def patchset_from_document(doc: YamlDocument) -> Patchset:
@@ -651,8 +654,7 @@ def patchset_from_document(doc: YamlDocument) -> Patchset:
                     )
     if problems:
         raise _problems_error(yaml_path, problems)
-    # the document's data is the spec now: keep only its lines, for later messages
-    return Patchset(spec=spec, path=yaml_path, folder=yaml_path.parent, document=lines_only(doc))
+    return Patchset(spec=spec, path=yaml_path, folder=yaml_path.parent, document=doc)
 
 
 def _order_problems(
