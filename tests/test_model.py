@@ -192,3 +192,62 @@ def test_kimi_k3_patchset_validates_offline_with_unlocked_content_marked() -> No
     assert {p.kind for p in ps.patches} == {"diff", "artifact", "command", "pip"}
     assert ps.spec.protected == ["vllm", "torch", "amd-aiter"]
     assert not (REPO / "patchsets" / "kimik3-mi355x-vllm" / "patchbay.lock").exists()
+
+
+def test_a_patch_deep_in_the_list_is_named_at_its_line_after_loading(tmp_path: Path) -> None:
+    # the loaded patchset keeps the YAML's lines, not its data: a problem found later (a
+    # patch file missing at load_patches) still names file:line of the key, for every shape
+    from patchbay.engine import load_patches
+    from patchbay.yamlfile import load_yaml
+
+    (tmp_path / "ok.patch").write_text("--- a/f.py\n+++ b/f.py\n@@ -1 +1 @@\n-a\n+b\n")
+    text = HEAD
+    for n in range(40):
+        name = "missing.patch" if n == 34 else "ok.patch"
+        if n % 3 == 0:  # flow style, one line
+            text += (
+                f"  - {{id: p{n}, kind: diff, target: engine, description: d, "
+                f"upstream: [o/r#{n}], file: {name}}}\n"
+            )
+        else:
+            text += f"  - id: p{n}\n    kind: diff\n    target: engine\n    description: d\n"
+            text += "    upstream:\n      - o/r#1\n      - o/r#2\n" if n % 3 == 1 else ""
+            text += "    upstream: [o/r#3]\n    after: [p0]\n" if n % 3 == 2 else ""
+            text += f"    file: {name}\n"
+    ps = load(tmp_path, text)
+    lines = text.splitlines()
+    with pytest.raises(InputError) as exc:
+        load_patches(ps)
+    assert exc.value.file == str(tmp_path / "patchset.yaml")
+    assert lines[exc.value.line - 1] == "    file: missing.patch"
+    assert exc.value.patch_id == "p34"
+    assert lines[ps.patch_line(34, "upstream", 1) - 1] == "      - o/r#2"
+    assert lines[ps.patch_line(35, "after", 0) - 1] == "    after: [p0]"
+    # a key the patch does not have: the line of the patch itself, as before
+    assert lines[ps.patch_line(35, "waiver") - 1] == "  - id: p35"
+    assert lines[ps.document.line_of(("image", "reference")) - 1].startswith("image:")
+    assert dict(ps.document.lines) == load_yaml(tmp_path / "patchset.yaml").lines
+
+
+def test_yaml_aliases_build_every_copy_whole(tmp_path: Path) -> None:
+    # the node tree is let go of while its values are built; what an alias names is kept
+    # until its last copy is built
+    import yaml
+
+    from patchbay.yamlfile import parse_yaml
+
+    text = dedent(
+        """
+        base: &base {package: demo_engine, path: [a, &leaf b]}
+        list: &list [x, {y: *leaf}]
+        targets:
+          one: *base
+          two: {inner: *base, more: *list}
+        again: [*list, *list, *leaf]
+        """
+    )
+    doc = parse_yaml(text, tmp_path / "p.yaml")
+    assert doc.data == yaml.safe_load(text)
+    lines = text.splitlines()
+    assert lines[doc.lines[("targets", "two", "inner", "path", 1)] - 1].startswith("base:")
+    assert lines[doc.lines[("again", 1, 1, "y")] - 1].startswith("list:")

@@ -258,14 +258,18 @@ def test_the_ledger_is_written_one_line_per_entry_and_reads_back_as_it_was(
             entry = LedgerEntry(patch_id, "diff", str(n), "2026-01-01T00:00:00+00:00", "0.1.0")
             entry.files, entry.extra = files, {"argv": ["x", {"y": None}]}
             ledger.put(patchset, entry)
-    ledger.set_identity("ps", {"files": [["pkg/m.py", "2" * 64]]})
+    identity = {"files": [["pkg/m.py", "2" * 64]], "env": {"b": [1, None], "a": {"z": 0.5}}}
+    ledger.set_identity("ps", identity)
     with Transaction(tmp_path / "journal", [tmp_path]) as txn:
         ledger.save(txn)
         txn.commit()
     text = (tmp_path / "ledger.json").read_text()
     again = Ledger(tmp_path)
     assert again.all_entries() == ledger.all_entries()
-    assert again.identity("ps") == {"files": [["pkg/m.py", "2" * 64]]}
+    assert again.identity("ps") == identity
     assert json.loads(text) == ledger._data
     entry_lines = [line for line in text.splitlines() if '"patch_id"' in line]
     assert len(entry_lines) == 4  # one line per applied patch
+    # written in pieces, the identity still reads as one line of sorted keys
+    line = f'      "applied_identity": {json.dumps(identity, sort_keys=True)},'
+    assert line in text.splitlines()

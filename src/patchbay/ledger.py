@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -305,36 +306,63 @@ class Ledger:
         if self.blob_dir.is_dir():  # the blobs it names (links, mostly) are durable before it
             fsync_dir(self.blob_dir)
         txn.save(self.path)
-        write_atomic(self.path, _ledger_text(self._data).encode(), mode=0o644, durable=True)
+        # written piece by piece: a ledger of 10,000 entries is ~12 MB of text, which joined
+        # (and then encoded) would be held two or three times over at the run's peak
+        pieces = (piece.encode() for piece in _ledger_pieces(self._data))
+        write_atomic(self.path, pieces, mode=0o644, durable=True)
         fault_point("ledger-written")
 
 
-def _ledger_text(data: dict[str, Any]) -> str:
-    """``ledger.json``'s text: the document indented by two spaces with sorted keys, but each
-    ledger entry on one line of its own (readable and greppable, one line per applied patch;
-    and written by the json module's C encoder, which an indented document does not use, so a
-    ledger of thousands of entries costs no pure-Python encoding and no list of its pieces)."""
+def _ledger_pieces(data: dict[str, Any]) -> Iterator[str]:
+    """``ledger.json``'s text, in pieces that join to it (one per ledger entry, mostly): the
+    document indented by two spaces with sorted keys, but each ledger entry on one line of its
+    own (readable and greppable, one line per applied patch; and written by the json module's C
+    encoder, which an indented document does not use, so a ledger of thousands of entries costs
+    no pure-Python encoding and is never held whole as text)."""
     buckets = data.get("patchsets")
     if set(data) != {"format", "patchsets"} or not isinstance(buckets, dict):
-        return json.dumps(data, indent=2, sort_keys=True) + "\n"  # no ledger of today's shape
+        yield json.dumps(data, indent=2, sort_keys=True) + "\n"  # no ledger of today's shape
+        return
     if not all(isinstance(b, dict) for b in buckets.values()):
-        return json.dumps(data, indent=2, sort_keys=True) + "\n"
-    out = ["{\n", f'  "format": {json.dumps(data["format"])},\n', '  "patchsets": {']
+        yield json.dumps(data, indent=2, sort_keys=True) + "\n"
+        return
+    yield "{\n" + f'  "format": {json.dumps(data["format"])},\n' + '  "patchsets": {'
     names = sorted(buckets)
     for n, name in enumerate(names):
         bucket = buckets[name]
-        out.append(f"\n    {json.dumps(name)}: {{")
+        yield f"\n    {json.dumps(name)}: {{"
         keys = sorted(bucket)
         for k, key in enumerate(keys):
-            out.append(f"\n      {json.dumps(key)}: ")
+            yield f"\n      {json.dumps(key)}: "
             value = bucket[key]
             if key == "entries" and isinstance(value, list) and value:
-                lines = [json.dumps(e, sort_keys=True) for e in value]
-                out.append("[\n        " + ",\n        ".join(lines) + "\n      ]")
+                yield "[\n        "
+                for i, entry in enumerate(value):
+                    yield (",\n        " if i else "") + json.dumps(entry, sort_keys=True)
+                yield "\n      ]"
             else:
-                out.append(json.dumps(value, sort_keys=True))
-            out.append("," if k < len(keys) - 1 else "")
-        out.append("\n    }" + ("," if n < len(names) - 1 else ""))
-    out.append("\n  }\n" if names else "}\n")
-    out.append("}\n")
-    return "".join(out)
+                yield from _json_pieces(value, 2)  # the applied identity: one item per file
+            yield "," if k < len(keys) - 1 else ""
+        yield "\n    }" + ("," if n < len(names) - 1 else "")
+    yield "\n  }\n" if names else "}\n"
+    yield "}\n"
+
+
+def _json_pieces(value: Any, depth: int) -> Iterator[str]:
+    """``json.dumps(value, sort_keys=True)`` in pieces: the items of lists and of mappings
+    with string keys, ``depth`` levels down, each encoded apart (and whole below that)."""
+    if depth and isinstance(value, list):
+        yield "["
+        for i, item in enumerate(value):
+            if i:
+                yield ", "
+            yield from _json_pieces(item, depth - 1)
+        yield "]"
+    elif depth and isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        yield "{"
+        for i, key in enumerate(sorted(value)):
+            yield (", " if i else "") + json.dumps(key) + ": "
+            yield from _json_pieces(value[key], depth - 1)
+        yield "}"
+    else:
+        yield json.dumps(value, sort_keys=True)

@@ -24,7 +24,7 @@ from .errors import InputError
 from .inputfiles import PATCHSET_FILENAMES
 from .paths import check_relative
 from .validation import FieldError, check_field, convert, problem_of
-from .yamlfile import YamlDocument, load_yaml
+from .yamlfile import YamlDocument, lines_only, load_yaml
 
 SCHEMA_VERSION = 1
 
@@ -547,7 +547,8 @@ class Patchset(msgspec.Struct):
         spec: the validated YAML content.
         path: the YAML file.
         folder: the patchset folder (patch files are relative to it).
-        document: the YAML document, for line numbers in later errors.
+        document: the YAML document, for line numbers in later errors (of a patchset
+            :func:`load_patchset` read, its lines only: :func:`~patchbay.yamlfile.lines_only`).
     """
 
     spec: PatchsetSpec
@@ -601,7 +602,10 @@ def load_patchset(path: Path) -> Patchset:
             ids, a patch naming an unknown target.
     """
     yaml_path = find_patchset_file(path)
-    return patchset_from_document(load_yaml(yaml_path))
+    patchset = patchset_from_document(load_yaml(yaml_path))
+    # the document's data is the spec now: keep only its lines, for later messages
+    patchset.document = lines_only(patchset.document)
+    return patchset
 
 
 def patchset_from_document(doc: YamlDocument) -> Patchset:

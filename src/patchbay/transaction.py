@@ -810,13 +810,14 @@ def _remove_staging_files(entries: list[dict[str, Any]]) -> None:
 
 
 def write_atomic(
-    path: Path, data: bytes, *, mode: int | None = None, durable: bool = False
+    path: Path, data: bytes | Iterable[bytes], *, mode: int | None = None, durable: bool = False
 ) -> None:
     """Replace ``path`` with ``data`` through a temporary file and a rename (a new inode).
 
     Args:
         path: destination; its folder must exist.
-        data: the new bytes.
+        data: the new bytes, or pieces of them written in order (a large document, such as
+            the ledger, need not be joined in memory first).
         mode: permission bits; default: those of the file being replaced, else 0o644.
         durable: fsync the data before the rename and the folder after it (for the ledger;
             engine files and blobs are covered by the journal against a killed run, and are
@@ -830,7 +831,10 @@ def write_atomic(
     fd, tmp = staging_file(path)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            if isinstance(data, bytes):
+                fh.write(data)
+            else:
+                fh.writelines(data)
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
