@@ -245,6 +245,24 @@ def test_a_failed_restore_is_reported_the_others_restored_and_retried(
     assert not [p for p in root.rglob(".patchbay-*")]
 
 
+def test_a_revert_that_cannot_write_a_file_names_that_file(
+    tmp_path: Path, immutable_ok: list[Path]
+) -> None:
+    """Revert writes each original back through a temporary file: an immutable c.py fails the
+    rename, and the one line names c.py (it named the temporary file, which is gone)."""
+    root = _tree(tmp_path, PRISTINE)
+    ps = _ab_patchset(tmp_path)
+    assert cli("apply", ps, "--root", root).code == 0
+    c = root / "demo_engine/c.py"
+    immutable_ok.append(c)
+    _chattr("+i", c)
+    res = cli("revert", ps, "--root", root)
+    assert res.code == 1, res.err
+    assert f"{c}:" in res.err and ".patchbay" not in res.err.replace(str(root / ".patchbay"), "")
+    assert "Traceback" not in res.err
+    assert c.read_text() == "C = 2\n"
+
+
 @pytest.fixture
 def other_fs(tmp_path: Path) -> Iterator[Path]:
     """A state folder on another filesystem than the tree (/dev/shm is a tmpfs here)."""

@@ -822,6 +822,10 @@ def write_atomic(
         durable: fsync the data before the rename and the folder after it (for the ledger;
             engine files and blobs are covered by the journal against a killed run, and are
             not fsynced, as git apply's own writes are not).
+
+    Raises:
+        OSError: the write failed (no space, no permission, an immutable file); its
+            ``filename`` is ``path`` (not the temporary file, which is removed).
     """
     if mode is None:
         try:
@@ -841,9 +845,12 @@ def write_atomic(
         os.chmod(tmp, mode)
         fault_point("file-staged")  # complete under its temporary name (recovery removes it)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.filename != str(path):
+            # name the file being replaced, not the temporary one (which is gone)
+            raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
         raise
     if durable:
         fsync_dir(path.parent)
