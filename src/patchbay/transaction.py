@@ -810,7 +810,12 @@ def _remove_staging_files(entries: list[dict[str, Any]]) -> None:
 
 
 def write_atomic(
-    path: Path, data: bytes | Iterable[bytes], *, mode: int | None = None, durable: bool = False
+    path: Path,
+    data: bytes | Iterable[bytes],
+    *,
+    mode: int | None = None,
+    durable: bool = False,
+    unlink_first: bool = False,
 ) -> None:
     """Replace ``path`` with ``data`` through a temporary file and a rename (a new inode).
 
@@ -822,6 +827,10 @@ def write_atomic(
         durable: fsync the data before the rename and the folder after it (for the ledger;
             engine files and blobs are covered by the journal against a killed run, and are
             not fsynced, as git apply's own writes are not).
+        unlink_first: unlink the old file just before the rename, as ``git apply`` does,
+            rather than renaming over it: on ext4 a rename over an existing file starts the new
+            data's writeback at once (``auto_da_alloc``), which doubles a write's cost; a
+            crash in between is the journal's to undo (for the diff writer's many files).
 
     Raises:
         OSError: the write failed (no space, no permission, an immutable file); its
@@ -844,6 +853,8 @@ def write_atomic(
                 os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         fault_point("file-staged")  # complete under its temporary name (recovery removes it)
+        if unlink_first:
+            os.unlink(path)
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..transaction import fault_point, staging_file
+from ..transaction import fault_point, write_atomic
 
 if TYPE_CHECKING:
     from ..tree import Tree
@@ -125,39 +125,16 @@ def process_umask() -> int:
 
 
 def _write_file(path: Path, data: bytes, mode: int, replacing: bool) -> None:
-    """Write ``data`` to ``path`` with permission bits ``mode``: under a temporary name in its
-    folder first, then, once complete, under its own (``replacing``: after the old file is
-    unlinked), so that no reader ever sees a half-written file and the old file's inode (the
-    journal's hard link to the original) is never written to.
-
-    Unlinking first, as ``git apply`` does, rather than renaming over the old file: on ext4 a
-    rename over an existing file makes the kernel start writing the new data out at once (its
-    guard against empty files after a crash, ``auto_da_alloc``), which doubles the cost of a
-    write; a crash here is the journal's to undo (the original is kept, and restored when the
-    name is missing).
+    """Write ``data`` to ``path`` with permission bits ``mode`` through
+    :func:`~patchbay.transaction.write_atomic`: complete under a temporary name first, then
+    under its own (``replacing``: after the old file is unlinked, as ``git apply`` does), so no
+    reader sees a half-written file and the old inode (the journal's hard link to the
+    original) is never written to.
 
     Raises:
-        OSError: the temporary file cannot be made or written, or a rename fails; the
-            temporary file is then removed.
+        OSError: as :func:`~patchbay.transaction.write_atomic`.
     """
-    fd, tmp = staging_file(path)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
-        fault_point("file-staged")  # complete under its temporary name (recovery removes it)
-        if replacing:
-            os.unlink(path)
-        os.rename(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    fault_point("file-written")
+    write_atomic(path, data, mode=mode, unlink_first=replacing)
 
 
 def _delete(path: Path, root: Path) -> None:
