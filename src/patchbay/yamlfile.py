@@ -76,9 +76,8 @@ class LineTable(Mapping[KeyPath, int]):
         self._flat: dict[KeyPath, int] = {}
         grouped: dict[str, dict[int, tuple[list[KeyPath], list[int]]]] = {}
         for key, line in lines.items():
-            name, index = key[:2] if self._in_item(key) else (None, None)
-            if isinstance(name, str) and isinstance(index, int):
-                rests, got = grouped.setdefault(name, {}).setdefault(index, ([], []))
+            if self._in_item(key):
+                rests, got = grouped.setdefault(key[0], {}).setdefault(key[1], ([], []))
                 rests.append(key[2:])
                 got.append(line)
             else:
@@ -99,9 +98,8 @@ class LineTable(Mapping[KeyPath, int]):
         return len(key) >= 2 and isinstance(key[0], str) and isinstance(key[1], int)
 
     def __getitem__(self, key: KeyPath) -> int:
-        name, index = key[:2] if self._in_item(key) else (None, None)
-        if isinstance(name, str) and isinstance(index, int):
-            item = self._items.get(name, {}).get(index)
+        if self._in_item(key):
+            item = self._items.get(key[0], {}).get(key[1])
             if item is not None:
                 n = item[0].get(key[2:])
                 if n is not None:
