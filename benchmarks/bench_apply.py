@@ -22,10 +22,14 @@ not timed), and reports the median:
   bytecode compiled, in a fresh virtual environment, as users install it;
 - ``grep-loop``: one bash script running ``grep -qF MARKER FILE || git apply -p1 PATCH`` per
   patch, cold (all patches applied) and re-run (every grep hits);
-- ``git-apply-loop``: one bash script running ``git apply -p1 PATCH`` per patch, cold.
+- ``git-apply-loop``: one bash script running ``git apply -p1 PATCH`` per patch, cold;
+- the start-up floor, which no Python CLI of a YAML patchset gets under: the CLI's own
+  interpreter running ``-c pass``, and ``-c "import yaml, msgspec"`` (the two libraries every
+  patchbay run that reads a patchset needs: its parser and its record types), no work.
 
 The ratios printed are patchbay cold / git-apply-loop (target <= 1.5) and patchbay no-op /
-grep-loop re-run (target <= 1.0), in-process and through the CLI.
+grep-loop re-run (target <= 1.0), in-process and through the CLI; the floor / git-apply-loop
+rows (no target) tell how much of the CLI's ratio is spent before patchbay runs at all.
 
 The run also checks correctness and exits 1 when a check fails: after each tool's cold apply
 the tree must equal the tree the bare ``git apply`` loop leaves (bytes of every touched file,
@@ -67,6 +71,8 @@ from patchbay.targets import resolve_environment
 REPO = Path(__file__).resolve().parents[1]
 COLD_TARGET = 1.5
 NOOP_TARGET = 1.0
+FLOOR_PASS = "floor: CLI's python -c pass"
+FLOOR_IMPORTS = "floor: CLI's python -c 'import yaml, msgspec'"
 
 BASH_GREP_LOOP = r"""set -eu
 cd "$1"
@@ -137,6 +143,16 @@ class Bench:
     def touched(self) -> list[str]:
         return [rel for bp in self.patches for rel in bp.touched]
 
+    @property
+    def python(self) -> str:
+        """The interpreter the CLI runs on: its console script's ``#!`` line (pip writes
+        the environment's python there), else this one."""
+        with open(self.cli, "rb") as fh:
+            first = fh.readline()
+        if first.startswith(b"#!") and b" " not in first.strip():
+            return first[2:].strip().decode()
+        return sys.executable
+
     def fresh_tree(self, label: str) -> Path:
         """An untimed copy of the pristine tree, flushed to disk.
 
@@ -162,6 +178,8 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
             "grep-loop cold (applies all)",
             "grep-loop re-run (all greps hit)",
             "git-apply-loop cold",
+            FLOOR_PASS,
+            FLOOR_IMPORTS,
         )
     }
     problems: list[str] = []
@@ -237,6 +255,10 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
             problems.append("CLI no-op re-run rewrote a patched file")
         kept.setdefault("patchbay CLI", tree)
 
+        for label, code in ((FLOOR_PASS, "pass"), (FLOOR_IMPORTS, "import yaml, msgspec")):
+            ms, _ = timed(lambda c=code: run_checked([bench.python, "-c", c], bench.env))
+            times[label].append(ms)
+
         for t in bench.work.glob("tree-*"):
             if t not in kept.values():
                 shutil.rmtree(t)
@@ -291,6 +313,10 @@ def report(times: dict[str, list[float]], bench: Bench, repeat: int) -> None:
              noop_base, NOOP_TARGET),
             ("CLI no-op / grep-loop re-run", "patchbay CLI no-op re-run", noop_base,
              NOOP_TARGET),
+            ("floor python -c pass / git-apply-loop cold", FLOOR_PASS, "git-apply-loop cold",
+             None),
+            ("floor import yaml, msgspec / git-apply-loop cold", FLOOR_IMPORTS,
+             "git-apply-loop cold", None),
         ],
     )  # fmt: skip
 
