@@ -16,6 +16,7 @@ import pytest
 
 from conftest import REPO, Engine, Result, diff_patch, run_cli, snapshot, write_patchset
 from inprocess import run_main
+from patchbay.errors import ApplyFailed
 from patchbay.transaction import Transaction, recover, write_atomic
 
 
@@ -631,3 +632,106 @@ def test_a_file_where_the_journal_goes_is_refused_by_name(tmp_path: Path, comman
     assert res.code == 1, res.out + res.err
     assert f"{journal} is not a folder: patchbay keeps a run's journal there" in res.err
     assert snapshot(root) == before
+
+
+KILLED_STAGED_RUN = """
+import os, sys
+from pathlib import Path
+from patchbay.transaction import Transaction, staging_file
+path = Path(sys.argv[2])
+txn = Transaction(Path(sys.argv[1]), [path.parent])
+txn.save(path)
+fd, name = staging_file(path)
+os.write(fd, b"new content, complete under its temporary name\\n")
+print(name)
+os._exit(9)  # killed before the rename
+"""
+
+
+def test_recovery_removes_the_run_s_temporary_file_and_no_file_of_the_user_s(
+    tmp_path: Path,
+) -> None:
+    """A run killed between writing a file's new content under its temporary name and the
+    rename: recovery removes that name, which carries the journal's id, and leaves a file of
+    the same shape with another id (a user's) where it is."""
+    root = tmp_path / "root"
+    root.mkdir()
+    victim = root / "m.py"
+    victim.write_bytes(b"old\n")
+    users = root / ".m.py.0badc0de.patchbay"
+    users.write_bytes(b"the user's own file\n")
+    journal = tmp_path / "journal"
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_STAGED_RUN, str(journal), str(victim)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 9, proc.stderr
+    staged = Path(proc.stdout.strip())
+    header = json.loads((journal / "journal.jsonl").read_text().splitlines()[0])
+    assert header["journal"] == 3
+    assert staged.name == f".m.py.{header['id']}.patchbay" and staged.exists()
+    outcome = recover(journal, [root])
+    assert outcome.complete, outcome.problems()
+    assert not staged.exists()
+    assert users.read_bytes() == b"the user's own file\n"
+    assert victim.read_bytes() == b"old\n"
+    assert sorted(p.name for p in root.iterdir()) == [users.name, "m.py"]
+
+
+def test_a_format_2_journal_s_temporary_files_are_found_by_their_shape(tmp_path: Path) -> None:
+    """A journal an earlier patchbay wrote (format 2) did not name its temporary files by
+    its id: recovery removes every ``.<name>.<8 hex>.patchbay`` beside its files, as that
+    patchbay did, and leaves other names."""
+    root, state, kept = _store_tree(tmp_path)
+    new = root / "pkg" / "new.py"
+    new.write_text("made by the run\n")
+    staged = root / "pkg" / ".kept.py.1234abcd.patchbay"
+    staged.write_bytes(b"half\n")
+    other = root / "pkg" / ".other.py.1234abcd.patchbay"
+    other.write_bytes(b"not beside a journaled file\n")
+    st = os.stat(kept)
+    (state / "journal").mkdir(parents=True)
+    os.link(kept, state / "journal" / "000001")
+    entries = [
+        {"n": 0, "path": str(new), "existed": False, "created_dirs": []},
+        {"n": 1, "path": str(kept), "existed": True, "backup": "journal", "mode": 0o755,
+         "times": [st.st_atime_ns, st.st_mtime_ns]},
+    ]  # fmt: skip
+    journal = state / "journal"
+    (journal / "journal.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in [{"journal": 2, "id": "abcd"}, *entries])
+    )
+    outcome = recover(journal, [root, state])
+    assert outcome.complete, outcome.problems()
+    assert not staged.exists() and not new.exists()
+    assert other.exists() and kept.read_bytes() == b"old\n"
+
+
+def test_a_file_where_the_run_s_temporary_file_goes_is_left_alone(tmp_path: Path) -> None:
+    """A file already named as this run's temporary file for a path (the journal's id) is no
+    file of this run's: the write fails naming the path, the file is not touched, and the
+    rollback restores the rest."""
+    root, state, kept = _store_tree(tmp_path)
+    other = root / "pkg" / "other.py"
+    other.write_bytes(b"other\n")
+    before = snapshot(root)
+    txn = Transaction(state / "journal", [root, state])
+    foreign = None
+    with pytest.raises(ApplyFailed) as raised, txn:
+        txn.save(other)
+        txn.save(kept)
+        write_atomic(other, b"patched\n")
+        foreign = kept.parent / f".{kept.name}.{txn.id}.patchbay"
+        foreign.write_bytes(b"someone else's\n")
+        write_atomic(kept, b"patched\n")
+    message = str(raised.value)
+    assert message.startswith(f"{kept}: writing failed: a file named as patchbay's temporary")
+    assert "is not this run's and is left alone" in message
+    assert message.endswith("every file this run touched was restored")
+    assert foreign is not None and foreign.read_bytes() == b"someone else's\n"
+    foreign.unlink()
+    assert snapshot(root) == before
+    # the next write outside a transaction takes a random name again
+    write_atomic(kept, b"new\n")
+    assert sorted(p.name for p in kept.parent.iterdir()) == ["kept.py", "other.py"]

@@ -20,8 +20,12 @@ caller; a journal of format 1 has no such entries and is recovered as before, on
 newer than :data:`JOURNAL_FORMAT` is refused whole.
 
 New content is written under a temporary name beside its file (:func:`staging_file`:
-``.<name>.<8 hex digits>.patchbay``) and renamed into place once complete; a run killed in
-between leaves that file, and rollback removes it beside every journaled file of the run.
+``.<name>.<journal id>.patchbay`` while a journal is open, the journal id being 8 random hex
+digits) and renamed into place once complete; a run killed in between leaves that file, and
+recovery removes exactly that name beside every journaled file of the run, and an in-process
+rollback the ones the process made and has not renamed yet, so that a file of the user's of the
+same shape is never touched. (A journal of format 2 or older did not name its temporary files
+by its id: they are found by their shape, as that patchbay did.)
 
 Rollback restores only what changed (each file is compared with its original first), goes on
 past a file it cannot restore, and reports every such file with the place its original is kept;
@@ -71,8 +75,9 @@ from .errors import ApplyFailed, Interrupted, PatchbayError, RefusedError, Termi
 from .paths import contained
 
 MANIFEST = "journal.jsonl"
-#: 2: originals may be kept as entries of a content-addressed store (``backup: store``)
-JOURNAL_FORMAT = 2
+#: 2: originals may be kept as entries of a content-addressed store (``backup: store``);
+#: 3: temporary files are named by the journal's id (:func:`staging_file`)
+JOURNAL_FORMAT = 3
 # per journal entry, on the state filesystem: the manifest line and some slack
 ENTRY_BYTES = 1024
 
@@ -245,6 +250,7 @@ class Transaction:
             header["store"] = str(self.store)
         self._write(header)
         fsync_dir(self.dir)
+        _STAGING_ID[0] = self.id  # from now on, temporary files carry the journal's id
 
     def _write(self, record: dict[str, Any]) -> None:
         self._manifest.write(json.dumps(record) + "\n")
@@ -374,6 +380,7 @@ class Transaction:
         self._done = True
         if self._manifest is None:
             return
+        _release_staging_id(self.id)
         self._write({"committed": True})
         os.fsync(self._manifest.fileno())
         self._manifest.close()
@@ -389,10 +396,16 @@ class Transaction:
         self._done = True
         outcome = Rollback()
         if self._manifest is not None:
+            _release_staging_id(self.id)
             self._manifest.close()
         with signals_held():
             if self._manifest is not None:
-                outcome = _restore(self.dir, self.id, list(self._entries.values()), self.store)
+                # this process's own temporary files still there (a write cut short by a
+                # signal); a file of the same name the run did not make is no business of it
+                staged = sorted(_LIVE_STAGING)
+                outcome = _restore(
+                    self.dir, self.id, list(self._entries.values()), self.store, staged=staged
+                )
                 if outcome.complete:
                     _discard(self.dir, self.id, list(self._entries.values()))
             for what, undo in reversed(self._undo):
@@ -529,6 +542,7 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
     outcome = Rollback(journal=manifest)
     entries: list[dict[str, Any]] = []
     journal_id: str | None = None
+    version: object = None
     store: Path | None = None
     committed = False
     lines = manifest.read_bytes().decode("utf-8", "replace").split("\n")
@@ -595,7 +609,10 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
         if committed:
             _discard(journal_dir, journal_id, entries)
             return Rollback()
-        restored = _restore(journal_dir, journal_id, entries, store)
+        staged = None  # format 2 and older: found by their shape
+        if isinstance(version, int) and version >= 3 and journal_id is not None:
+            staged = [_staging_name(e["path"], journal_id) for e in entries]
+        restored = _restore(journal_dir, journal_id, entries, store, staged=staged)
         outcome.restored, outcome.failed = restored.restored, restored.failed
         if outcome.complete:
             _discard(journal_dir, journal_id, entries)
@@ -653,9 +670,19 @@ def _restore(
     journal_id: str | None,
     entries: list[dict[str, Any]],
     store: Path | None = None,
+    *,
+    staged: list[str] | None,
 ) -> Rollback:
+    """Put every entry's path back, newest first (see :meth:`Transaction.rollback`), after
+    removing the run's temporary files: the paths ``staged``, or, None (a journal of format 2
+    or older), every name of the shape those formats used beside a journaled file."""
     outcome = Rollback()
-    _remove_staging_files(entries)
+    if staged is None:
+        _remove_staging_files(entries)
+    for name in staged or ():
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            os.unlink(name)
+        _LIVE_STAGING.discard(name)
     still_needed: set[Path] = set()  # store entries that keep an original not put back
     for entry in reversed(entries):
         path = Path(entry["path"])
@@ -765,34 +792,63 @@ def fault_point(name: str) -> None:
 _FAULT_HITS: dict[str, int] = {}
 
 
-# a file's new content is written first under ".<name>.<8 hex digits>.patchbay" in its folder
+# a file's new content is written first under ".<name>.<8 hex digits>.patchbay" in its folder;
+# the digits are the open journal's id (format 3), else random
 _STAGING = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{8}\.patchbay")
+_STAGING_ID: list[str | None] = [None]  # the id of the journal open in this process
+_LIVE_STAGING: set[str] = set()  # temporary files this process made and has not renamed yet
+
+
+def _release_staging_id(journal_id: str) -> None:
+    if _STAGING_ID[0] == journal_id:
+        _STAGING_ID[0] = None
 
 
 def staging_file(path: Path) -> tuple[int, str]:
     """Create the temporary file ``path``'s new content is written to before it is renamed
-    into place: ``.<name>.<8 hex digits>.patchbay`` in ``path``'s folder, new (``O_EXCL``),
-    mode 0600. A run killed before the rename leaves it; recovery removes it with the rest of
-    the run (:func:`recover`).
+    into place, in ``path``'s folder, new (``O_EXCL``), mode 0600: while a
+    :class:`Transaction` has its journal open, ``.<name>.<journal id>.patchbay``, the one name
+    recovery removes (:func:`recover`) when the run is killed before the rename; else
+    ``.<name>.<8 random hex digits>.patchbay``.
 
     Returns:
         ``(descriptor, path)``, the descriptor open for writing.
 
     Raises:
-        OSError: the folder refuses a new file.
+        OSError: the folder refuses a new file; or (``EEXIST``) a file of the run's own
+            temporary name is already there, which is none of this run's (each of its
+            temporary files is renamed or removed before the next is made): it is left alone.
     """
+    journal_id = _STAGING_ID[0]
     while True:
-        name = os.path.join(path.parent, f".{path.name}.{os.urandom(4).hex()}.patchbay")
+        name = _staging_name(path, journal_id or os.urandom(4).hex())
+        _LIVE_STAGING.add(name)  # before it exists: a signal in between leaves no stray file
         try:
             return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), name
-        except FileExistsError:  # 1 in 4 billion: another name
-            continue
+        except FileExistsError:
+            _LIVE_STAGING.discard(name)
+            if journal_id is None:
+                continue  # 1 in 4 billion: another name
+            raise OSError(
+                errno.EEXIST,
+                f"a file named as patchbay's temporary file for it exists ({name}); it is not "
+                "this run's and is left alone: move it away and run again",
+                str(path),
+            ) from None
+        except OSError:  # not made (a signal's exception may come after it was: kept)
+            _LIVE_STAGING.discard(name)
+            raise
+
+
+def _staging_name(path: str | Path, journal_id: str) -> str:
+    folder, name = os.path.split(path)
+    return os.path.join(folder, f".{name}.{journal_id}.patchbay")
 
 
 def _remove_staging_files(entries: list[dict[str, Any]]) -> None:
-    """Remove the temporary files (:func:`staging_file`) a killed run left beside the files
-    it journaled (before their folders made by the run are removed): each folder is listed
-    once, and only a name of that shape for a journaled file's name goes."""
+    """Remove the temporary files a killed run of a journal of format 2 or older left beside
+    the files it journaled (their names carry random digits, not the journal's id): each
+    folder is listed once, and every name of that shape for a journaled file's name goes."""
     names: dict[str, set[str]] = {}
     for entry in entries:
         folder, name = os.path.split(entry["path"])
@@ -856,9 +912,11 @@ def write_atomic(
         if unlink_first:
             os.unlink(path)
         os.replace(tmp, path)
+        _LIVE_STAGING.discard(tmp)
     except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        _LIVE_STAGING.discard(tmp)
         if isinstance(exc, OSError) and exc.filename != str(path):
             # name the file being replaced, not the temporary one (which is gone)
             raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
