@@ -265,3 +265,42 @@ def test_a_file_that_cannot_be_written_is_named_with_its_patch_and_nothing_is_le
     assert "every file this run touched was restored" in lines[0]
     assert _tree(site) == pristine
     assert not (site / ".patchbay" / "journal").exists()
+
+
+def test_a_rollback_makes_the_folders_a_deletion_emptied_again_as_they_were(
+    tmp_path: Path,
+) -> None:
+    """The first patch deletes the one file of two nested folders of modes 0750 and 0700
+    (owned, when the tests run as root, by another user); writing emptied them and git's
+    rule removed them. The second patch cannot be written: the rollback makes both folders
+    again with their own modes and owner, not the umask's 0755 and root."""
+    site = tmp_path / "site"
+    _materialise(site, _pkg({"gone/deep/x.py": b"X = 1\n", "locked/keep.py": b"K = 1\n"}))
+    os.chmod(site / "pkg" / "gone", 0o750)
+    os.chmod(site / "pkg" / "gone" / "deep", 0o700)
+    owner = (1234, 2345) if os.geteuid() == 0 else None
+    if owner is not None:
+        os.chown(site / "pkg" / "gone" / "deep", *owner)
+    delete = _git_diff(tmp_path / "d0", _pkg({"gone/deep/x.py": b"X = 1\n"}), _pkg())
+    add = _git_diff(tmp_path / "d1", _pkg(), _pkg({"locked/new.py": b"N = 1\n"}))
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "delete", "kind": "diff", "file": "delete.patch"},
+         {"id": "add", "kind": "diff", "file": "add.patch"}],
+        targets={"engine": {"package": "pkg"}},
+        files={"delete.patch": delete, "add.patch": add},
+    )  # fmt: skip
+    pristine = _tree(site)
+    undo = _read_only(site / "pkg" / "locked")
+    if undo is None:
+        pytest.skip("cannot make a folder refuse new entries here")
+    try:
+        res = run_main("apply", ps, "--root", site)
+    finally:
+        subprocess.run(undo, check=True)
+    assert res.code == 1 and res.crash is None, res.err
+    assert "every file this run touched was restored" in res.err
+    assert _tree(site) == pristine  # folder modes included
+    if owner is not None:
+        st = os.stat(site / "pkg" / "gone" / "deep")
+        assert (st.st_uid, st.st_gid) == owner

@@ -735,3 +735,27 @@ def test_a_file_where_the_run_s_temporary_file_goes_is_left_alone(tmp_path: Path
     # the next write outside a transaction takes a random name again
     write_atomic(kept, b"new\n")
     assert sorted(p.name for p in kept.parent.iterdir()) == ["kept.py", "other.py"]
+
+
+@pytest.mark.parametrize(
+    "folders",
+    [[["OUTSIDE", 0o755, 0, 0]], [["INSIDE", 0o17777, 0, 0]], [["INSIDE", 0o755]], "INSIDE"],
+    ids=["outside-the-roots", "bad-mode", "short", "not-a-list"],
+)
+def test_a_journal_entry_with_bad_folders_is_not_acted_on(tmp_path: Path, folders: object) -> None:
+    """Recovery makes removed folders again from an entry's ``folders``: one naming a folder
+    outside the roots, or malformed, is refused, and nothing is made or restored for it."""
+    root, state, kept = _store_tree(tmp_path)
+    outside = tmp_path / "elsewhere" / "made"
+    inside = root / "pkg" / "sub"
+    text = json.dumps(folders).replace("OUTSIDE", str(outside)).replace("INSIDE", str(inside))
+    st = os.stat(kept)
+    entry = {"n": 0, "path": str(kept), "existed": True, "backup": "journal", "mode": 0o755,
+             "times": [st.st_atime_ns, st.st_mtime_ns], "folders": json.loads(text)}  # fmt: skip
+    journal = _journal(state, {"journal": 3, "id": "abcd1234"}, [entry])
+    os.link(kept, journal / "000000")
+    kept.unlink()
+    outcome = recover(journal, [root, state])
+    assert not outcome.complete
+    assert "has no valid 'folders'; not acted on" in outcome.problems()[0]
+    assert not outside.parent.exists() and not inside.exists() and not kept.exists()

@@ -886,6 +886,9 @@ def _write_pending(
     txn.check_space(_space_needed(env, ledger, [(p, c.before, c.after) for p, c in changes]))
     txn.doing = "journaling the files this run changes"
     folders: set[str] = set()  # folders found to exist (nothing is written yet)
+    # files some patch deletes: a deletion may remove the folders it empties (as git does),
+    # which a rollback then makes again as they were
+    deleted = {tree.location(c.target, c.path) for _, c in changes if c.after is None}
     for report in reports:
         for change in report.inspection.changes:
             path = tree.resolve(change.target, change.path)
@@ -897,7 +900,7 @@ def _write_pending(
                 if change.before is not None:
                     digest = digests[id(change.before)] = sha256_bytes(change.before)
                 # the original becomes the ledger's blob of it (a link), when it can
-                txn.save(path, digest=digest)
+                txn.save(path, digest=digest, deleting=key in deleted)
             planned[key] = change.after
             owner.setdefault(key, report.id)
     txn.sync()

@@ -76,7 +76,8 @@ from .paths import contained
 
 MANIFEST = "journal.jsonl"
 #: 2: originals may be kept as entries of a content-addressed store (``backup: store``);
-#: 3: temporary files are named by the journal's id (:func:`staging_file`)
+#: 3: temporary files are named by the journal's id (:func:`staging_file`); an entry of a file
+#: the run may delete has the mode and owner of the folders above it (``folders``)
 JOURNAL_FORMAT = 3
 # per journal entry, on the state filesystem: the manifest line and some slack
 ENTRY_BYTES = 1024
@@ -256,7 +257,9 @@ class Transaction:
         self._manifest.write(json.dumps(record) + "\n")
         self._manifest.flush()  # enough for a killed process; sync() makes it durable
 
-    def save(self, path: Path, *, copy: bool = False, digest: str | None = None) -> None:
+    def save(
+        self, path: Path, *, copy: bool = False, digest: str | None = None, deleting: bool = False
+    ) -> None:
         """Keep ``path``'s current state (content, mode, times, or absence) before a change.
 
         Args:
@@ -267,6 +270,10 @@ class Transaction:
                 transaction has a ``store`` on the file's filesystem that lacks this digest,
                 the original is kept as the store's entry (a link, checked to hold these
                 bytes), else as without it.
+            deleting: the run may delete the file, and with it the folders it leaves empty
+                (as ``git apply`` does): the permission bits and owner of every folder above
+                it, up to its root, are journaled too, so that a rollback makes a removed
+                folder again as it was rather than through the umask.
 
         Raises:
             ApplyFailed: the original cannot be kept (no space, no permission) or the path is
@@ -275,7 +282,8 @@ class Transaction:
         key = os.path.abspath(path)
         if key in self._entries:
             return
-        if contained(key, self.roots, real=self._real) is None:
+        root = contained(key, self.roots, real=self._real)
+        if root is None:
             raise ApplyFailed(f"refusing to journal {key}: outside the environment's roots")
         try:
             self._open()
@@ -293,6 +301,8 @@ class Transaction:
                     fields: dict[str, Any] = {"backup": "store", "sha256": kept}
                 else:
                     fields = {"backup": self._keep(Path(key), len(self._entries), st, copy)}
+                if deleting:
+                    fields["folders"] = _folders_above(key, root)
                 self._record(
                     key,
                     existed=True,
@@ -508,6 +518,47 @@ def _missing_dirs(path: Path) -> list[str]:
     return created
 
 
+def _folders_above(path: str, root: Path) -> list[list[Any]]:
+    """``[folder, mode, uid, gid]`` of every folder above ``path`` up to, not including,
+    ``root``, deepest first."""
+    found = []
+    stop = os.path.abspath(root)
+    folder = os.path.dirname(path)
+    while folder != stop and folder.startswith(stop + os.sep):
+        st = os.lstat(folder)
+        found.append([folder, st.st_mode & 0o7777, st.st_uid, st.st_gid])
+        folder = os.path.dirname(folder)
+    return found
+
+
+def _make_folders(folders: list[list[Any]]) -> None:
+    """Make again, outermost first, every folder of a journal entry's ``folders`` that is
+    missing, with its permission bits (not the umask's) and, where this process may (root),
+    its owner."""
+    for folder, mode, uid, gid in reversed(folders):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            continue
+        os.chmod(folder, mode)
+        if os.geteuid() == 0:
+            with contextlib.suppress(OSError):
+                os.chown(folder, uid, gid, follow_symlinks=False)
+
+
+def _valid_folders(folders: object, roots: list[Path]) -> bool:
+    if not isinstance(folders, list):
+        return False
+    for item in folders:
+        if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)):
+            return False
+        if contained(item[0], roots) is None or not all(type(v) is int for v in item[1:]):
+            return False
+        if not 0 <= item[1] <= 0o7777 or item[2] < 0 or item[3] < 0:
+            return False
+    return True
+
+
 def _existing_ancestor(folder: Path) -> Path:
     folder = Path(os.path.abspath(folder))
     while not folder.exists() and folder != folder.parent:
@@ -641,6 +692,8 @@ def _entry_problem(record: object, roots: list[Path]) -> str | None:
             return f"entry for {path} does not say where its original is"
         if record["backup"] == "store" and not _is_digest(record.get("sha256")):
             return f"entry for {path} keeps its original in the store without a valid 'sha256'"
+        if not _valid_folders(record.get("folders", []), roots):
+            return f"entry for {path} has no valid 'folders'"
     folders = record.get("created_dirs", [])
     if not isinstance(folders, list) or any(
         not isinstance(f, str) or contained(f, roots) is None for f in folders
@@ -697,7 +750,8 @@ def _restore(
                     continue  # put back by an earlier try (a restore renames the original)
                 if _unchanged(path, backup, entry):
                     continue
-                path.parent.mkdir(parents=True, exist_ok=True)  # a removed folder comes back
+                _make_folders(entry.get("folders", []))  # a removed folder comes back
+                path.parent.mkdir(parents=True, exist_ok=True)  # (journals of format < 3)
                 if os.path.isdir(path) and not os.path.islink(path):
                     shutil.rmtree(path)
                 os.replace(backup, path)
