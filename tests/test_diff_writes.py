@@ -304,3 +304,44 @@ def test_a_rollback_makes_the_folders_a_deletion_emptied_again_as_they_were(
     if owner is not None:
         st = os.stat(site / "pkg" / "gone" / "deep")
         assert (st.st_uid, st.st_gid) == owner
+
+
+def _owners(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(root)): (p.lstat().st_uid, p.lstat().st_gid)
+        for p in sorted(root.rglob("*"))
+        if p.relative_to(root).parts[0] != ".patchbay"
+    }
+
+
+def test_revert_gives_back_the_folders_a_deletion_removed_and_each_file_s_owner(
+    tmp_path: Path,
+) -> None:
+    """One patch deletes the one file of two nested folders of modes 0750 and 0700 and edits
+    another file; both files and the inner folder belong, when the tests run as root, to
+    another user. Applied, git's rule removes the emptied folders; reverted, the tree is the
+    pristine one: the folders come back with their own modes and owner, and each file with
+    its owner (a revert writes a new file, which would otherwise be root's)."""
+    site = tmp_path / "site"
+    before = {"gone/deep/x.py": b"X = 1\n", "a.py": BODY}
+    _materialise(site, _pkg(before))
+    os.chmod(site / "pkg" / "gone", 0o750)
+    os.chmod(site / "pkg" / "gone" / "deep", 0o700)
+    root_run = os.geteuid() == 0
+    if root_run:
+        for rel in ("gone/deep", "gone/deep/x.py", "a.py"):
+            os.chown(site / "pkg" / rel, 1234, 2345)
+    patch = _git_diff(tmp_path / "d0", _pkg(before), _pkg({"a.py": EDITED}))
+    ps = write_patchset(
+        tmp_path / "ps", [{"id": "p", "kind": "diff", "file": "p.patch"}],
+        targets={"engine": {"package": "pkg"}}, files={"p.patch": patch},
+    )  # fmt: skip
+    pristine, owners = _tree(site), _owners(site)
+    res = run_main("apply", ps, "--root", site)
+    assert res.code == 0, res.err
+    assert not (site / "pkg" / "gone").exists()
+    res = run_main("revert", ps, "--root", site)
+    assert res.code == 0, res.err
+    assert _tree(site) == pristine  # folder modes included
+    if root_run:
+        assert _owners(site) == owners

@@ -879,7 +879,8 @@ def _write_pending(
     planned: dict[str, bytes | None] = {}
     owner: dict[str, str] = {}  # the first patch that changes each path
     created: dict[str, list[str]] = {}
-    modes: dict[str, int | None] = {}
+    modes: dict[str, tuple[int, list[int]] | None] = {}  # permission bits, [uid, gid]
+    emptied: dict[str, list[list[Any]]] = {}  # folders above a deleted file, as they were
     digests: dict[int, str] = {}  # id(original bytes) -> their sha256, hashed once
     changes = [(tree.resolve(c.target, c.path), c) for r in reports for c in r.inspection.changes]
     changed = Counter(tree.location(c.target, c.path) for _, c in changes)
@@ -895,7 +896,9 @@ def _write_pending(
             key = tree.location(change.target, change.path)
             if key not in created:  # folders missing before the first write of this file
                 created[key] = _missing_parents(path, env.roots[change.target], folders)
-                modes[key] = _mode(path)
+                modes[key] = _mode_and_owner(path)
+                if key in deleted:
+                    emptied[key] = _folders_above(path, env.roots[change.target])
                 digest = None
                 if change.before is not None:
                     digest = digests[id(change.before)] = sha256_bytes(change.before)
@@ -939,11 +942,14 @@ def _write_pending(
             key = tree.location(change.target, change.path)
             made = created.pop(key, [])
             after = sha256_or_none(change.after)
-            mode = modes.get(key)
-            records.append(FileRecord(change.target, change.path, before, after, made, mode))
+            mode, owner = modes.get(key) or (None, None)
+            folders = emptied.pop(key, []) if change.after is None else []
+            records.append(
+                FileRecord(change.target, change.path, before, after, made, mode, owner, folders)
+            )
             changed[key] -= 1
             if changed[key]:  # what the next patch of this file starts from
-                modes[key] = _mode(key)
+                modes[key] = _mode_and_owner(key)
         ledger.put(
             patchset.name,
             LedgerEntry(
@@ -1022,11 +1028,59 @@ def _write_error(
     return error  # the transaction adds whether every file was restored
 
 
-def _mode(path: Path | str) -> int | None:
+def _mode_and_owner(path: Path | str) -> tuple[int, list[int]] | None:
+    """Permission bits and ``[uid, gid]`` of the file ``path`` (None: absent)."""
     try:
-        return os.stat(path).st_mode & 0o7777
+        st = os.stat(path)
     except FileNotFoundError:
         return None
+    return st.st_mode & 0o7777, [st.st_uid, st.st_gid]
+
+
+def _owner(rec: FileRecord) -> tuple[int, int] | None:
+    """The ``(uid, gid)`` a revert gives the file back: its recorded owner, when this process
+    may set it (root) and the record holds one."""
+    owner = rec.owner_before
+    if os.geteuid() != 0 or not isinstance(owner, list) or len(owner) != 2:
+        return None
+    if not all(type(v) is int and v >= 0 for v in owner):
+        return None
+    return owner[0], owner[1]
+
+
+def _folders_above(path: Path, root: Path) -> list[list[Any]]:
+    """``[folder, mode, uid, gid]`` of every folder above ``path`` up to, not including,
+    ``root``; root-relative, deepest first."""
+    found: list[list[Any]] = []
+    prefix = str(root).rstrip(os.sep) + os.sep
+    folder = os.path.dirname(str(path))
+    while folder.startswith(prefix) and len(folder) > len(prefix):
+        st = os.lstat(folder)
+        found.append([folder[len(prefix) :], st.st_mode & 0o7777, st.st_uid, st.st_gid])
+        folder = os.path.dirname(folder)
+    return found
+
+
+def _make_folders_again(root: Path, folders: list[list[Any]]) -> None:
+    """Make the missing ones of a record's ``folders_before`` (deepest first), outermost
+    first, with their own permission bits and, run as root, owner; an entry that is not
+    ``[str, int, int, int]`` or that the path gate refuses (the ledger was edited) is
+    skipped, and nothing outside the root is ever made."""
+    for item in reversed(folders):
+        if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)):
+            continue
+        rel, mode, uid, gid = item
+        if not all(type(v) is int and v >= 0 for v in (mode, uid, gid)) or mode > 0o7777:
+            continue
+        try:
+            folder = resolve_under(root, rel)
+            os.mkdir(folder)
+        except (FileExistsError, PathRejected):
+            continue
+        os.chmod(folder, mode)
+        if os.geteuid() == 0:
+            with contextlib.suppress(OSError):
+                os.chown(folder, uid, gid, follow_symlinks=False)
 
 
 def _missing_parents(path: Path, root: Path, existing: set[str] | None = None) -> list[str]:
@@ -1113,8 +1167,7 @@ def _revert_entries(
     for entry in entries:
         for rec in entry.files:
             originals.setdefault(tree.location_of(rec.target, rec.path), rec.before)
-    steps: list[tuple[LedgerEntry, list[tuple[str, str, bytes | None, list[str], int | None]]]]
-    steps = []
+    steps: list[tuple[LedgerEntry, list[tuple[FileRecord, bytes | None]]]] = []
     result = RevertResult(ids=[e.patch_id for e in reversed(entries)])
     for entry in reversed(entries):
         writes = []
@@ -1152,12 +1205,12 @@ def _revert_entries(
                         file=ledger.path,
                     )
             tree.stage(rec.target, rec.path, before)
-            writes.append((rec.target, rec.path, before, rec.created_dirs, rec.mode_before))
+            writes.append((rec, before))
         if entry.files and back == len(entry.files):
             result.cleared.append(entry.patch_id)
         else:
             steps.append((entry, writes))
-    flat = [(tree.resolve(t, rel), data) for _, writes in steps for t, rel, data, *_ in writes]
+    flat = [(tree.resolve(r.target, r.path), data) for _, writes in steps for r, data in writes]
     txn.check_space(_space_needed(env, ledger, [(p, None, d) for p, d in flat]))
     txn.doing = "journaling the files this run changes"
     for path, _ in flat:
@@ -1169,18 +1222,20 @@ def _revert_entries(
             kind = KINDS.get(entry.kind)
             if kind is not None:
                 kind.revert(entry, tree, txn)
-            for target, rel, data, created_dirs, mode in writes:
-                path = tree.resolve(target, rel)
+            for rec, data in writes:
+                path = tree.resolve(rec.target, rec.path)
+                root = env.roots[rec.target]
                 if data is None:
                     path.unlink(missing_ok=True)
-                    for folder in created_dirs:
+                    for folder in rec.created_dirs:
                         # not empty: something else lives there; refused by the gate: the
                         # ledger was edited, and nothing outside the root is ever removed
                         with contextlib.suppress(OSError, PathRejected):
-                            resolve_under(env.roots[target], folder).rmdir()
+                            resolve_under(root, folder).rmdir()
                 else:
+                    _make_folders_again(root, rec.folders_before)
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    write_atomic(path, data, mode=mode)
+                    write_atomic(path, data, mode=rec.mode_before, owner=_owner(rec))
                 _drop_bytecode(path, txn)
     except OSError as exc:
         raise ApplyFailed(f"write failed: {exc.strerror or exc}", file=exc.filename) from None

@@ -46,7 +46,11 @@ class FileRecord(msgspec.Struct):
 
     ``created_dirs`` lists the folders (root-relative, deepest first) that creating the file
     also created, so that a revert removes them again; ``mode_before`` the permission bits the
-    file had, so that a revert restores them too.
+    file had, and ``owner_before`` its ``[uid, gid]``, so that a revert restores them too (the
+    owner where the revert may: run as root); ``folders_before``, for a file the patch deleted,
+    ``[folder, mode, uid, gid]`` of every folder above it (root-relative, deepest first), so
+    that a revert makes a folder the deletion emptied, and removed as ``git apply`` does, again
+    as it was.
     """
 
     target: str
@@ -55,6 +59,8 @@ class FileRecord(msgspec.Struct):
     after: str | None
     created_dirs: list[str] = msgspec.field(default_factory=list)
     mode_before: int | None = None
+    owner_before: list[int] | None = None
+    folders_before: list[list[Any]] = msgspec.field(default_factory=list)
 
 
 class LedgerEntry(msgspec.Struct):
@@ -104,6 +110,8 @@ class LedgerEntry(msgspec.Struct):
                     "after": f.after,
                     "created_dirs": list(f.created_dirs),
                     "mode_before": f.mode_before,
+                    "owner_before": f.owner_before,
+                    "folders_before": f.folders_before,
                 }
                 for f in self.files
             ],

@@ -926,6 +926,7 @@ def write_atomic(
     mode: int | None = None,
     durable: bool = False,
     unlink_first: bool = False,
+    owner: tuple[int, int] | None = None,
 ) -> None:
     """Replace ``path`` with ``data`` through a temporary file and a rename (a new inode).
 
@@ -941,6 +942,9 @@ def write_atomic(
             rather than renaming over it: on ext4 a rename over an existing file starts the new
             data's writeback at once (``auto_da_alloc``), which doubles a write's cost; a
             crash in between is the journal's to undo (for the diff writer's many files).
+        owner: ``(uid, gid)`` the new file gets before it is renamed into place (a revert
+            giving a file back to its owner; needs the privilege to chown), None: the
+            process's.
 
     Raises:
         OSError: the write failed (no space, no permission, an immutable file); its
@@ -961,7 +965,9 @@ def write_atomic(
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        if owner is not None:
+            os.chown(tmp, *owner)
+        os.chmod(tmp, mode)  # after chown, which drops the set-user-ID and set-group-ID bits
         fault_point("file-staged")  # complete under its temporary name (recovery removes it)
         if unlink_first:
             os.unlink(path)
