@@ -483,3 +483,42 @@ def test_a_no_op_that_does_not_verify_is_checked_once(
     calls.clear()
     res = run_main("apply", ps, "--root", root, "--lock-timeout", "5")  # no fast path
     assert (res.code, len(calls)) == (0, 1)
+
+
+def test_a_patchset_with_notes_gets_a_verified_noop_that_prints_them(tmp_path: Path) -> None:
+    """A hunk found one line off its declared line and a CRLF file give ``note:`` lines. The
+    cold apply's notes are not a re-run's ("applies at" against "applied at"), so its run
+    records no identity; the first re-run, through the engine, records one with the notes it
+    printed, and every later re-run is the verified no-op, printing exactly the same."""
+    root = tmp_path / "tree"
+    (root / "demo_engine").mkdir(parents=True)
+    (root / "demo_engine" / "worker.py").write_text(
+        "A = 1\nB = 2\nC = 3\ndef work():\n    return 1\n"
+    )
+    (root / "demo_engine" / "crlf.py").write_bytes(b"x = 1\r\ny = 2\r\n")
+    offset = (
+        "--- a/demo_engine/worker.py\n+++ b/demo_engine/worker.py\n@@ -2,3 +2,3 @@\n"
+        " C = 3\n-def work():\n+def work():  # patched\n     return 1\n"
+    )
+    crlf = diff_patch("demo_engine/crlf.py", "x = 1\ny = 2\n", "x = 1\ny = 3\n")
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "worker", "kind": "diff", "file": "worker.patch"},
+         {"id": "crlf", "kind": "diff", "file": "crlf.patch"}],
+        files={"worker.patch": offset, "crlf.patch": crlf},
+    )  # fmt: skip
+    cold = run_main("apply", ps, "--root", root)
+    assert cold.code == 0, cold.err
+    assert "applies at line 3, offset +1" in cold.out
+    assert noop.check(str(ps), root=root) is None
+    first = run_main("apply", ps, "--root", root)
+    assert first.code == 0, first.err
+    assert first.out.splitlines() == [
+        "note: worker: demo_engine/worker.py hunk 1: applied at line 3, offset +1",
+        "note: crlf: demo_engine/crlf.py uses CRLF line endings; the patch was matched with CRLF",
+        "nothing to do: 2 patch(es) already present",
+    ]
+    verified = noop.check(str(ps), root=root)
+    assert verified is not None and verified.notes == first.out.splitlines()[:2]
+    again = run_main("apply", ps, "--root", root)
+    assert (again.code, again.out) == (0, first.out)

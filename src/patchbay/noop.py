@@ -21,7 +21,11 @@ it left (:func:`identity`):
   patchset names (pins, guard, components);
 - the files: every file a patch, the ledger or the base guard looks at, with its real path,
   sha256 (or absence) and permission bits; a command's output by existence;
-- what a no-op prints (the redundant patches, the count of present ones).
+- what a no-op prints (its ``note:`` lines, the redundant patches, the count of present ones).
+
+An apply that writes patches with notes records no identity: its notes ("applies at line 3")
+are not the ones a re-run prints ("applied at line 3"); the first re-run, through the engine,
+records the identity with its own (``engine._refresh_identity``).
 
 :func:`check` (``apply`` before anything else) finds the ledger without the probe (``--state-dir``;
 ``<root>/.patchbay`` with ``--root``; else ``<sys.prefix>/share/patchbay`` where ``sys.prefix`` is
@@ -29,7 +33,7 @@ derived as CPython does: the folder of a ``pyvenv.cfg`` beside or above the inte
 the parent of the real executable's folder), and re-checks every item of the identity: content
 hashed, never trusted by mtime. Any difference, anything it cannot check (no identity, an
 identity of another patchbay version, a journal of an interrupted run, a state folder it
-cannot write, a patch with notes to print, ``--record``) returns None and the full engine
+cannot write, ``--record``) returns None and the full engine
 decides.
 """
 
@@ -160,13 +164,23 @@ def identity(plan: Plan, loaded: list[LoadedPatch]) -> dict[str, Any] | None:
     """The identity of ``plan``'s patchset as an apply that wrote every pending patch of
     ``plan`` leaves it (call after the writes, before the ledger is saved), or None when a
     no-op of it could not be verified from content alone (then every re-run takes the full
-    engine: a patch with notes to print, a path through a linked folder, a non-file)."""
+    engine: a run that writes patches with notes to print, a path through a linked folder, a
+    non-file)."""
     from .engine import PatchStatus, _touched_paths
+    from .output import apply_notes
 
     patchset, env = plan.patchset, plan.env
-    if any(
-        r.notes or r.inspection.notes for r in plan.reports if r.status is not PatchStatus.REDUNDANT
+    notes = apply_notes(plan)
+    if plan.with_status(PatchStatus.PENDING) and (
+        notes
+        or any(
+            r.notes or r.inspection.notes
+            for r in plan.reports
+            if r.status is not PatchStatus.REDUNDANT
+        )
     ):
+        # the notes of a run that writes ("applies at line 3") are not those a re-run prints
+        # ("applied at line 3"): the first re-run, through the engine, records its own
         return None
     inputs = [str(patchset.path), str(patchset.folder / "patchbay.lock")]
     inputs += [lp.source for lp in loaded if lp.source]
@@ -244,6 +258,7 @@ def identity(plan: Plan, loaded: list[LoadedPatch]) -> dict[str, Any] | None:
         "outputs": outputs,
         "redundant": [r.id for r in plan.with_status(PatchStatus.REDUNDANT)],
         "present": len(plan.reports),
+        "notes": notes,
     }
 
 
@@ -251,12 +266,13 @@ def identity(plan: Plan, loaded: list[LoadedPatch]) -> dict[str, Any] | None:
 
 
 class NoOp:
-    """A verified no-op: what ``apply`` prints for it (the redundant patches' ids, and how
-    many patches are present)."""
+    """A verified no-op: what ``apply`` prints for it (the ``note:`` lines the engine's no-op
+    printed, the redundant patches' ids, and how many patches are present)."""
 
-    def __init__(self, redundant: list[str], present: int) -> None:
+    def __init__(self, redundant: list[str], present: int, notes: list[str] | None = None) -> None:
         self.redundant = redundant
         self.present = present
+        self.notes = notes or []
 
 
 def _yaml_path(patchset_arg: str) -> str | None:
@@ -366,4 +382,7 @@ def _check(
             return None
     if not all(os.path.exists(p) for p in found["outputs"]):
         return None
-    return NoOp(redundant=list(found["redundant"]), present=int(found["present"]))
+    notes = found.get("notes", [])  # an identity recorded before notes were: none
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        return None
+    return NoOp(redundant=list(found["redundant"]), present=int(found["present"]), notes=notes)

@@ -102,8 +102,11 @@ def run(
 
 
 def print_noop(verified: NoOp) -> None:
-    """Print the answer of a verified no-op (:func:`patchbay.noop.check`): the redundant
-    patches, if any, and "nothing to do: N patch(es) already present" on stdout."""
+    """Print the answer of a verified no-op (:func:`patchbay.noop.check`): the notes the
+    engine's no-op printed, the redundant patches, if any, and "nothing to do: N patch(es)
+    already present" on stdout."""
+    for line in verified.notes:
+        say(line)  # as the engine's no-op prints them (redacted)
     # plain: the ids are checked names and the rest are counts (nothing to redact)
     if verified.redundant:
         _print_redundant(verified.redundant)
