@@ -327,6 +327,22 @@ def test_the_fast_path_leaves_every_other_command_line_to_argparse(
         assert res.code == 2 and message in res.err and res.err.startswith("patchbay: error: ")
 
 
+def test_the_fast_path_s_options_are_apply_s_own() -> None:
+    """The fast path reads ``--python``/``--root``/``--state-dir`` without the parser: each
+    must be an option of ``apply`` taking one value, under the same name, and the one option
+    it skips, ``--quiet``/``-q``, a flag of it (a renamed option would otherwise be read
+    wrongly, or never)."""
+    from patchbay.cli import _NOOP_OPTIONS
+    from patchbay.cliparser import build
+
+    parser, _ = build("apply")
+    assert parser is not None
+    actions = {s: a for a in parser._actions for s in a.option_strings}
+    for option, dest in _NOOP_OPTIONS.items():
+        assert actions[option].dest == dest and actions[option].nargs is None, option
+    assert actions["--quiet"] is actions["-q"] and actions["-q"].nargs == 0
+
+
 # -- what the identity must cover (each once answered "nothing to do" wrongly) ----------------
 
 
