@@ -47,7 +47,17 @@ from .options import RunOptions
 from .paths import PathRejected, resolve_under
 from .statelock import state_lock
 from .targets import Environment, read_again
-from .transaction import ENTRY_BYTES, MANIFEST, Transaction, fault_point, recover, write_atomic
+from .transaction import (
+    ENTRY_BYTES,
+    MANIFEST,
+    Transaction,
+    fault_point,
+    folder_item_ok,
+    folders_above,
+    make_folders,
+    recover,
+    write_atomic,
+)
 from .tree import DiskView, Tree
 
 
@@ -1049,38 +1059,22 @@ def _owner(rec: FileRecord) -> tuple[int, int] | None:
 
 
 def _folders_above(path: Path, root: Path) -> list[list[Any]]:
-    """``[folder, mode, uid, gid]`` of every folder above ``path`` up to, not including,
-    ``root``; root-relative, deepest first."""
-    found: list[list[Any]] = []
-    prefix = str(root).rstrip(os.sep) + os.sep
-    folder = os.path.dirname(str(path))
-    while folder.startswith(prefix) and len(folder) > len(prefix):
-        st = os.lstat(folder)
-        found.append([folder[len(prefix) :], st.st_mode & 0o7777, st.st_uid, st.st_gid])
-        folder = os.path.dirname(folder)
-    return found
+    """:func:`~patchbay.transaction.folders_above`, root-relative (as the ledger keeps
+    paths)."""
+    cut = len(str(root).rstrip(os.sep)) + 1
+    return [[f[cut:], *rest] for f, *rest in folders_above(str(path), root)]
 
 
 def _make_folders_again(root: Path, folders: list[list[Any]]) -> None:
-    """Make the missing ones of a record's ``folders_before`` (deepest first), outermost
-    first, with their own permission bits and, run as root, owner; an entry that is not
-    ``[str, int, int, int]`` or that the path gate refuses (the ledger was edited) is
-    skipped, and nothing outside the root is ever made."""
-    for item in reversed(folders):
-        if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)):
-            continue
-        rel, mode, uid, gid = item
-        if not all(type(v) is int and v >= 0 for v in (mode, uid, gid)) or mode > 0o7777:
-            continue
-        try:
-            folder = resolve_under(root, rel)
-            os.mkdir(folder)
-        except (FileExistsError, PathRejected):
-            continue
-        os.chmod(folder, mode)
-        if os.geteuid() == 0:
-            with contextlib.suppress(OSError):
-                os.chown(folder, uid, gid, follow_symlinks=False)
+    """Make the missing folders of a record's ``folders_before`` again, as they were
+    (:func:`~patchbay.transaction.make_folders`); an item that is malformed or that the path
+    gate refuses (the ledger was edited) is skipped: nothing outside the root is ever made."""
+    made = []
+    for item in folders:
+        if folder_item_ok(item):
+            with contextlib.suppress(PathRejected):
+                made.append([str(resolve_under(root, item[0])), *item[1:]])
+    make_folders(made)
 
 
 def _missing_parents(path: Path, root: Path, existing: set[str] | None = None) -> list[str]:

@@ -302,7 +302,7 @@ class Transaction:
                 else:
                     fields = {"backup": self._keep(Path(key), len(self._entries), st, copy)}
                 if deleting:
-                    fields["folders"] = _folders_above(key, root)
+                    fields["folders"] = folders_above(key, root)
                 self._record(
                     key,
                     existed=True,
@@ -518,9 +518,10 @@ def _missing_dirs(path: Path) -> list[str]:
     return created
 
 
-def _folders_above(path: str, root: Path) -> list[list[Any]]:
-    """``[folder, mode, uid, gid]`` of every folder above ``path`` up to, not including,
-    ``root``, deepest first."""
+def folders_above(path: str, root: Path) -> list[list[Any]]:
+    """``[folder, mode, uid, gid]`` (absolute path, permission bits, owner) of every folder
+    above ``path`` up to, not including, ``root``, deepest first: what a deletion that empties
+    them, and removes them as ``git apply`` does, takes away."""
     found = []
     stop = os.path.abspath(root)
     folder = os.path.dirname(path)
@@ -531,14 +532,15 @@ def _folders_above(path: str, root: Path) -> list[list[Any]]:
     return found
 
 
-def _make_folders(folders: list[list[Any]]) -> None:
-    """Make again, outermost first, every folder of a journal entry's ``folders`` that is
-    missing, with its permission bits (not the umask's) and, where this process may (root),
-    its owner."""
+def make_folders(folders: list[list[Any]]) -> None:
+    """Make again, outermost first, every missing folder of ``folders`` (as
+    :func:`folders_above` gives them, each checked by :func:`folder_item_ok` and against the
+    roots by the caller), with its permission bits (not the umask's) and, where this process
+    may (root), its owner."""
     for folder, mode, uid, gid in reversed(folders):
         try:
             os.mkdir(folder)
-        except FileExistsError:
+        except (FileExistsError, FileNotFoundError):  # there; or its parent is not listed
             continue
         os.chmod(folder, mode)
         if os.geteuid() == 0:
@@ -546,17 +548,20 @@ def _make_folders(folders: list[list[Any]]) -> None:
                 os.chown(folder, uid, gid, follow_symlinks=False)
 
 
-def _valid_folders(folders: object, roots: list[Path]) -> bool:
-    if not isinstance(folders, list):
+def folder_item_ok(item: object) -> bool:
+    """Whether ``item`` has the shape of a :func:`folders_above` item: ``[str, mode, uid,
+    gid]``, the mode within 0..0o7777 and the ids not negative (read back from a journal or a
+    ledger, which may have been edited)."""
+    if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)):
         return False
-    for item in folders:
-        if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)):
-            return False
-        if contained(item[0], roots) is None or not all(type(v) is int for v in item[1:]):
-            return False
-        if not 0 <= item[1] <= 0o7777 or item[2] < 0 or item[3] < 0:
-            return False
-    return True
+    mode, uid, gid = item[1:]
+    return all(type(v) is int and v >= 0 for v in (mode, uid, gid)) and mode <= 0o7777
+
+
+def _valid_folders(folders: object, roots: list[Path]) -> bool:
+    return isinstance(folders, list) and all(
+        folder_item_ok(item) and contained(item[0], roots) is not None for item in folders
+    )
 
 
 def _existing_ancestor(folder: Path) -> Path:
@@ -750,7 +755,7 @@ def _restore(
                     continue  # put back by an earlier try (a restore renames the original)
                 if _unchanged(path, backup, entry):
                     continue
-                _make_folders(entry.get("folders", []))  # a removed folder comes back
+                make_folders(entry.get("folders", []))  # a removed folder comes back
                 path.parent.mkdir(parents=True, exist_ok=True)  # (journals of format < 3)
                 if os.path.isdir(path) and not os.path.islink(path):
                     shutil.rmtree(path)
