@@ -373,7 +373,9 @@ class DiffKind(FileKind):
                 on_result=[self._file_result(fp, HunkState.APPLIED)],  # it is then `expected`
             )
         if current == expected:
-            return _Outcome([self._file_result(fp, HunkState.APPLIED)])
+            # taken off, it is absent again (the backward pass of a plan)
+            undo = [FileChange(target, fp.path, None, current)]
+            return _Outcome([self._file_result(fp, HunkState.APPLIED)], undo=undo)
         return _Outcome(
             [self._file_result(fp, HunkState.CONFLICT, "file exists with other content")]
         )
