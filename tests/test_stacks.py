@@ -20,6 +20,7 @@ from patchbay.engine import PatchStatus, apply_patchset, make_plan, revert_patch
 from patchbay.model import load_patchset
 from patchbay.targets import resolve_environment
 from test_diff_writes import (
+    BIN,
     BODY,
     EDITED,
     Case,
@@ -45,6 +46,9 @@ STACKS = [
          [_pkg({"a.py": BODY}), _pkg({"a.py": EDITED}), _pkg({"a.py": BODY})]),
     Case("create-modify-delete",
          [_pkg(), _pkg({"x.py": BODY}), _pkg({"x.py": EDITED}), _pkg()]),
+    Case("binary-create-then-delete", [_pkg(), _pkg({"k.co": BIN}), _pkg()]),
+    Case("binary-edit-and-back",
+         [_pkg({"k.co": BIN}), _pkg({"k.co": BIN[::-1]}), _pkg({"k.co": BIN})]),
     Case("edit-reverse-edit-again",
          [_pkg({"a.py": BODY}), _pkg({"a.py": EDITED}), _pkg({"a.py": BODY}),
           _pkg({"a.py": EDITED})]),

@@ -384,10 +384,11 @@ class DiffKind(FileKind):
         self, target: str, fp: FilePatch, tree: Tree, current: bytes | None
     ) -> _Outcome:
         if current is None:
-            undo = []
             if fp.binary is None:
-                content = _bytes([line for h in fp.hunks for line in h.preimage])
-                undo = [FileChange(target, fp.path, content, None)]
+                content: bytes | None = _bytes([line for h in fp.hunks for line in h.preimage])
+            else:
+                content = self._binary_before(fp, None)
+            undo = [] if content is None else [FileChange(target, fp.path, content, None)]
             return _Outcome([self._file_result(fp, HunkState.APPLIED)], undo=undo)
         if fp.binary is not None:
             matches = fp.index_old is not None and git_blob_id(current).startswith(fp.index_old)
@@ -412,7 +413,9 @@ class DiffKind(FileKind):
     def _binary_modify(self, target: str, fp: FilePatch, current: bytes) -> _Outcome:
         blob = git_blob_id(current)
         if fp.index_new and blob.startswith(fp.index_new):
-            return _Outcome([self._file_result(fp, HunkState.APPLIED)])
+            before = self._binary_before(fp, current)
+            undo = [] if before is None else [FileChange(target, fp.path, before, current)]
+            return _Outcome([self._file_result(fp, HunkState.APPLIED)], undo=undo)
         if fp.index_old and blob.startswith(fp.index_old):
             after = self._binary_result(fp, current)
             return _Outcome(
@@ -447,6 +450,26 @@ class DiffKind(FileKind):
 
             git_apply(render_file_patch(fp, None, mode="100644"), root)
             return (root / fp.path).read_bytes()
+
+    def _binary_before(self, fp: FilePatch, after: bytes | None) -> bytes | None:
+        """The file before a binary patch, from its result ``after`` (None: deleted), by
+        ``git apply --reverse`` in a scratch folder (the backward pass of a plan: an earlier
+        patch of this file is judged on it); None when git cannot tell (no reverse hunk)."""
+        import tempfile
+
+        from ..errors import ApplyFailed
+        from ..gitapply import git_apply
+
+        with tempfile.TemporaryDirectory(prefix="patchbay-bin-") as scratch:
+            root = Path(scratch)
+            if after is not None:
+                (root / fp.path).parent.mkdir(parents=True, exist_ok=True)
+                (root / fp.path).write_bytes(after)
+            try:
+                git_apply(render_file_patch(fp, None, mode="100644"), root, reverse=True)
+                return (root / (fp.old_path or fp.path)).read_bytes()
+            except (ApplyFailed, OSError):
+                return None
 
     @staticmethod
     def _file_result(fp: FilePatch, state: HunkState, detail: str = "") -> HunkResult:
