@@ -46,6 +46,12 @@ STACKS = [
          [_pkg({"a.py": BODY}), _pkg({"a.py": EDITED}), _pkg({"a.py": BODY})]),
     Case("create-modify-delete",
          [_pkg(), _pkg({"x.py": BODY}), _pkg({"x.py": EDITED}), _pkg()]),
+    Case("mode-and-back",
+         [_pkg({"a.py": BODY}), _pkg({"a.py": (BODY, 0o755)}), _pkg({"a.py": BODY})]),
+    Case("create-executable-then-not",
+         [_pkg(), _pkg({"x.sh": (BODY, 0o755)}), _pkg({"x.sh": BODY})]),
+    Case("edit-made-executable-then-back",
+         [_pkg({"a.py": BODY}), _pkg({"a.py": (EDITED, 0o755)}), _pkg({"a.py": BODY})]),
     Case("binary-create-then-delete", [_pkg(), _pkg({"k.co": BIN}), _pkg()]),
     Case("binary-edit-and-back",
          [_pkg({"k.co": BIN}), _pkg({"k.co": BIN[::-1]}), _pkg({"k.co": BIN})]),
@@ -55,9 +61,10 @@ STACKS = [
 ]  # fmt: skip
 R, P = PatchStatus.REDUNDANT, PatchStatus.PENDING
 # the statuses on the tree a stack leaves, with no ledger: pending where that tree is also the
-# one before the stack (all of them, but these two), redundant as far as the content tells
+# one before the stack (all of them, but these), redundant as far as the content tells
 SHIPPED = {
     "delete-then-create-other": {"p0": R, "p1": R},
+    "create-executable-then-not": {"p0": R, "p1": R},
     "edit-reverse-edit-again": {"p0": R, "p1": P, "p2": P},
 }
 

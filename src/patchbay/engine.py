@@ -384,6 +384,8 @@ def make_plan(
             backward[patch.id] = (reads, inspection)
             for change in inspection.undo:
                 unwound.stage(change.target, change.path, change.before)
+                if change.executable is not None:
+                    unwound.stage_executable(change.target, change.path, change.executable[0])
         elif getattr(KINDS[patch.kind], "content_only", False):
             backward[patch.id] = (reads, inspection)
     staged: set[str] = set()  # locations the pending patches so far change
@@ -407,6 +409,8 @@ def make_plan(
         if status is PatchStatus.PENDING:
             for change in inspection.changes:
                 tree.stage(change.target, change.path, change.after)
+                if change.executable is not None:
+                    tree.stage_executable(change.target, change.path, change.executable[1])
                 staged.add(tree.location(change.target, change.path))
             tree.changed.add(patch.id)
         reports.append(PatchReport(i, patch, lp, inspection, status, entry, notes))
