@@ -11,12 +11,14 @@ make the later ones be judged again on what it leaves. Each patch is made by rea
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from conftest import write_patchset
 from patchbay.engine import PatchStatus, apply_patchset, make_plan, revert_patchset
+from patchbay.kinds import KINDS
 from patchbay.model import load_patchset
 from patchbay.targets import resolve_environment
 from test_diff_writes import (
@@ -138,3 +140,74 @@ def test_an_image_that_ships_the_stack_is_left_as_it_is(tmp_path: Path, case: Ca
     assert statuses == SHIPPED.get(case.name, dict.fromkeys(statuses, PatchStatus.PENDING))
     apply_patchset(patchset, env)
     assert _tree(shipped) == before
+
+
+@pytest.mark.parametrize("first", ["diff", "replace"])
+def test_a_replace_that_undoes_an_earlier_edit_is_applied_after_it(
+    tmp_path: Path, first: str
+) -> None:
+    """The same class through the ``replace`` kind: an edit (a diff or a replace) and a later
+    replace that puts the old text back leave the pristine bytes, both then ``applied``."""
+    site = tmp_path / "site"
+    _materialise(site, _pkg({"a.py": BODY}))
+    pristine = _tree(site)
+    edit: dict[str, object] = {"file": "pkg/a.py", "old": "x + 3\n", "new": "x - 3\n"}
+    back = {"file": "pkg/a.py", "old": "x - 3\n", "new": "x + 3\n"}
+    files = {}
+    if first == "diff":
+        files["p0.patch"] = _git_diff(tmp_path / "d", _pkg({"a.py": BODY}), _pkg({"a.py": EDITED}))
+        p0: dict[str, object] = {"id": "p0", "kind": "diff", "file": "p0.patch"}
+    else:
+        p0 = {"id": "p0", "kind": "replace", "edits": [edit]}
+    ps = write_patchset(
+        tmp_path / "ps",
+        [p0, {"id": "p1", "kind": "replace", "edits": [back]}],
+        targets={"engine": {"package": "pkg"}},
+        files=files,
+    )
+    patchset = load_patchset(ps)
+    env = resolve_environment(patchset, root=site)
+    assert apply_patchset(patchset, env).applied == ["p0", "p1"]
+    assert _tree(site) == pristine
+    assert _statuses(ps, site) == {"p0": PatchStatus.APPLIED, "p1": PatchStatus.APPLIED}
+    again = load_patchset(ps)
+    assert apply_patchset(again, resolve_environment(again, root=site)).nothing_to_do
+    assert revert_patchset(load_patchset(ps), env).ids == ["p1", "p0"]
+    assert _tree(site) == pristine
+    assert _statuses(ps, site) == {"p0": PatchStatus.PENDING, "p1": PatchStatus.PENDING}
+
+
+def test_only_the_patches_of_the_stack_are_judged_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold apply judges the stack's patches again on the earlier one's result, but reuses
+    the backward pass's judgement of a patch of another file (nothing earlier is staged on it);
+    a re-run judges every patch once."""
+    site = tmp_path / "site"
+    _materialise(site, _pkg({"a.py": BODY}))
+    create = _git_diff(tmp_path / "d0", _pkg(), _pkg({"x.py": OTHER}))
+    delete = _git_diff(tmp_path / "d1", _pkg({"x.py": OTHER}), _pkg())
+    edit = _git_diff(tmp_path / "d2", _pkg({"a.py": BODY}), _pkg({"a.py": EDITED}))
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": f"p{i}", "kind": "diff", "file": f"p{i}.patch"} for i in range(3)],
+        targets={"engine": {"package": "pkg"}},
+        files={"p0.patch": create, "p1.patch": delete, "p2.patch": edit},
+    )
+    calls: Counter[str] = Counter()
+    kind = KINDS["diff"]
+    real = kind.inspect
+
+    def counting(patch, loaded, tree):  # the real inspection, counted
+        calls[patch.id] += 1
+        return real(patch, loaded, tree)
+
+    monkeypatch.setattr(kind, "inspect", counting)
+    patchset = load_patchset(ps)
+    env = resolve_environment(patchset, root=site)
+    assert apply_patchset(patchset, env).applied == ["p0", "p1", "p2"]
+    assert calls == {"p0": 2, "p1": 2, "p2": 1}
+    assert not (site / "pkg/x.py").exists()
+    calls.clear()
+    assert apply_patchset(load_patchset(ps), env).nothing_to_do
+    assert calls == {"p0": 1, "p1": 1, "p2": 1}
