@@ -72,6 +72,27 @@ def test_version_and_usage_errors_are_one_line_exit_2() -> None:
         assert res.err.count("\n") == 1 and res.err.startswith("patchbay: error: "), res.err
 
 
+def test_a_dry_run_with_a_record_is_a_usage_error_and_writes_nothing(tmp_path: Path) -> None:
+    """A dry run writes nothing, so it has no record to write: ``--dry-run --record F`` is
+    refused (one line, exit 2) before anything runs, in either order, and neither ``F`` nor a
+    state folder appears."""
+    root, ps = _tree(tmp_path)
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    record = tmp_path / "record.json"
+    for order in (["--dry-run", "--record", record], ["--record", record, "--dry-run"]):
+        res = run_main("apply", ps, "--root", root, *order)
+        assert res.code == 2 and res.out == "", res.err
+        assert res.err.count("\n") == 1, res.err
+        assert res.err.startswith("patchbay: error: apply: argument "), res.err
+        assert "--record" in res.err and "--dry-run" in res.err
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+    assert "[--dry-run | --record FILE]" in " ".join(run_main("apply", "-h").out.split())
+    # each alone still works: the dry run prints the diff, the record is written
+    assert "+V = 10" in run_main("apply", ps, "--root", root, "--dry-run").out
+    assert run_main("apply", ps, "--root", root, "--record", record).code == 0
+    assert json.loads(record.read_text())["schema_version"] == 1
+
+
 def test_no_arguments_prints_the_help_and_exits_2() -> None:
     res = run_main()
     assert res.code == 2 and "commands:" in res.out and "apply" in res.out

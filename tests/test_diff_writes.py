@@ -9,6 +9,7 @@ reference, by ``git apply`` once per patch in a copy."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -314,3 +315,44 @@ def test_revert_gives_back_the_folders_a_deletion_removed_and_each_file_s_owner(
     assert _tree(site) == pristine  # folder modes included
     if root_run:
         assert _owners(site) == owners
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o027], ids=["umask-022", "umask-027"])
+@pytest.mark.parametrize("content", [BODY, EDITED], ids=["mode-only", "mode-and-content"])
+def test_a_file_readable_by_nobody_made_executable_is_left_as_git_apply_leaves_it(
+    tmp_path: Path, umask: object, mask: int, content: bytes
+) -> None:
+    """``old mode 100644``/``new mode 100755`` on a 0000 file: there is no readable class to
+    turn ``x`` on for, so the file gets what ``git apply`` leaves (0777 less the umask), is
+    then ``applied`` (not pending again, nor partial), a re-run is a no-op, and revert gives
+    back 0000."""
+    if os.geteuid() != 0:
+        pytest.skip("only root reads a 0000 file (git apply cannot either)")
+    umask(mask)  # type: ignore[operator]
+    diff = _git_diff(tmp_path / "d", _pkg({"a.py": BODY}), _pkg({"a.py": (content, 0o755)}))
+    assert b"old mode 100644\nnew mode 100755\n" in diff
+    pristine = tmp_path / "pristine"
+    _materialise(pristine, _pkg({"a.py": (BODY, 0o000)}))
+    reference = tmp_path / "git"
+    shutil.copytree(pristine, reference)
+    (tmp_path / "m.patch").write_bytes(diff)
+    _git(reference, "apply", str(tmp_path / "m.patch"))
+    site = tmp_path / "site"
+    shutil.copytree(pristine, site)
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "x", "kind": "diff", "file": "m.patch"}],
+        targets={"engine": {"package": "pkg"}},
+        files={"m.patch": diff},
+    )
+    patchset = load_patchset(ps)
+    env = resolve_environment(patchset, root=site)
+    assert apply_patchset(patchset, env).applied == ["x"]
+    assert _tree(site) == _tree(reference)
+    assert stat.S_IMODE(os.stat(site / "pkg/a.py").st_mode) == 0o777 & ~mask
+    status = run_main("status", ps, "--root", site, "--format", "json")
+    assert status.code == 0, status.err
+    assert [p["status"] for p in json.loads(status.out)["patches"]] == ["applied"]
+    assert apply_patchset(load_patchset(ps), env).nothing_to_do
+    assert revert_patchset(load_patchset(ps), env).ids == ["x"]
+    assert _tree(site) == _tree(pristine)

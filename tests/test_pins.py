@@ -404,6 +404,10 @@ def test_status_shows_what_the_dry_run_of_a_pending_pin_found(
         in (patch["notes"])
     )
     assert _versions(pengine) == {"torchx": "1.0"}
+    # a read-only command announces no install: its progress lines name pip's dry run
+    progress = [line for line in res.err.splitlines() if "pip" in line]
+    assert progress and all("pip's dry run of " in line for line in progress), res.err
+    assert "pip install" not in res.err, res.err
 
 
 def test_status_says_not_checked_when_the_index_is_unreachable(

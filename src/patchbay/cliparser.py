@@ -159,7 +159,7 @@ def _probe(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _record(p: argparse.ArgumentParser) -> None:
+def _record(p: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup) -> None:
     p.add_argument("--record", metavar="FILE", type=_path, help="write a provenance JSON record")
 
 
@@ -274,6 +274,9 @@ class _Skipped:
     def add_subparsers(self, **kwargs: Any) -> _Skipped:
         return self
 
+    def add_mutually_exclusive_group(self, **kwargs: Any) -> _Skipped:
+        return self
+
     def add_parser(self, *args: Any, **kwargs: Any) -> _Skipped:
         return self
 
@@ -328,13 +331,15 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
         action="store_true",
         help="revert recorded versions of edited or removed patches, then apply, in one step",
     )
-    p.add_argument(
+    _lock(p)
+    # a dry run writes nothing, a record neither: asking for both is a usage error
+    writes = p.add_mutually_exclusive_group()
+    writes.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the unified diff apply would write; write nothing",
+        help="print the unified diff apply would write; write nothing (not with --record)",
     )
-    _lock(p)
-    _record(p)
+    _record(writes)
     _network(p)
     _cache(p)
     _mirror(p)

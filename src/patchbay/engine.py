@@ -381,21 +381,24 @@ def make_plan(
     # applied patch taken off again, so that a later patch editing the same lines does not
     # hide an earlier one. Only content the kind can take off again is unwound.
     unwound = tree.fork()
-    present: dict[str, Inspection] = {}
-    # inspections that hold on the forward tree too when it reads the same contents (most
-    # patches of a cold apply: nothing before them is staged on their files)
-    judged: dict[str, tuple[list[tuple[str, str, bytes | None]], Inspection]] = {}
+    # each patch's judgement there, with the contents it read: it holds on the forward tree
+    # too when that reads the same contents (most patches of a cold apply: nothing before
+    # them is staged on their files, nothing after them was taken off)
+    backward: dict[str, tuple[list[tuple[str, str, bytes | None]], Inspection]] = {}
     for patch, lp in reversed(pairs):
         if lp.unlocked:
             continue
         with unwound.tracing() as reads:
             inspection = _inspect(patch, lp, unwound)
         if inspection.state is ContentState.APPLIED and inspection.undo:
-            present[patch.id] = inspection
+            backward[patch.id] = (reads, inspection)
             for change in inspection.undo:
                 unwound.stage(change.target, change.path, change.before)
+                if change.executable is not None:
+                    unwound.stage_executable(change.target, change.path, change.executable[0])
         elif getattr(KINDS[patch.kind], "content_only", False):
-            judged[patch.id] = (reads, inspection)
+            backward[patch.id] = (reads, inspection)
+    staged: set[str] = set()  # locations the pending patches so far change
     reports = []
     for i, (patch, lp) in enumerate(pairs):
         entry = ledger.find(patchset.name, patch.id)
@@ -405,11 +408,7 @@ def make_plan(
                 PatchReport(i, patch, lp, inspection, PatchStatus.UNLOCKED, entry, [lp.unlocked])
             )
             continue
-        inspection = present.get(patch.id)
-        if inspection is None:
-            reads, inspection = judged.pop(patch.id, ([], None))  # type: ignore[assignment]
-            if inspection is None or not tree.reads_same(reads):
-                inspection = _inspect(patch, lp, tree)
+        inspection = _judge(patch, lp, tree, backward.pop(patch.id, None), entry, staged)
         if (
             inspection.state is ContentState.PENDING
             and getattr(KINDS[patch.kind], "recheck", False)
@@ -420,6 +419,9 @@ def make_plan(
         if status is PatchStatus.PENDING:
             for change in inspection.changes:
                 tree.stage(change.target, change.path, change.after)
+                if change.executable is not None:
+                    tree.stage_executable(change.target, change.path, change.executable[1])
+                staged.add(tree.location(change.target, change.path))
             tree.changed.add(patch.id)
         reports.append(PatchReport(i, patch, lp, inspection, status, entry, notes))
     outdated = {r.id for r in reports if r.status is PatchStatus.OUTDATED}
@@ -428,6 +430,38 @@ def make_plan(
         e for e in ledger.entries(patchset.name) if e.patch_id not in ids or e.patch_id in outdated
     ]
     return Plan(patchset, env, ledger, guard, reports, stale, tree.seen)
+
+
+def _judge(
+    patch: Any,
+    loaded: LoadedPatch,
+    tree: Tree,
+    backward: tuple[list[tuple[str, str, bytes | None]], Inspection] | None,
+    entry: LedgerEntry | None,
+    staged: set[str],
+) -> Inspection:
+    """The inspection of ``patch`` on the forward ``tree`` (disk plus the earlier pending
+    patches staged), reusing ``backward``, its ``(reads, inspection)`` on the tree with every
+    later applied patch taken off, where that judgement holds.
+
+    It holds when the forward tree reads the very same contents. A patch found applied there
+    also stays applied when the difference is only the later patches taken off (quilt's
+    stack), unless it is pending on the forward tree and either an earlier pending patch
+    changes a file it read or the ledger does not record it: then the stack is not pushed
+    (a later patch undoes an earlier one: create then delete, an edit and its reverse, a
+    rename and back), and each patch is applied in order, as ``git apply`` of each would.
+    """
+    if backward is None:
+        return _inspect(patch, loaded, tree)
+    reads, inspection = backward
+    if tree.reads_same(reads):
+        return inspection
+    if inspection.state is not ContentState.APPLIED:
+        return _inspect(patch, loaded, tree)
+    if entry is not None and not any(tree.location(t, rel) in staged for t, rel, _ in reads):
+        return inspection
+    forward = _inspect(patch, loaded, tree)
+    return forward if forward.state is ContentState.PENDING else inspection
 
 
 def _check_reaches_applied(

@@ -44,7 +44,9 @@ def _exit_description(status: object) -> str:
     return f"exit status {status}"
 
 
-def git_apply(patch_text: bytes, root: Path, *, strip: int = 1, check: bool = False) -> None:
+def git_apply(
+    patch_text: bytes, root: Path, *, strip: int = 1, check: bool = False, reverse: bool = False
+) -> None:
     """Apply (or with ``check`` only test) a patch under ``root`` with zero fuzz.
 
     Args:
@@ -52,6 +54,8 @@ def git_apply(patch_text: bytes, root: Path, *, strip: int = 1, check: bool = Fa
         root: the folder the paths are relative to (a target root).
         strip: ``-p`` strip level.
         check: only check that it applies (``--check``).
+        reverse: apply it backwards (``-R``; a binary patch needs its reverse hunk, which
+            ``git diff --binary`` writes).
 
     Raises:
         ApplyFailed: git refused the patch; the message carries git's first error line.
@@ -67,6 +71,8 @@ def git_apply(patch_text: bytes, root: Path, *, strip: int = 1, check: bool = Fa
         args.append(f"--directory={root}")
         if check:
             args.append("--check")
+        if reverse:
+            args.append("--reverse")
         _run_git([*args, patch_file], work)
 
 

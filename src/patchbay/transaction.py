@@ -526,8 +526,9 @@ def folders_above(path: str, root: Path) -> list[list[Any]]:
     stop = os.path.abspath(root)
     folder = os.path.dirname(path)
     while folder != stop and folder.startswith(stop + os.sep):
-        st = os.lstat(folder)
-        found.append([folder, st.st_mode & 0o7777, st.st_uid, st.st_gid])
+        with contextlib.suppress(FileNotFoundError):  # not there yet (an earlier patch makes it)
+            st = os.lstat(folder)
+            found.append([folder, st.st_mode & 0o7777, st.st_uid, st.st_gid])
         folder = os.path.dirname(folder)
     return found
 

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from .targets import Environment
 
 _ABSENT = object()
+# what a trace holds for a look at a file's executable bit: no content is this object, so an
+# inspection that looked at a mode is never taken as holding on another tree
+_MODE_READ = b"<mode>"
 
 Key = tuple[str, str]  # (target, root-relative path)
 Location = str  # a file's real absolute path: one file, whichever target names it
@@ -151,6 +154,7 @@ class Tree:
         # target whose root is a folder of the same package) see one file, so a later patch
         # is judged on what an earlier one staged, whichever target it goes through
         self._staged: dict[Location, bytes | None] = {}
+        self._executable: dict[Location, bool] = {}  # staged by pending mode changes
         self._resolved: dict[Key, Path] = {}
         self._located: dict[Key, Location] = {}
         # shared with forks: what is on disk does not depend on what a fork stages
@@ -262,6 +266,25 @@ class Tree:
         self._modes[where] = mode
         return mode
 
+    def executable(self, target: str, rel: str) -> bool:
+        """Whether the file is executable (any ``x`` bit) as a pending mode change staged it
+        (:meth:`stage_executable`), else on disk; False for an absent file. Traced as a look
+        that no other tree is taken to see the same (see :meth:`reads_same`).
+
+        Raises:
+            RefusedError: the path is unsafe (see :meth:`resolve`).
+        """
+        staged = self._executable.get(self.location(target, rel))
+        if staged is None:
+            staged = bool((self.mode(target, rel) or 0) & 0o111)
+        if self._trace is not None:
+            self._trace.append((target, rel, _MODE_READ))
+        return staged
+
+    def stage_executable(self, target: str, rel: str, executable: bool) -> None:
+        """Record the executable bit a pending mode change will leave (git's ``new mode``)."""
+        self._executable[self.location(target, rel)] = executable
+
     def line_index(self, data: bytes) -> LineIndex:
         """The :class:`LineIndex` of some file content, built once per content object for the
         tree and all its forks (while recently used; see :class:`_LineIndexes`)."""
@@ -317,6 +340,7 @@ class Tree:
         what is on disk, resolved paths and line indexes are shared."""
         other = Tree(self.roots, self.env, self.options)
         other._staged = dict(self._staged)
+        other._executable = dict(self._executable)
         other._resolved = self._resolved
         other._located = self._located
         other._disk = self._disk

@@ -48,12 +48,14 @@ def aggregate(results: list[HunkResult]) -> ContentState:
 
 
 class FileChange(msgspec.Struct):
-    """A planned change of one file: its bytes before and after (None: absent)."""
+    """A planned change of one file: its bytes before and after (None: absent), and, for a
+    change of its git mode, whether it is executable before and after (None: not changed)."""
 
     target: str
     path: str
     before: bytes | None
     after: bytes | None
+    executable: tuple[bool, bool] | None = None
 
 
 class LoadedPatch(msgspec.Struct):

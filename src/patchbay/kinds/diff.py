@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +63,16 @@ def _to_crlf(hunk: Hunk) -> Hunk:
 def _mode_change(fp: FilePatch) -> str | None:
     """The ``new mode`` of a file patch that changes the mode (``old mode`` differs), else None."""
     return fp.new_mode if fp.old_mode and fp.new_mode and fp.old_mode != fp.new_mode else None
+
+
+def _executable_flip(fp: FilePatch) -> tuple[bool, bool] | None:
+    """Whether the file is executable before and after a file patch that changes its mode
+    (git's ``old mode``/``new mode``; a new file is not executable before), else None."""
+    if fp.is_new:
+        return False, bool(int(fp.new_mode or "100644", 8) & 0o111)
+    if _mode_change(fp) is None:
+        return None
+    return bool(int(fp.old_mode or "0", 8) & 0o111), bool(int(fp.new_mode or "0", 8) & 0o111)
 
 
 class _Outcome(msgspec.Struct):
@@ -254,13 +263,14 @@ class DiffKind(FileKind):
         if not fp.hunks and fp.old_mode and fp.new_mode:
             return self._mode_only(target, fp, tree, old)
         results, after, _ = self._modify(fp, old, notes, tree)
+        flip = _executable_flip(fp)
         if after is None:
             undone = self._undo(fp, old, results, tree)
-            undo = [] if undone is None else [FileChange(target, fp.path, undone, old)]
+            undo = [] if undone is None else [FileChange(target, fp.path, undone, old, flip)]
             return _Outcome(results, undo=undo)
         return _Outcome(
             results,
-            [FileChange(target, fp.path, old, after)],
+            [FileChange(target, fp.path, old, after, flip)],
             FileWrite(fp.path, fp.path, after, _mode_change(fp)),
             on_result=self._on_result(fp, after, tree),
         )
@@ -368,12 +378,14 @@ class DiffKind(FileKind):
         if current is None:
             return _Outcome(
                 [self._file_result(fp, HunkState.PENDING)],
-                [FileChange(target, fp.path, None, expected)],
+                [FileChange(target, fp.path, None, expected, _executable_flip(fp))],
                 FileWrite(None, fp.path, expected, fp.new_mode or "100644"),
                 on_result=[self._file_result(fp, HunkState.APPLIED)],  # it is then `expected`
             )
         if current == expected:
-            return _Outcome([self._file_result(fp, HunkState.APPLIED)])
+            # taken off, it is absent again (the backward pass of a plan)
+            undo = [FileChange(target, fp.path, None, current)]
+            return _Outcome([self._file_result(fp, HunkState.APPLIED)], undo=undo)
         return _Outcome(
             [self._file_result(fp, HunkState.CONFLICT, "file exists with other content")]
         )
@@ -382,10 +394,11 @@ class DiffKind(FileKind):
         self, target: str, fp: FilePatch, tree: Tree, current: bytes | None
     ) -> _Outcome:
         if current is None:
-            undo = []
             if fp.binary is None:
-                content = _bytes([line for h in fp.hunks for line in h.preimage])
-                undo = [FileChange(target, fp.path, content, None)]
+                content: bytes | None = _bytes([line for h in fp.hunks for line in h.preimage])
+            else:
+                content = self._binary_before(fp, None)
+            undo = [] if content is None else [FileChange(target, fp.path, content, None)]
             return _Outcome([self._file_result(fp, HunkState.APPLIED)], undo=undo)
         if fp.binary is not None:
             matches = fp.index_old is not None and git_blob_id(current).startswith(fp.index_old)
@@ -410,7 +423,9 @@ class DiffKind(FileKind):
     def _binary_modify(self, target: str, fp: FilePatch, current: bytes) -> _Outcome:
         blob = git_blob_id(current)
         if fp.index_new and blob.startswith(fp.index_new):
-            return _Outcome([self._file_result(fp, HunkState.APPLIED)])
+            before = self._binary_before(fp, current)
+            undo = [] if before is None else [FileChange(target, fp.path, before, current)]
+            return _Outcome([self._file_result(fp, HunkState.APPLIED)], undo=undo)
         if fp.index_old and blob.startswith(fp.index_old):
             after = self._binary_result(fp, current)
             return _Outcome(
@@ -422,13 +437,15 @@ class DiffKind(FileKind):
         return _Outcome([self._file_result(fp, HunkState.CONFLICT, detail)])
 
     def _mode_only(self, target: str, fp: FilePatch, tree: Tree, current: bytes) -> _Outcome:
-        mode = stat.S_IMODE(tree.mode(target, fp.path) or 0)
-        want = int(fp.new_mode or "0", 8) & 0o777
-        if (mode & 0o111 != 0) == (want & 0o111 != 0):
-            return _Outcome([self._file_result(fp, HunkState.APPLIED)])
+        want = bool(int(fp.new_mode or "0", 8) & 0o111)
+        flip = (not want, want)
+        if tree.executable(target, fp.path) == want:
+            # taken off, it has the other executable bit (the backward pass of a plan)
+            undo = [FileChange(target, fp.path, current, current, flip)]
+            return _Outcome([self._file_result(fp, HunkState.APPLIED)], undo=undo)
         return _Outcome(
             [self._file_result(fp, HunkState.PENDING)],
-            [FileChange(target, fp.path, current, current)],
+            [FileChange(target, fp.path, current, current, flip)],
             FileWrite(fp.path, fp.path, current, fp.new_mode),
         )
 
@@ -445,6 +462,26 @@ class DiffKind(FileKind):
 
             git_apply(render_file_patch(fp, None, mode="100644"), root)
             return (root / fp.path).read_bytes()
+
+    def _binary_before(self, fp: FilePatch, after: bytes | None) -> bytes | None:
+        """The file before a binary patch, from its result ``after`` (None: deleted), by
+        ``git apply --reverse`` in a scratch folder (the backward pass of a plan: an earlier
+        patch of this file is judged on it); None when git cannot tell (no reverse hunk)."""
+        import tempfile
+
+        from ..errors import ApplyFailed
+        from ..gitapply import git_apply
+
+        with tempfile.TemporaryDirectory(prefix="patchbay-bin-") as scratch:
+            root = Path(scratch)
+            if after is not None:
+                (root / fp.path).parent.mkdir(parents=True, exist_ok=True)
+                (root / fp.path).write_bytes(after)
+            try:
+                git_apply(render_file_patch(fp, None, mode="100644"), root, reverse=True)
+                return (root / (fp.old_path or fp.path)).read_bytes()
+            except (ApplyFailed, OSError):
+                return None
 
     @staticmethod
     def _file_result(fp: FilePatch, state: HunkState, detail: str = "") -> HunkResult:

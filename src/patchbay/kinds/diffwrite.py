@@ -17,7 +17,8 @@ can see is kept, from git's ``apply.c`` (run in the target root):
 
 Where patchbay departs from git on purpose: a patched file keeps its own permission bits (a
 0444 file stays 0444; git would leave 0644), and only an ``old mode``/``new mode`` change turns
-its executable bits on (where it is readable, as ``chmod +x``) or off.
+its executable bits on (where it is readable, as ``chmod +x``; a file readable by nobody gets
+git's 0777 less the umask) or off.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def write_results(tree: Tree, target: str, writes: list[FileWrite], umask: int) 
         with _naming(tree, target, write.new):
             if write.old == write.new:
                 before = stat.S_IMODE(os.stat(path).st_mode)
-                _write_file(path, write.after or b"", permissions(before, write.mode), True)
+                mode = permissions(before, write.mode, umask)
+                _write_file(path, write.after or b"", mode, True)
                 continue
             old = None if write.old is None else tree.resolve(target, write.old)
             if write.mode is not None:
@@ -93,13 +95,18 @@ def write_results(tree: Tree, target: str, writes: list[FileWrite], umask: int) 
                 _delete(old, root)
 
 
-def permissions(before: int, mode: str | None) -> int:
+def permissions(before: int, mode: str | None, umask: int = 0o022) -> int:
     """The permission bits a patched file gets: its own (``before``, e.g. 0o444), with the
     executable bits turned on where it is readable (as ``chmod +x``) or off, only when the
     patch's git ``mode`` (``"100755"``/``"100644"``, None: not changed) asks for the other
     state than the file is in; never the set-user-ID and set-group-ID bits, which Linux clears
     when an unprivileged process writes such a file (and git, which writes 0644 or 0755,
-    drops): patched content, or a file made executable, is no privileged program."""
+    drops): patched content, or a file made executable, is no privileged program.
+
+    A file readable by nobody (0000, 0200) has nowhere to turn the bits on: made executable,
+    it gets what ``git apply`` leaves, 0777 less ``umask`` (git writes the file anew), so
+    that it is executable afterwards as the patch says.
+    """
     before &= ~(stat.S_ISUID | stat.S_ISGID)
     if mode is None:
         return before
@@ -107,6 +114,8 @@ def permissions(before: int, mode: str | None) -> int:
     if executable == bool(before & 0o111):
         return before
     if executable:
+        if not before & 0o444:
+            return 0o777 & ~umask
         return before | ((before & 0o444) >> 2)
     return before & ~0o111
 

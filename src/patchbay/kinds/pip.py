@@ -243,10 +243,13 @@ def _pip(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m pip ARGS`` (stderr into stdout, as a terminal shows them); its whole
     output is appended to ``log`` (a new log when ``fresh``), redacted, mode 0600."""
+    # a dry run installs nothing (and is all a read-only `status` runs): its progress line
+    # must not announce an install
+    title = f"pip's dry run of {args[-1]}" if "--dry-run" in args else f"pip {args[0]} {args[-1]}"
     try:  # a progress step: elapsed time, the log, pip's last line (patchbay.progress)
         proc = progress.run(
             [python, "-m", "pip", "--no-input", "--disable-pip-version-check", *args],
-            title=f"pip {args[0]} {args[-1]}",
+            title=title,
             log=log,
             text=True,
             timeout=PIP_TIMEOUT_S,
