@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -759,3 +760,34 @@ def test_a_journal_entry_with_bad_folders_is_not_acted_on(tmp_path: Path, folder
     assert not outcome.complete
     assert "has no valid 'folders'; not acted on" in outcome.problems()[0]
     assert not outside.parent.exists() and not inside.exists() and not kept.exists()
+
+
+def test_recovery_never_writes_through_a_link_an_earlier_restore_put_back(
+    tmp_path: Path,
+) -> None:
+    """A crafted journal: its newest entry puts back, as ``pkg/d``, a link to a folder outside
+    the roots; an older entry then restores ``pkg/d/x.py`` (mode 4755) with a folder to make
+    below it. Each path is judged again right before it is acted on, so nothing is written,
+    made or chmodded outside the roots, and the entries not acted on are reported."""
+    root, state, _ = _store_tree(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    os.chmod(outside, 0o755)
+    (root / "pkg" / "d").mkdir()
+    (root / "pkg" / "d" / "x.py").write_bytes(b"mine\n")
+    link = tmp_path / "link"
+    link.symlink_to(outside)
+    below = [[str(root / "pkg" / "d" / "e"), 0o777, 0, 0]]
+    journal = _journal(state, {"journal": 3, "id": "abcdef12"}, [
+        {"n": 0, "path": str(root / "pkg" / "d" / "x.py"), "existed": True, "backup": "journal",
+         "mode": 0o4755, "times": [0, 0], "folders": below},
+        {"n": 1, "path": str(root / "pkg" / "d"), "existed": True, "backup": "journal",
+         "mode": 0o777, "times": [0, 0]},
+    ])  # fmt: skip
+    (journal / "000000").write_bytes(b"#!/bin/sh\n")
+    os.link(link, journal / "000001", follow_symlinks=False)
+    outcome = recover(journal, [root, state])
+    assert not outcome.complete
+    assert any("leads outside the roots" in line for line in outcome.problems()), outcome
+    assert sorted(os.listdir(outside)) == []
+    assert stat.S_IMODE(os.stat(outside).st_mode) == 0o755

@@ -1108,7 +1108,7 @@ def _make_folders_again(root: Path, folders: list[list[Any]]) -> None:
         if folder_item_ok(item):
             with contextlib.suppress(PathRejected):
                 made.append([str(resolve_under(root, item[0])), *item[1:]])
-    make_folders(made)
+    make_folders(made, [root])
 
 
 def _missing_parents(path: Path, root: Path, existing: set[str] | None = None) -> list[str]:

@@ -414,7 +414,12 @@ class Transaction:
                 # signal); a file of the same name the run did not make is no business of it
                 staged = sorted(_LIVE_STAGING)
                 outcome = _restore(
-                    self.dir, self.id, list(self._entries.values()), self.store, staged=staged
+                    self.dir,
+                    self.id,
+                    list(self._entries.values()),
+                    self.store,
+                    staged=staged,
+                    roots=self.roots,
                 )
                 if outcome.complete:
                     _discard(self.dir, self.id, list(self._entries.values()))
@@ -533,12 +538,15 @@ def folders_above(path: str, root: Path) -> list[list[Any]]:
     return found
 
 
-def make_folders(folders: list[list[Any]]) -> None:
+def make_folders(folders: list[list[Any]], roots: list[Path]) -> None:
     """Make again, outermost first, every missing folder of ``folders`` (as
-    :func:`folders_above` gives them, each checked by :func:`folder_item_ok` and against the
-    roots by the caller), with its permission bits (not the umask's) and, where this process
-    may (root), its owner."""
+    :func:`folders_above` gives them, each checked by :func:`folder_item_ok` by the caller),
+    with its permission bits (not the umask's) and, where this process may (root), its owner;
+    each folder is checked against ``roots`` right before it is made (an earlier step may
+    have put a link on the way): one that now leads outside them is not made."""
     for folder, mode, uid, gid in reversed(folders):
+        if contained(folder, roots) is None:
+            continue
         try:
             os.mkdir(folder)
         except (FileExistsError, FileNotFoundError):  # there; or its parent is not listed
@@ -669,7 +677,7 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
         staged = None  # format 2 and older: found by their shape
         if isinstance(version, int) and version >= 3 and journal_id is not None:
             staged = [_staging_name(e["path"], journal_id) for e in entries]
-        restored = _restore(journal_dir, journal_id, entries, store, staged=staged)
+        restored = _restore(journal_dir, journal_id, entries, store, staged=staged, roots=roots)
         outcome.restored, outcome.failed = restored.restored, restored.failed
         if outcome.complete:
             _discard(journal_dir, journal_id, entries)
@@ -731,10 +739,17 @@ def _restore(
     store: Path | None = None,
     *,
     staged: list[str] | None,
+    roots: list[Path],
 ) -> Rollback:
     """Put every entry's path back, newest first (see :meth:`Transaction.rollback`), after
     removing the run's temporary files: the paths ``staged``, or, None (a journal of format 2
-    or older), every name of the shape those formats used beside a journaled file."""
+    or older), every name of the shape those formats used beside a journaled file.
+
+    Each path (and each folder made or removed for it) is checked against ``roots`` again
+    right before it is acted on, not only when the journal was read: an earlier restore (or
+    the run itself) may have put a link where a later path's folder is, and nothing is ever
+    written through one. A restored link keeps its own times and is never chmodded (that
+    would change what it points to)."""
     outcome = Rollback()
     if staged is None:
         _remove_staging_files(entries)
@@ -749,6 +764,8 @@ def _restore(
         if path in still_needed:
             continue  # the journal stays: the next try restores the file, then drops this
         try:
+            if contained(str(path), roots) is None:
+                raise OSError(errno.EXDEV, "its folder now leads outside the roots (a link)")
             if entry["existed"]:
                 if backup is None:
                     raise OSError(errno.ENOENT, "the journal does not say where its original is")
@@ -756,22 +773,24 @@ def _restore(
                     continue  # put back by an earlier try (a restore renames the original)
                 if _unchanged(path, backup, entry):
                     continue
-                make_folders(entry.get("folders", []))  # a removed folder comes back
-                path.parent.mkdir(parents=True, exist_ok=True)  # (journals of format < 3)
+                make_folders(entry.get("folders", []), roots)  # a removed folder comes back
+                if not path.parent.is_dir():  # (journals of format < 3)
+                    _make_parents(path, roots)
                 if os.path.isdir(path) and not os.path.islink(path):
                     shutil.rmtree(path)
                 os.replace(backup, path)
-                os.chmod(path, entry["mode"])
-                os.utime(path, ns=tuple(entry["times"]))
+                if not os.path.islink(path):
+                    os.chmod(path, entry["mode"])
+                os.utime(path, ns=tuple(entry["times"]), follow_symlinks=False)
             else:
                 if not os.path.lexists(path):
-                    _remove_created_dirs(entry)
+                    _remove_created_dirs(entry, roots)
                     continue
                 if os.path.isdir(path) and not os.path.islink(path):
                     shutil.rmtree(path)
                 else:
                     path.unlink()
-                _remove_created_dirs(entry)
+                _remove_created_dirs(entry, roots)
         except OSError as exc:
             outcome.failed.append((path, exc.strerror or str(exc), backup))
             if backup is not None and entry.get("backup") == "store":
@@ -782,10 +801,26 @@ def _restore(
     return outcome
 
 
-def _remove_created_dirs(entry: dict[str, Any]) -> None:
+def _remove_created_dirs(entry: dict[str, Any], roots: list[Path]) -> None:
     for folder in entry.get("created_dirs", []):
+        if contained(folder, roots) is None:
+            continue  # its parent now leads outside the roots: nothing there is ours
         with contextlib.suppress(OSError):  # not empty: something else lives there
             os.rmdir(folder)
+
+
+def _make_parents(path: Path, roots: list[Path]) -> None:
+    """Make the missing folders above ``path``, outermost first, each checked against the
+    roots right before it is made (through the umask: their modes were not journaled)."""
+    missing = []
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        if contained(str(folder), roots) is None:
+            raise OSError(errno.EXDEV, "its folder now leads outside the roots (a link)")
+        folder.mkdir(exist_ok=True)
 
 
 def _discard(journal_dir: Path, journal_id: str | None, entries: list[dict[str, Any]]) -> None:
