@@ -14,6 +14,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +22,10 @@ import pytest
 
 from conftest import write_patchset
 from inprocess import run_main
+from patchbay import transaction
 from patchbay.engine import apply_patchset, revert_patchset
 from patchbay.gitapply import git_environment
+from patchbay.kinds.diffwrite import process_umask
 from patchbay.ledger import Ledger, sha256_bytes
 from patchbay.model import load_patchset
 from patchbay.targets import resolve_environment
@@ -356,3 +359,136 @@ def test_a_file_readable_by_nobody_made_executable_is_left_as_git_apply_leaves_i
     assert apply_patchset(load_patchset(ps), env).nothing_to_do
     assert revert_patchset(load_patchset(ps), env).ids == ["x"]
     assert _tree(site) == _tree(pristine)
+
+
+@pytest.mark.parametrize("patches", [1, 2], ids=["one-patch", "two-patches"])
+@pytest.mark.parametrize("undo", ["rollback", "revert"])
+def test_a_folder_a_run_empties_and_makes_again_gets_its_own_mode_and_owner_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, patches: int, undo: str
+) -> None:
+    """A deletion empties ``pkg/sub`` (1770) and ``pkg/sub/deep`` (2750), git's rule removes
+    them, and a later write of the same run (the same patch, or the next) makes them again
+    through the umask. A rollback (the run fails after its writes) and a revert each give back
+    the pristine tree: both folders with their own modes and, run as root, owners."""
+    site = tmp_path / "site"
+    _materialise(site, _pkg({"sub/deep/a.py": b"A = 1\n"}))
+    os.chmod(site / "pkg" / "sub", 0o1770)
+    os.chmod(site / "pkg" / "sub" / "deep", 0o2750)
+    if os.geteuid() == 0:
+        os.chown(site / "pkg" / "sub", 1234, 2345)
+        os.chown(site / "pkg" / "sub" / "deep", 65534, 2345)
+        os.chmod(site / "pkg" / "sub" / "deep", 0o2750)
+    start, end = _pkg({"sub/deep/a.py": b"A = 1\n"}), _pkg({"sub/deep/b/x.py": b"X = 1\n"})
+    if patches == 1:
+        diffs = [_git_diff(tmp_path / "d0", start, end)]
+    else:
+        diffs = [_git_diff(tmp_path / "d0", start, _pkg()), _git_diff(tmp_path / "d1", _pkg(), end)]
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": f"p{i}", "kind": "diff", "file": f"p{i}.patch"} for i in range(len(diffs))],
+        targets={"engine": {"package": "pkg"}},
+        files={f"p{i}.patch": d for i, d in enumerate(diffs)},
+    )
+    pristine, owners = _tree(site), _owners(site)
+    if undo == "rollback":
+        monkeypatch.setenv("PATCHBAY_TEST_FAULT", "fail@ledger-written:1")
+        monkeypatch.setattr(transaction, "_FAULT_HITS", {})  # counted per process
+        res = run_main("apply", ps, "--root", site)
+        assert res.code == 1 and "every file this run touched was restored" in res.err, res.err
+    else:
+        res = run_main("apply", ps, "--root", site)
+        assert res.code == 0, res.err
+        assert stat.S_IMODE(os.stat(site / "pkg" / "sub").st_mode) != 0o1770
+        res = run_main("revert", ps, "--root", site)
+        assert res.code == 0, res.err
+    assert _tree(site) == pristine
+    assert _owners(site) == owners
+
+
+EDITS = {
+    "folders-null": ("d", "folders_before", None),
+    "folders-huge-uid": ("d", "folders_before", [["pkg/gone", 0o750, 2**40, 0, None]]),
+    "folders-huge-mode": ("d", "folders_before", [["pkg/gone", 2**40, 0, 0, None]]),
+    "folders-in-the-state-folder": ("d", "folders_before",
+                                    [[".patchbay/blobs/evil", 0o777, 0, 0, None]]),
+    "folders-not-above": ("d", "folders_before", [["elsewhere", 0o777, 0, 0, None]]),
+    "folders-escaping": ("d", "folders_before", [["../../out", 0o777, 0, 0, None]]),
+    "owner-huge": ("e", "owner_before", [2**40, 0]),
+    "owner-negative": ("e", "owner_before", [-1, -1]),
+    "mode-huge": ("e", "mode_before", 2**40),
+    "created-null": ("n", "created_dirs", None),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("edit", list(EDITS), ids=list(EDITS))
+def test_a_hand_edited_ledger_s_folders_owner_or_mode_is_not_obeyed(
+    tmp_path: Path, edit: str
+) -> None:
+    """Revert reads ``folders_before``, ``owner_before``, ``mode_before`` and ``created_dirs``
+    back from the ledger, which may have been edited: a value that is malformed, out of
+    range, or names a folder that is not above the record's file (in the state folder,
+    outside the root) is not acted on. The revert still restores every file's bytes, without
+    a traceback, and makes or changes nothing elsewhere."""
+    site = tmp_path / "site"
+    files = {"gone/x.py": b"X = 1\n", "e.py": BODY}
+    _materialise(site, _pkg(files))
+    patch = _git_diff(tmp_path / "d0", _pkg(files), _pkg({"e.py": EDITED, "n/new.py": b"N\n"}))
+    ps = write_patchset(
+        tmp_path / "ps", [{"id": "p", "kind": "diff", "file": "p.patch"}],
+        targets={"engine": {"package": "pkg"}}, files={"p.patch": patch},
+    )  # fmt: skip
+    assert run_main("apply", ps, "--root", site).code == 0
+    ledger_path = site / ".patchbay" / "ledger.json"
+    ledger = json.loads(ledger_path.read_text())
+    which, key, value = EDITS[edit]
+    file = {"d": "pkg/gone/x.py", "e": "pkg/e.py", "n": "pkg/n/new.py"}[which]
+    (record,) = [
+        r for e in ledger["patchsets"]["test"]["entries"] for r in e["files"] if r["path"] == file
+    ]
+    record[key] = value
+    ledger_path.write_text(json.dumps(ledger, indent=2))
+    res = run_main("revert", ps, "--root", site)
+    assert res.code == 0 and res.crash is None, res.err
+    assert (site / "pkg" / "gone" / "x.py").read_bytes() == b"X = 1\n"
+    assert (site / "pkg" / "e.py").read_bytes() == BODY
+    assert not (site / ".patchbay" / "blobs" / "evil").exists()
+    assert not (site / "pkg" / "elsewhere").exists() and not (tmp_path / "out").exists()
+    assert "reverted p" in res.out, res.out
+    if edit.startswith("folders-huge"):  # made again as the umask makes it, not as recorded
+        assert stat.S_IMODE(os.stat(site / "pkg" / "gone").st_mode) == 0o777 & ~process_umask()
+
+
+def test_with_the_state_folder_on_another_filesystem_a_deletion_removes_the_folders_it_empties(
+    tmp_path: Path,
+) -> None:
+    """With ``--state-dir`` on another filesystem, a deleted file's original is kept beside it
+    until the commit, so the folders its deletion empties are not empty yet when git's rule
+    would remove them: they go at the commit, and the tree is the one ``git apply`` leaves.
+    Revert then gives back the pristine tree, folder modes included."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("needs /dev/shm on another filesystem than the tests' folder")
+    site = tmp_path / "site"
+    files = {"gone/deep/x.py": b"X = 1\n", "a.py": BODY}
+    _materialise(site, _pkg(files))
+    os.chmod(site / "pkg" / "gone", 0o750)
+    patch = _git_diff(tmp_path / "d0", _pkg(files), _pkg({"a.py": EDITED}))
+    ps = write_patchset(
+        tmp_path / "ps", [{"id": "p", "kind": "diff", "file": "p.patch"}],
+        targets={"engine": {"package": "pkg"}}, files={"p.patch": patch},
+    )  # fmt: skip
+    reference = tmp_path / "git"
+    shutil.copytree(site, reference)
+    (tmp_path / "p.patch").write_bytes(patch)
+    _git(reference, "apply", str(tmp_path / "p.patch"))
+    pristine = _tree(site)
+    state = Path(tempfile.mkdtemp(prefix="patchbay-test-", dir=shm))
+    try:
+        res = run_main("apply", ps, "--root", site, "--state-dir", state)
+        assert res.code == 0, res.err
+        assert _tree(site) == _tree(reference)
+        res = run_main("revert", ps, "--root", site, "--state-dir", state)
+        assert res.code == 0, res.err
+        assert _tree(site) == pristine
+    finally:
+        shutil.rmtree(state, ignore_errors=True)

@@ -740,16 +740,27 @@ def test_a_file_where_the_run_s_temporary_file_goes_is_left_alone(tmp_path: Path
 
 @pytest.mark.parametrize(
     "folders",
-    [[["OUTSIDE", 0o755, 0, 0]], [["INSIDE", 0o17777, 0, 0]], [["INSIDE", 0o755]], "INSIDE"],
-    ids=["outside-the-roots", "bad-mode", "short", "not-a-list"],
-)
+    [[["OUTSIDE", 0o755, 0, 0]], [["SIDE", 0o755, 0, 0]], [["STATE", 0o755, 0, 0]],
+     [["ABOVE", 0o17777, 0, 0]], [["ABOVE", 0o755, 2**40, 0]], [["ABOVE", 0o755, 0, -1]],
+     [["ABOVE", 0o755]], "ABOVE", None],
+    ids=["outside-the-roots", "not-above-the-file", "in-the-state-folder", "bad-mode",
+         "huge-uid", "negative-gid", "short", "not-a-list", "null"],
+)  # fmt: skip
 def test_a_journal_entry_with_bad_folders_is_not_acted_on(tmp_path: Path, folders: object) -> None:
-    """Recovery makes removed folders again from an entry's ``folders``: one naming a folder
-    outside the roots, or malformed, is refused, and nothing is made or restored for it."""
+    """Recovery gives back removed folders from an entry's ``folders``: one naming a folder
+    that is not above the entry's file (outside the roots, beside it, in the state folder), or
+    malformed, is refused, and nothing is made, changed or restored for it."""
     root, state, kept = _store_tree(tmp_path)
     outside = tmp_path / "elsewhere" / "made"
     inside = root / "pkg" / "sub"
-    text = json.dumps(folders).replace("OUTSIDE", str(outside)).replace("INSIDE", str(inside))
+    mode = stat.S_IMODE(os.stat(root / "pkg").st_mode)
+    text = (
+        json.dumps(folders)
+        .replace("OUTSIDE", str(outside))
+        .replace("SIDE", str(inside))
+        .replace("STATE", str(state / "blobs" / "evil"))
+        .replace("ABOVE", str(root / "pkg"))
+    )
     st = os.stat(kept)
     entry = {"n": 0, "path": str(kept), "existed": True, "backup": "journal", "mode": 0o755,
              "times": [st.st_atime_ns, st.st_mtime_ns], "folders": json.loads(text)}  # fmt: skip
@@ -760,14 +771,16 @@ def test_a_journal_entry_with_bad_folders_is_not_acted_on(tmp_path: Path, folder
     assert not outcome.complete
     assert "has no valid 'folders'; not acted on" in outcome.problems()[0]
     assert not outside.parent.exists() and not inside.exists() and not kept.exists()
+    assert not (state / "blobs").exists()
+    assert stat.S_IMODE(os.stat(root / "pkg").st_mode) == mode
 
 
 def test_recovery_never_writes_through_a_link_an_earlier_restore_put_back(
     tmp_path: Path,
 ) -> None:
     """A crafted journal: its newest entry puts back, as ``pkg/d``, a link to a folder outside
-    the roots; an older entry then restores ``pkg/d/x.py`` (mode 4755) with a folder to make
-    below it. Each path is judged again right before it is acted on, so nothing is written,
+    the roots; an older entry then restores ``pkg/d/x.py`` (mode 4755) and gives ``pkg/d``
+    its mode back. Each path is judged again right before it is acted on, so nothing is written,
     made or chmodded outside the roots, and the entries not acted on are reported."""
     root, state, _ = _store_tree(tmp_path)
     outside = tmp_path / "outside"
@@ -777,7 +790,7 @@ def test_recovery_never_writes_through_a_link_an_earlier_restore_put_back(
     (root / "pkg" / "d" / "x.py").write_bytes(b"mine\n")
     link = tmp_path / "link"
     link.symlink_to(outside)
-    below = [[str(root / "pkg" / "d" / "e"), 0o777, 0, 0]]
+    below = [[str(root / "pkg" / "d"), 0o777, 0, 0]]  # by then the link: not chmodded
     journal = _journal(state, {"journal": 3, "id": "abcdef12"}, [
         {"n": 0, "path": str(root / "pkg" / "d" / "x.py"), "existed": True, "backup": "journal",
          "mode": 0o4755, "times": [0, 0], "folders": below},

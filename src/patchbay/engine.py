@@ -50,11 +50,12 @@ from .targets import Environment, read_again
 from .transaction import (
     ENTRY_BYTES,
     MANIFEST,
+    MAX_ID,
     Transaction,
     fault_point,
     folder_item_ok,
     folders_above,
-    make_folders,
+    put_folder_back,
     recover,
     write_atomic,
 )
@@ -987,7 +988,10 @@ def _write_pending(
             made = created.pop(key, [])
             after = sha256_or_none(change.after)
             mode, owner = modes.get(key) or (None, None)
-            folders = emptied.pop(key, []) if change.after is None else []
+            folders = []
+            if change.after is None and key in emptied:
+                root = env.roots[change.target]
+                folders = _left_by_the_run(emptied.pop(key), root, txn.id)
             records.append(
                 FileRecord(change.target, change.path, before, after, made, mode, owner, folders)
             )
@@ -1083,13 +1087,20 @@ def _mode_and_owner(path: Path | str) -> tuple[int, list[int]] | None:
 
 def _owner(rec: FileRecord) -> tuple[int, int] | None:
     """The ``(uid, gid)`` a revert gives the file back: its recorded owner, when this process
-    may set it (root) and the record holds one."""
+    may set it (root) and the record holds one a uid can be (an edited ledger's is not)."""
     owner = rec.owner_before
     if os.geteuid() != 0 or not isinstance(owner, list) or len(owner) != 2:
         return None
-    if not all(type(v) is int and v >= 0 for v in owner):
+    if not all(type(v) is int and 0 <= v <= MAX_ID for v in owner):
         return None
     return owner[0], owner[1]
+
+
+def _mode_before(rec: FileRecord) -> int | None:
+    """The permission bits a revert gives the file back (None: write_atomic's default): the
+    recorded ones, when they are permission bits (an edited ledger's may not be)."""
+    mode = rec.mode_before
+    return mode if type(mode) is int and 0 <= mode <= 0o7777 else None
 
 
 def _folders_above(path: Path, root: Path) -> list[list[Any]]:
@@ -1099,16 +1110,55 @@ def _folders_above(path: Path, root: Path) -> list[list[Any]]:
     return [[f[cut:], *rest] for f, *rest in folders_above(str(path), root)]
 
 
-def _make_folders_again(root: Path, folders: list[list[Any]]) -> None:
-    """Make the missing folders of a record's ``folders_before`` again, as they were
-    (:func:`~patchbay.transaction.make_folders`); an item that is malformed or that the path
-    gate refuses (the ledger was edited) is skipped: nothing outside the root is ever made."""
-    made = []
-    for item in folders:
-        if folder_item_ok(item):
-            with contextlib.suppress(PathRejected):
-                made.append([str(resolve_under(root, item[0])), *item[1:]])
-    make_folders(made, [root])
+def _left_by_the_run(folders: list[list[Any]], root: Path, journal_id: str) -> list[list[Any]]:
+    """Of ``folders`` (:func:`_folders_above` of a file the run deleted, as they were before
+    it), the ones the run removed or changed, each with what it left: ``[rel, mode, uid, gid,
+    left]``, ``left`` None when the folder is gone (or holds only this run's originals, kept
+    beside their files, and goes with them at the commit), else its ``[mode, uid, gid]`` now
+    (a later write made it again through the umask)."""
+    out: list[list[Any]] = []
+    going: set[str] = set()  # folders that hold nothing but what goes at the commit
+    for rel, mode, uid, gid in folders:  # deepest first
+        folder = os.path.join(root, rel)
+        try:
+            st = os.lstat(folder)
+            kept = os.listdir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            out.append([rel, mode, uid, gid, None])
+            continue
+        if all(
+            name.startswith(f".patchbay-{journal_id}-") or os.path.join(folder, name) in going
+            for name in kept
+        ):
+            going.add(folder)
+            out.append([rel, mode, uid, gid, None])
+        elif (left := [st.st_mode & 0o7777, st.st_uid, st.st_gid]) != [mode, uid, gid]:
+            out.append([rel, mode, uid, gid, left])
+    return out
+
+
+def _make_folders_again(root: Path, below: str, folders: list[list[Any]]) -> None:
+    """Give back the folders a record's ``folders_before`` says the apply removed or made
+    again (:func:`_left_by_the_run`), outermost first: a missing one is made with its own
+    mode and owner, and one still as the apply left it gets them back; one made or changed
+    since by someone else is theirs and left alone. An item that is malformed, is no folder
+    above the record's file ``below``, or that the path gate refuses (the ledger was edited)
+    is skipped: nothing outside the root is ever made or changed."""
+    for item in reversed(folders if isinstance(folders, list) else []):
+        if not folder_item_ok(item, below) or len(item) != 5:
+            continue
+        rel, mode, uid, gid, left = item
+        try:
+            folder = str(resolve_under(root, rel))
+        except PathRejected:
+            continue
+        try:
+            st = os.lstat(folder)
+        except FileNotFoundError:
+            put_folder_back(folder, mode, uid, gid, [root])
+            continue
+        if left is not None and [st.st_mode & 0o7777, st.st_uid, st.st_gid] == left:
+            put_folder_back(folder, mode, uid, gid, [root])
 
 
 def _missing_parents(path: Path, root: Path, existing: set[str] | None = None) -> list[str]:
@@ -1255,15 +1305,15 @@ def _revert_entries(
                 root = env.roots[rec.target]
                 if data is None:
                     path.unlink(missing_ok=True)
-                    for folder in rec.created_dirs:
+                    for folder in rec.created_dirs if isinstance(rec.created_dirs, list) else []:
                         # not empty: something else lives there; refused by the gate: the
                         # ledger was edited, and nothing outside the root is ever removed
                         with contextlib.suppress(OSError, PathRejected):
                             resolve_under(root, folder).rmdir()
                 else:
-                    _make_folders_again(root, rec.folders_before)
+                    _make_folders_again(root, rec.path, rec.folders_before)
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    write_atomic(path, data, mode=rec.mode_before, owner=_owner(rec))
+                    write_atomic(path, data, mode=_mode_before(rec), owner=_owner(rec))
                 _drop_bytecode(path, txn)
     except OSError as exc:
         raise ApplyFailed(f"write failed: {exc.strerror or exc}", file=exc.filename) from None

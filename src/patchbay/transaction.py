@@ -77,7 +77,8 @@ from .paths import contained
 MANIFEST = "journal.jsonl"
 #: 2: originals may be kept as entries of a content-addressed store (``backup: store``);
 #: 3: temporary files are named by the journal's id (:func:`staging_file`); an entry of a file
-#: the run may delete has the mode and owner of the folders above it (``folders``)
+#: the run may delete has the mode and owner of the folders above it (``folders``), which a
+#: rollback gives back to a folder the run removed or made again
 JOURNAL_FORMAT = 3
 # per journal entry, on the state filesystem: the manifest line and some slack
 ENTRY_BYTES = 1024
@@ -538,38 +539,53 @@ def folders_above(path: str, root: Path) -> list[list[Any]]:
     return found
 
 
-def make_folders(folders: list[list[Any]], roots: list[Path]) -> None:
-    """Make again, outermost first, every missing folder of ``folders`` (as
-    :func:`folders_above` gives them, each checked by :func:`folder_item_ok` by the caller),
-    with its permission bits (not the umask's) and, where this process may (root), its owner;
-    each folder is checked against ``roots`` right before it is made (an earlier step may
-    have put a link on the way): one that now leads outside them is not made."""
-    for folder, mode, uid, gid in reversed(folders):
-        if contained(folder, roots) is None:
-            continue
-        try:
-            os.mkdir(folder)
-        except (FileExistsError, FileNotFoundError):  # there; or its parent is not listed
-            continue
-        os.chmod(folder, mode)
-        if os.geteuid() == 0:
-            with contextlib.suppress(OSError):
-                os.chown(folder, uid, gid, follow_symlinks=False)
+#: the largest uid or gid Linux has ((uid_t)-1 means "no change" to chown)
+MAX_ID = 2**32 - 2
 
 
-def folder_item_ok(item: object) -> bool:
-    """Whether ``item`` has the shape of a :func:`folders_above` item: ``[str, mode, uid,
-    gid]``, the mode within 0..0o7777 and the ids not negative (read back from a journal or a
-    ledger, which may have been edited)."""
-    if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str)):
+def put_folder_back(folder: str, mode: int, uid: int, gid: int, roots: list[Path]) -> bool:
+    """Make ``folder`` again with permission bits ``mode`` (not the umask's) and, where this
+    process may (root; a failed chown is let go, as without the capability), owner
+    ``uid:gid``; when it exists, give it that mode and owner. Checked against ``roots`` right
+    before (an earlier step may have put a link on the way): a folder that now leads outside
+    them is left alone, as is one whose parent is missing. Returns whether it was acted on."""
+    if contained(folder, roots) is None:
         return False
-    mode, uid, gid = item[1:]
-    return all(type(v) is int and v >= 0 for v in (mode, uid, gid)) and mode <= 0o7777
+    try:
+        os.mkdir(folder)
+    except FileExistsError:
+        st = os.lstat(folder)
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+        if [st.st_mode & 0o7777, st.st_uid, st.st_gid] == [mode, uid, gid]:
+            return True
+    except FileNotFoundError:
+        return False
+    os.chmod(folder, mode)
+    if os.geteuid() == 0:
+        with contextlib.suppress(OSError):
+            os.chown(folder, uid, gid, follow_symlinks=False)
+            os.chmod(folder, mode)  # chown drops the set-group-ID bit
+    return True
 
 
-def _valid_folders(folders: object, roots: list[Path]) -> bool:
+def folder_item_ok(item: object, below: str) -> bool:
+    """Whether ``item`` has the shape of a :func:`folders_above` item for the file ``below``
+    (read back from a journal or a ledger, which may have been edited): ``[folder, mode, uid,
+    gid, ...]`` with ``folder`` one of the folders above ``below`` (the same form: absolute,
+    or root-relative), the mode within 0..0o7777 and each id a uid Linux can have."""
+    if not (isinstance(item, list) and len(item) >= 4 and isinstance(item[0], str)):
+        return False
+    if not item[0] or not below.startswith(item[0].rstrip("/") + "/"):
+        return False
+    mode, uid, gid = item[1:4]
+    ids = (mode, uid, gid)
+    return all(type(v) is int and 0 <= v <= MAX_ID for v in ids) and mode <= 0o7777
+
+
+def _valid_folders(folders: object, below: str, roots: list[Path]) -> bool:
     return isinstance(folders, list) and all(
-        folder_item_ok(item) and contained(item[0], roots) is not None for item in folders
+        folder_item_ok(item, below) and contained(item[0], roots) is not None for item in folders
     )
 
 
@@ -706,7 +722,7 @@ def _entry_problem(record: object, roots: list[Path]) -> str | None:
             return f"entry for {path} does not say where its original is"
         if record["backup"] == "store" and not _is_digest(record.get("sha256")):
             return f"entry for {path} keeps its original in the store without a valid 'sha256'"
-        if not _valid_folders(record.get("folders", []), roots):
+        if not _valid_folders(record.get("folders", []), path, roots):
             return f"entry for {path} has no valid 'folders'"
     folders = record.get("created_dirs", [])
     if not isinstance(folders, list) or any(
@@ -773,7 +789,9 @@ def _restore(
                     continue  # put back by an earlier try (a restore renames the original)
                 if _unchanged(path, backup, entry):
                     continue
-                make_folders(entry.get("folders", []), roots)  # a removed folder comes back
+                # a folder the run removed, or made again through the umask, as it was
+                for folder, mode, uid, gid in reversed(entry.get("folders", [])):
+                    put_folder_back(folder, mode, uid, gid, roots)
                 if not path.parent.is_dir():  # (journals of format < 3)
                     _make_parents(path, roots)
                 if os.path.isdir(path) and not os.path.islink(path):
@@ -832,6 +850,13 @@ def _discard(journal_dir: Path, journal_id: str | None, entries: list[dict[str, 
             if backup is not None:
                 with contextlib.suppress(OSError):
                     os.unlink(backup)
+                # a file the run deleted: its original kept its folders from being emptied,
+                # which git's rule removes (a rollback has put the file back: none is empty)
+                for folder, *_ in entry.get("folders", []):
+                    try:
+                        os.rmdir(folder)
+                    except OSError:  # not empty (or not ours): git stops there too
+                        break
     fault_point("backups-removed")
     with contextlib.suppress(OSError):
         os.unlink(journal_dir / MANIFEST)
@@ -984,8 +1009,8 @@ def write_atomic(
             data's writeback at once (``auto_da_alloc``), which doubles a write's cost; a
             crash in between is the journal's to undo (for the diff writer's many files).
         owner: ``(uid, gid)`` the new file gets before it is renamed into place (a revert
-            giving a file back to its owner; needs the privilege to chown), None: the
-            process's.
+            giving a file back to its owner), when the process may chown (a failed chown is
+            let go); None: the process's.
 
     Raises:
         OSError: the write failed (no space, no permission, an immutable file); its
@@ -1006,8 +1031,9 @@ def write_atomic(
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
-        if owner is not None:
-            os.chown(tmp, *owner)
+        if owner is not None:  # best effort: uid 0 without CAP_CHOWN (a rootless container)
+            with contextlib.suppress(OSError):
+                os.chown(tmp, *owner)
         os.chmod(tmp, mode)  # after chown, which drops the set-user-ID and set-group-ID bits
         fault_point("file-staged")  # complete under its temporary name (recovery removes it)
         if unlink_first:
