@@ -804,3 +804,24 @@ def test_recovery_never_writes_through_a_link_an_earlier_restore_put_back(
     assert any("leads outside the roots" in line for line in outcome.problems()), outcome
     assert sorted(os.listdir(outside)) == []
     assert stat.S_IMODE(os.stat(outside).st_mode) == 0o755
+
+
+@pytest.mark.parametrize(
+    "header", [{"journal": 3}, {"journal": 3, "id": "../x"}], ids=["no-id", "bad-id"]
+)
+def test_a_format_3_journal_without_an_id_is_not_acted_on(
+    tmp_path: Path, header: dict[str, object]
+) -> None:
+    """A format-3 journal names its temporary files by its id: without a valid one, nothing
+    tells the run's files from a user's of the same shape, so it is refused whole (nothing
+    is removed or restored), not recovered by the older formats' rule."""
+    root, state, kept = _store_tree(tmp_path)
+    users = root / "pkg" / ".kept.py.1234abcd.patchbay"
+    users.write_bytes(b"the user's\n")
+    new = root / "pkg" / "new.py"
+    new.write_text("made by the run\n")
+    journal = _journal(state, header, [{"n": 0, "path": str(new), "existed": False}])
+    outcome = recover(journal, [root, state])
+    assert not outcome.complete
+    assert "a journal of format 3 without a valid 'id'" in outcome.problems()[0]
+    assert users.exists() and new.exists() and kept.read_bytes() == b"old\n"

@@ -691,7 +691,10 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
             _discard(journal_dir, journal_id, entries)
             return Rollback()
         staged = None  # format 2 and older: found by their shape
-        if isinstance(version, int) and version >= 3 and journal_id is not None:
+        if isinstance(version, int) and version >= 3:
+            if journal_id is None:  # its temporary files are known by its id only
+                outcome.refused.append((1, "a journal of format 3 without a valid 'id'"))
+                return outcome
             staged = [_staging_name(e["path"], journal_id) for e in entries]
         restored = _restore(journal_dir, journal_id, entries, store, staged=staged, roots=roots)
         outcome.restored, outcome.failed = restored.restored, restored.failed
