@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -355,16 +356,36 @@ def test_command_runs_only_when_its_input_changed(tmp_path: Path, engine: Engine
     assert counter.read_text() == "run\nrun\n"
 
 
+def _folders(root: Path) -> dict[str, tuple[int, int, int]]:
+    return {
+        str(p.relative_to(root)): (p.lstat().st_mode & 0o7777, p.lstat().st_uid, p.lstat().st_gid)
+        for p in [root, *root.rglob("*")]
+        if p.is_dir() and not p.is_symlink()
+    }
+
+
 def test_failing_command_rolls_the_run_back(tmp_path: Path, engine: Engine) -> None:
+    """The command's ``remove`` takes a build folder with a nested folder of its own mode
+    (and, run as root, owner) and an empty one; the command fails, and the rollback gives back
+    every file and every folder as it was, the empty one too."""
     build = engine.pkg / "build"
     build.mkdir()
     (build / "module_decode.so").write_text("stale build\n")
-    before = snapshot(engine.site)
+    (build / "m").mkdir(mode=0o700)
+    (build / "m" / "x.so").write_bytes(b"\x7fELF")
+    (build / "empty").mkdir()
+    os.chmod(build, 0o2770)
+    if os.geteuid() == 0:
+        os.chown(build / "m", 4321, 99)
+        os.chown(build, 1234, 2345)
+        os.chmod(build, 0o2770)
+    before, folders = snapshot(engine.site), _folders(build)
     ps = _command_patchset(tmp_path, engine, "echo compiling; exit 3")
     res = run_cli("apply", ps, "--python", engine.python)
     assert res.code == 1
     assert "command exited with status 3" in res.err
     assert snapshot(engine.site) == before  # the diff and the removed stale build are back
+    assert _folders(build) == folders
     log = engine.state_dir / "logs" / "rebuild.log"
     assert "compiling" in log.read_text()
 

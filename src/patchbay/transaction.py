@@ -318,6 +318,36 @@ class Transaction:
             ) from None
         fault_point("journal-saved")
 
+    def save_folder(self, folder: Path) -> None:
+        """Journal a folder the run is about to remove (with what is in it: journal each file
+        with :meth:`save` and each folder below it with this first, deepest first), so that
+        a rollback makes it again with its permission bits and owner, empty or not.
+
+        Raises:
+            ApplyFailed: the folder is outside the roots, or cannot be read; nothing changed.
+        """
+        key = os.path.abspath(folder)
+        if key in self._entries:
+            return
+        if contained(key, self.roots, real=self._real) is None:
+            raise ApplyFailed(f"refusing to journal {key}: outside the environment's roots")
+        try:
+            self._open()
+            st = os.lstat(key)
+        except OSError as exc:
+            raise ApplyFailed(
+                f"cannot journal the folder {key} before removing it: {exc.strerror or exc}",
+                file=key,
+            ) from None
+        self._record(
+            key,
+            existed=True,
+            folder=[st.st_mode & 0o7777, st.st_uid, st.st_gid],
+            mode=st.st_mode & 0o7777,
+            times=[st.st_atime_ns, st.st_mtime_ns],
+        )
+        fault_point("journal-saved")
+
     def _record(self, key: str, **fields: Any) -> dict[str, Any]:
         """Write (and flush) the next manifest entry, for the path ``key``."""
         entry: dict[str, Any] = {"n": len(self._entries), "path": key, **fields}
@@ -578,9 +608,15 @@ def folder_item_ok(item: object, below: str) -> bool:
         return False
     if not item[0] or not below.startswith(item[0].rstrip("/") + "/"):
         return False
-    mode, uid, gid = item[1:4]
-    ids = (mode, uid, gid)
-    return all(type(v) is int and 0 <= v <= MAX_ID for v in ids) and mode <= 0o7777
+    return _mode_and_ids_ok(item[1:4])
+
+
+def _mode_and_ids_ok(values: object) -> bool:
+    """``[mode, uid, gid]``: permission bits and two ids Linux can have."""
+    if not (isinstance(values, list) and len(values) == 3):
+        return False
+    mode = values[0]
+    return all(type(v) is int and 0 <= v <= MAX_ID for v in values) and mode <= 0o7777
 
 
 def _valid_folders(folders: object, below: str, roots: list[Path]) -> bool:
@@ -715,6 +751,10 @@ def _entry_problem(record: object, roots: list[Path]) -> str | None:
     existed = record.get("existed")
     if not isinstance(existed, bool):
         return f"entry for {path} lacks 'existed'"
+    if "folder" in record:
+        if not _mode_and_ids_ok(record["folder"]):
+            return f"entry for the folder {path} has no valid 'folder'"
+        return None
     if existed:
         mode, times = record.get("mode"), record.get("times")
         if not isinstance(mode, int) or not 0 <= mode <= 0o7777:
@@ -785,6 +825,11 @@ def _restore(
         try:
             if contained(str(path), roots) is None:
                 raise OSError(errno.EXDEV, "its folder now leads outside the roots (a link)")
+            if "folder" in entry:  # a folder the run removed: made again as it was
+                if not put_folder_back(str(path), *entry["folder"], roots):
+                    _make_parents(path / "_", roots)  # its parent was not journaled
+                    put_folder_back(str(path), *entry["folder"], roots)
+                continue
             if entry["existed"]:
                 if backup is None:
                     raise OSError(errno.ENOENT, "the journal does not say where its original is")

@@ -225,11 +225,18 @@ def _write_command_log(log: Path, argv: list[str], cwd: Path, raw: IO[bytes]) ->
 
 
 def _remove(path: Path, txn: Transaction) -> None:
-    """Delete a file or folder, every file of it journaled first (a rollback restores them)."""
+    """Delete a file or folder, every file and folder of it journaled first (a rollback
+    makes the folders again as they were, empty ones too, and restores the files)."""
     if path.is_dir() and not path.is_symlink():
-        for folder, _dirs, files in os.walk(path):
-            for name in files:
+        walked = list(os.walk(path))
+        for folder, _dirs, files in walked:
+            for name in files:  # files and links (os.walk does not follow links)
                 txn.save(Path(folder) / name)
+            for name in _dirs:
+                if os.path.islink(os.path.join(folder, name)):
+                    txn.save(Path(folder) / name)
+        for folder, _dirs, _files in reversed(walked):  # deepest first: made again outermost first
+            txn.save_folder(Path(folder))
         shutil.rmtree(path)
     elif path.exists() or path.is_symlink():
         txn.save(path)
