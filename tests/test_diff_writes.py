@@ -492,3 +492,48 @@ def test_with_the_state_folder_on_another_filesystem_a_deletion_removes_the_fold
         assert _tree(site) == pristine
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+@pytest.mark.parametrize("kind", ["diff", "replace"])
+def test_run_as_root_a_patched_file_keeps_its_owner(tmp_path: Path, kind: str) -> None:
+    """A service's own file (777:888, 0640) patched by root stays the service's, as an edit
+    in place (and GNU patch) leaves it: root owning it would lock its owner out of it."""
+    if os.geteuid() != 0:
+        pytest.skip("only root gives a file to another owner")
+    site = tmp_path / "site"
+    _materialise(site, _pkg({"a.py": (BODY, 0o640)}))
+    os.chown(site / "pkg" / "a.py", 777, 888)
+    if kind == "diff":
+        patch = {"id": "p", "kind": "diff", "file": "p.patch"}
+        files = {
+            "p.patch": _git_diff(tmp_path / "d0", _pkg({"a.py": BODY}), _pkg({"a.py": EDITED}))
+        }
+    else:
+        edit = {"file": "pkg/a.py", "old": "x + 3", "new": "x - 3"}
+        patch, files = {"id": "p", "kind": "replace", "edits": [edit]}, {}
+    ps = write_patchset(tmp_path / "ps", [patch], targets={"engine": {"package": "pkg"}},
+                        files=files)  # fmt: skip
+    assert run_main("apply", ps, "--root", site).code == 0
+    st = os.stat(site / "pkg" / "a.py")
+    assert (site / "pkg" / "a.py").read_bytes() == EDITED
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (777, 888, 0o640)
+
+
+def test_a_file_with_a_name_of_nearly_255_bytes_is_patched_and_reverted(tmp_path: Path) -> None:
+    """A file name of 250 bytes leaves no room for the 19 bytes the temporary name adds:
+    patchbay stages it under a shorter name, as ``git apply`` patches it, and reverts it."""
+    name = "m" * 247 + ".py"
+    site = tmp_path / "site"
+    _materialise(site, _pkg({name: BODY}))
+    patch = _git_diff(tmp_path / "d0", _pkg({name: BODY}), _pkg({name: EDITED}))
+    ps = write_patchset(
+        tmp_path / "ps", [{"id": "p", "kind": "diff", "file": "p.patch"}],
+        targets={"engine": {"package": "pkg"}}, files={"p.patch": patch},
+    )  # fmt: skip
+    pristine = _tree(site)
+    res = run_main("apply", ps, "--root", site)
+    assert res.code == 0, res.err
+    assert (site / "pkg" / name).read_bytes() == EDITED
+    assert sorted(os.listdir(site / "pkg")) == ["__init__.py", name]
+    assert run_main("revert", ps, "--root", site).code == 0
+    assert _tree(site) == pristine

@@ -1009,7 +1009,12 @@ def staging_file(path: Path) -> tuple[int, str]:
 
 
 def _staging_name(path: str | Path, journal_id: str) -> str:
+    """``.<name>.<journal_id>.patchbay`` beside ``path``; for a name too long to take the 19
+    more bytes (NAME_MAX is 255 on Linux filesystems), ``.<sha256 of the name, 16 hex>``
+    instead of the name, derived the same way by recovery."""
     folder, name = os.path.split(path)
+    if len(os.fsencode(name)) > 200:
+        name = hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
     return os.path.join(folder, f".{name}.{journal_id}.patchbay")
 
 
@@ -1058,17 +1063,26 @@ def write_atomic(
             crash in between is the journal's to undo (for the diff writer's many files).
         owner: ``(uid, gid)`` the new file gets before it is renamed into place (a revert
             giving a file back to its owner), when the process may chown (a failed chown is
-            let go); None: the process's.
+            let go); None: run as root, that of the file being replaced (else the
+            process's).
 
     Raises:
         OSError: the write failed (no space, no permission, an immutable file); its
             ``filename`` is ``path`` (not the temporary file, which is removed).
     """
-    if mode is None:
+    if mode is None or (owner is None and os.geteuid() == 0):
         try:
-            mode = os.stat(path).st_mode & 0o7777
+            st = os.stat(path)
         except FileNotFoundError:
-            mode = 0o644
+            pass
+        else:
+            mode = st.st_mode & 0o7777 if mode is None else mode
+            # run as root, a file replaced keeps its owner, as an edit in place (and GNU
+            # patch) keeps it: a service's own file stays readable to it
+            if owner is None:
+                owner = (st.st_uid, st.st_gid)
+    if mode is None:
+        mode = 0o644
     fd, tmp = staging_file(path)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -1079,8 +1093,8 @@ def write_atomic(
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
-        if owner is not None:  # best effort: uid 0 without CAP_CHOWN (a rootless container)
-            with contextlib.suppress(OSError):
+        if owner is not None:  # also our own ids: a set-group-ID folder gives its group
+            with contextlib.suppress(OSError):  # uid 0 without CAP_CHOWN (rootless): let go
                 os.chown(tmp, *owner)
         os.chmod(tmp, mode)  # after chown, which drops the set-user-ID and set-group-ID bits
         fault_point("file-staged")  # complete under its temporary name (recovery removes it)

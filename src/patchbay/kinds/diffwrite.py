@@ -78,9 +78,10 @@ def write_results(tree: Tree, target: str, writes: list[FileWrite], umask: int) 
         path = tree.resolve(target, write.new)
         with _naming(tree, target, write.new):
             if write.old == write.new:
-                before = stat.S_IMODE(os.stat(path).st_mode)
-                mode = permissions(before, write.mode, umask)
-                _write_file(path, write.after or b"", mode, True)
+                st = os.stat(path)
+                mode = permissions(stat.S_IMODE(st.st_mode), write.mode, umask)
+                # it keeps its owner too (run as root), as an edit in place does
+                _write_file(path, write.after or b"", mode, True, (st.st_uid, st.st_gid))
                 continue
             old = None if write.old is None else tree.resolve(target, write.old)
             if write.mode is not None:
@@ -133,7 +134,9 @@ def process_umask() -> int:
     return mask
 
 
-def _write_file(path: Path, data: bytes, mode: int, replacing: bool) -> None:
+def _write_file(
+    path: Path, data: bytes, mode: int, replacing: bool, owner: tuple[int, int] | None = None
+) -> None:
     """Write ``data`` to ``path`` with permission bits ``mode`` through
     :func:`~patchbay.transaction.write_atomic`: complete under a temporary name first, then
     under its own (``replacing``: after the old file is unlinked, as ``git apply`` does), so no
@@ -143,7 +146,7 @@ def _write_file(path: Path, data: bytes, mode: int, replacing: bool) -> None:
     Raises:
         OSError: as :func:`~patchbay.transaction.write_atomic`.
     """
-    write_atomic(path, data, mode=mode, unlink_first=replacing)
+    write_atomic(path, data, mode=mode, unlink_first=replacing, owner=owner)
 
 
 def _delete(path: Path, root: Path) -> None:
