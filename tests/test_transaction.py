@@ -369,8 +369,9 @@ def test_a_blob_store_that_refuses_writes_is_one_line_and_rolled_back(
     tmp_path: Path, immutable_ok: list[Path]
 ) -> None:
     """The state folder's blob store cannot take new originals (an immutable folder, which
-    even root cannot write): one line naming the step, exit 1, the tree as it was (it used to
-    escape as a traceback after the patches were written)."""
+    even root cannot write): one line naming that folder, exit 1, the tree as it was (it used
+    to escape as a traceback after the patches were written; it is now refused when the lock
+    is taken, before the first write)."""
     root = _tree(tmp_path, PRISTINE)
     state = tmp_path / "state"
     (state / "blobs").mkdir(parents=True)
@@ -381,8 +382,8 @@ def test_a_blob_store_that_refuses_writes_is_one_line_and_rolled_back(
     res = cli("apply", ps, "--root", root, "--state-dir", state)
     assert res.code == 1, res.err
     (line,) = res.err.splitlines()
-    assert "storing the originals in the ledger's blob store failed" in line
-    assert "Operation not permitted" in line and "every file this run touched was restored" in line
+    assert line.startswith(f"patchbay: error: {state / 'blobs'}: the folder of saved originals")
+    assert "cannot be written (no write permission)" in line and "nothing was changed" in line
     assert snapshot(root) == before
     assert not (state / "ledger.json").exists() and not (state / "journal").exists()
 

@@ -45,7 +45,7 @@ from .model import Patchset
 from .noop import identity as noop_identity
 from .options import RunOptions
 from .paths import PathRejected, resolve_under
-from .statelock import state_lock
+from .statelock import state_lock, unwritable
 from .targets import Environment, read_again
 from .transaction import (
     ENTRY_BYTES,
@@ -812,7 +812,8 @@ def _recover(env: Environment, patchset: Patchset) -> list[Path]:
         RefusedError: some file could not be restored, or the journal names paths outside
             the environment or is damaged; nothing else was done, and the journal stays. The
             first problem is the message (with the journal's line, for a refused entry), the
-            others are details.
+            others are details. Also when it was recovered but cannot be removed (a journal
+            folder this user cannot write), which the next run would take for an open one.
     """
     return finish_journal(env.state_dir, _roots(env, patchset))
 
@@ -849,6 +850,13 @@ def finish_journal(state_dir: Path, roots: list[Path]) -> list[Path]:
             file=journal / MANIFEST,
             line=line,
             details=rest,
+        )
+    if (journal / MANIFEST).exists():  # recovered, not removed: it would stay "still open"
+        raise RefusedError(
+            "the journal of an earlier run (failed or killed) was recovered, but cannot be "
+            f"removed ({unwritable(journal) or 'removing it failed'}): make the journal folder "
+            "writable for this user (or run as its owner) and run again; nothing else was done",
+            file=journal,
         )
     return outcome.restored
 

@@ -198,7 +198,11 @@ class Ledger:
 
     def prune_blobs(self) -> int:
         """Delete stored originals that no entry refers to any more (after a revert); returns
-        how many were removed. Call once the run is committed."""
+        how many were removed. Call once the run is committed.
+
+        Only cleanup: the run is done whatever happens here, so a blob that cannot be removed
+        (a folder made read-only since the lock checked it, an immutable file) stays, harmless,
+        for a later run to remove, and never fails the command."""
         wanted = {
             rec.before
             for entries in self.all_entries().values()
@@ -207,11 +211,17 @@ class Ledger:
             if rec.before
         }
         removed = 0
-        if self.blob_dir.is_dir():
-            for blob in self.blob_dir.iterdir():
-                if blob.name not in wanted:
+        try:
+            blobs = list(self.blob_dir.iterdir()) if self.blob_dir.is_dir() else []
+        except OSError:
+            blobs = []
+        for blob in blobs:
+            if blob.name not in wanted:
+                try:
                     blob.unlink(missing_ok=True)
-                    removed += 1
+                except OSError:
+                    continue
+                removed += 1
         return removed
 
     def has_orphan_blobs(self) -> bool:

@@ -41,6 +41,12 @@ class PathRejected(ValueError):
     """A path the gate refuses; ``str()`` is the reason (loaders show it as-is)."""
 
 
+class FolderNotEntered(PathRejected):
+    """A folder on a path's way that this user cannot enter (no search permission, as for a
+    root-owned ``0700`` folder seen by another user or from a user namespace): refused, since
+    patchbay can neither judge nor write what lies under it."""
+
+
 class InStateFolder(PathRejected):
     """A path that resolves into patchbay's own state folder (ledger, saved originals,
     journal): bad input whatever patch kind named it, since writing there would destroy what
@@ -212,16 +218,23 @@ def resolve_real_under(
         PathRejected: ``rel`` is refused by :func:`check_relative`, its last component is a
             symbolic link, one of its parents is a file, or a linked folder leads out of the
             root.
+        FolderNotEntered: a folder on the way cannot be entered (``EACCES``).
         InStateFolder: ``rel`` resolves into ``state_real``.
     """
     clean = check_relative(rel, folder=True)
     path = root / clean
-    if os.path.islink(path):
-        raise PathRejected(f"{clean} is a symbolic link; patchbay does not patch through links")
     real_root = real_root or os.path.realpath(root)
     real_folder = None if folders is None else folders.get(os.path.dirname(path))
     if real_folder is None:
         real_folder = _real_folder(str(root), real_root, clean, folders)
+    try:
+        is_link = stat.S_ISLNK(os.lstat(path).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        is_link = False
+    except PermissionError:
+        raise _not_entered(clean, os.path.dirname(clean)) from None
+    if is_link:
+        raise PathRejected(f"{clean} is a symbolic link; patchbay does not patch through links")
     # not a link (checked above): its real path is its folder's real path and its name
     real = os.path.join(real_folder, path.name)
     if not inside(real, real_root):
@@ -243,6 +256,7 @@ def _real_folder(root: str, real_root: str, clean: str, folders: dict[str, str] 
 
     Raises:
         PathRejected: a parent is a file (or a link to one).
+        FolderNotEntered: a folder on the way cannot be entered.
     """
     parts = clean.split("/")[:-1]
     known, real = len(parts), None
@@ -258,6 +272,8 @@ def _real_folder(root: str, real_root: str, clean: str, folders: dict[str, str] 
             mode = os.lstat(current).st_mode
         except (FileNotFoundError, NotADirectoryError):
             return os.path.join(real, *parts[i:])  # the rest does not exist (yet)
+        except PermissionError:
+            raise _not_entered(clean, "/".join(parts[:i])) from None
         if stat.S_ISLNK(mode):
             real = os.path.realpath(current)
             if not os.path.isdir(real):
@@ -273,6 +289,14 @@ def _real_folder(root: str, real_root: str, clean: str, folders: dict[str, str] 
         if folders is not None and inside(real, real_root):  # one out is refused every time
             folders[current] = real
     return real
+
+
+def _not_entered(clean: str, folder: str) -> FolderNotEntered:
+    shown = f"folder {folder}" if folder else "the target root"
+    return FolderNotEntered(
+        f"{clean}: {shown} cannot be entered (permission denied); patchbay cannot read or "
+        "write what lies under it"
+    )
 
 
 def contained(

@@ -24,6 +24,7 @@ import msgspec
 
 from .errors import EnvironmentProbeError, InputError, RefusedError
 from .paths import inside
+from .statelock import unwritable
 
 if TYPE_CHECKING:  # imported lazily: `apply`'s verified no-op needs neither
     import subprocess  # (and only the probe spawns a process: a run with --root does not)
@@ -681,10 +682,7 @@ def check_state_dir(path: Path, *, writable: bool, option: str | None = None) ->
         else:
             if not stat.S_ISDIR(st.st_mode):
                 raise InputError(f"{name} lies under {existing}, which is a file", file=path)
-    if writable and not os.access(existing, os.W_OK | os.X_OK):
-        why = "no write permission"
-        with contextlib.suppress(OSError):
-            if os.statvfs(existing).f_flag & os.ST_RDONLY:
-                why = "a read-only file system"
+    why = unwritable(existing) if writable else None
+    if why is not None:
         where = "" if existing == path else f"{existing} above it: "
         raise InputError(f"{name} cannot be written: {where}{why}", file=path)

@@ -361,7 +361,8 @@ class Tree:
 
 def _read_regular(path: Path, rel: str) -> bytes | None:
     """The bytes of a regular file; None when it does not exist. A FIFO or a device would
-    hang or never end, and a folder is no file: those are refused."""
+    hang or never end, a folder is no file, and a file this user cannot read cannot be
+    judged: those are refused."""
     try:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -374,3 +375,8 @@ def _read_regular(path: Path, rel: str) -> bytes | None:
         return path.read_bytes()
     except FileNotFoundError:
         return None
+    except PermissionError:
+        raise RefusedError(
+            f"{rel} cannot be read (permission denied); patchbay cannot judge a patch of it",
+            file=path,
+        ) from None

@@ -1,0 +1,306 @@
+"""Refused access: a folder of the target this user cannot enter, a file it cannot read, a state
+folder (or its ``blobs/`` or ``journal/`` folder) it cannot write. Each is one line naming the
+file or folder and the problem, exit 1, never a traceback, and nothing on disk half-changed.
+
+The runs are in-process, as another user: when the tests run as root, the real and effective
+ids are switched to ``nobody`` (65534) for the run and back after it (the saved uid stays 0),
+so root's ``CAP_DAC_OVERRIDE`` does not hide what another user meets; when they run as a plain
+user, that user is the other user already."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import pkgutil
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import patchbay
+from conftest import write_patchset
+from inprocess import Result, run_main
+from patchbay.engine import finish_journal
+from patchbay.errors import RefusedError
+from patchbay.ledger import Ledger
+
+NOBODY = 65534
+BODY = b"".join(b"def f%d(x):\n    return x + %d\n\n\n" % (i, i) for i in range(6))
+EDITED = BODY.replace(b"x + 3", b"x - 3")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _imported() -> None:
+    """Import every module of patchbay first: the interpreter's own library may lie where
+    the other user cannot read it (a ``pyenv`` under ``/root``)."""
+    for info in pkgutil.walk_packages(patchbay.__path__, "patchbay."):
+        if not info.name.endswith("__main__"):
+            importlib.import_module(info.name)
+
+
+@contextlib.contextmanager
+def _as_other_user() -> Iterator[None]:
+    """Run the block as ``nobody`` (real and effective ids, no supplementary groups) when
+    root, else as this user; the saved ids stay root's, to switch back."""
+    if os.geteuid() != 0:
+        yield
+        return
+    groups, gids = os.getgroups(), os.getresgid()
+    os.setgroups([])
+    os.setresgid(NOBODY, NOBODY, 0)
+    os.setresuid(NOBODY, NOBODY, 0)
+    try:
+        yield
+    finally:
+        os.setresuid(0, 0, 0)
+        os.setresgid(*gids)
+        os.setgroups(groups)
+
+
+def _run(*args: str | Path) -> Result:
+    with _as_other_user():
+        return run_main(*args)
+
+
+@pytest.fixture
+def place() -> Iterator[Path]:
+    """A folder the other user owns (pytest's own temporary folders are root's 0700 ones)."""
+    folder = Path(tempfile.mkdtemp(prefix="patchbay-access-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        for dirpath, dirnames, _ in os.walk(folder):  # undo the modes the tests set
+            for name in dirnames:
+                os.chmod(os.path.join(dirpath, name), 0o755)
+        shutil.rmtree(folder)
+
+
+def _give(root: Path) -> None:
+    """Make everything under ``root`` the other user's (when the tests run as root)."""
+    if os.geteuid() != 0:
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        os.chown(dirpath, NOBODY, NOBODY)
+        for name in dirnames + filenames:
+            os.chown(os.path.join(dirpath, name), NOBODY, NOBODY)
+
+
+def _diff(repo: Path, before: dict[str, bytes], after: dict[str, bytes]) -> bytes:
+    """``git diff --binary`` from ``before`` to ``after`` (paths relative to the root)."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    for files in (before, after):
+        for child in repo.iterdir() if repo.exists() else []:
+            if child.name != ".git":
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+        for rel, data in files.items():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (repo / rel).write_bytes(data)
+        if files is before:
+            subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+            subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+            subprocess.run([*git, "commit", "-qm", "b"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    return subprocess.run(
+        [*git, "diff", "--cached", "--binary"], cwd=repo, capture_output=True, check=True
+    ).stdout
+
+
+def _tree(root: Path) -> dict[str, tuple[bytes | None, int]]:
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath, name)
+            st = path.lstat()
+            data = path.read_bytes() if stat.S_ISREG(st.st_mode) else None
+            out[str(path.relative_to(root))] = (data, st.st_mode)
+    return out
+
+
+def _setup(place: Path, before: dict[str, bytes], after: dict[str, bytes]) -> tuple[Path, Path]:
+    """A site holding package ``pkg`` as ``before`` and a patchset of one diff ``p`` that
+    makes it ``after``; both the other user's."""
+    site = place / "site"
+    for rel, data in before.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(data)
+    patch = _diff(place / "repo", before, after)
+    ps = write_patchset(
+        place / "ps",
+        [{"id": "p", "kind": "diff", "file": "p.patch"}],
+        targets={"engine": {"package": "pkg"}},
+        files={"p.patch": patch},
+    )
+    _give(place)
+    return site, ps
+
+
+def _one_line(res: Result) -> str:
+    assert res.crash is None, res.crash
+    lines = res.err.strip().splitlines()
+    assert len(lines) == 1, res.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("rel", ["a/b/c/x.py", "a/b/x.py"], ids=["below-it", "in-it"])
+def test_a_folder_that_cannot_be_entered_is_refused_naming_it_and_the_patch(
+    place: Path, rel: str
+) -> None:
+    """``pkg/a/b`` is 0700 and not this user's: apply and status refuse, naming the patch and
+    that folder, whether the patched file lies in it or deeper; nothing changes."""
+    before = {"pkg/__init__.py": b"", f"pkg/{rel}": BODY, "pkg/keep.py": b"K\n"}
+    site, ps = _setup(place, before, {**before, f"pkg/{rel}": EDITED, "pkg/keep.py": b"K2\n"})
+    (site / "pkg/a/b").chmod(0o700 if os.geteuid() == 0 else 0o000)
+    if os.geteuid() == 0:
+        os.chown(site / "pkg/a/b", 0, 0)
+    pristine = _tree(site)
+    for command in ("apply", "status"):
+        res = _run(command, ps, "--root", site)
+        line = _one_line(res)
+        assert res.code == 1, res.err
+        assert "patch p: " in line and "folder pkg/a/b cannot be entered" in line, line
+    assert _tree(site) == pristine
+
+
+def test_a_file_that_cannot_be_read_is_refused_naming_it_and_the_patch(place: Path) -> None:
+    """A patched file that is 0600 and not this user's cannot be judged: refused, naming it."""
+    before = {"pkg/__init__.py": b"", "pkg/x.py": BODY, "pkg/keep.py": b"K\n"}
+    site, ps = _setup(place, before, {**before, "pkg/x.py": EDITED, "pkg/keep.py": b"K2\n"})
+    (site / "pkg/x.py").chmod(0o600 if os.geteuid() == 0 else 0o000)
+    if os.geteuid() == 0:
+        os.chown(site / "pkg/x.py", 0, 0)
+    pristine = _tree(site)
+    for command in ("apply", "status"):
+        res = _run(command, ps, "--root", site)
+        line = _one_line(res)
+        assert res.code == 1, res.err
+        assert f"{site / 'pkg/x.py'}: patch p: pkg/x.py cannot be read" in line, line
+    assert _tree(site) == pristine
+
+
+def _not_mine(path: Path, mode: int) -> None:
+    """Make ``path`` refuse the other user: root's with ``mode`` when root, else ``mode``
+    with the write bits taken off (a plain user cannot give a file away)."""
+    if os.geteuid() == 0:
+        os.chown(path, 0, 0)
+        path.chmod(mode)
+    else:
+        path.chmod(mode & ~0o222)
+
+
+def test_a_site_where_the_state_folder_cannot_be_made_is_refused_naming_it(place: Path) -> None:
+    """``--root`` on a site this user cannot write, with no state folder yet: apply refuses
+    with one line naming ``<root>/.patchbay`` and saying it cannot be made; nothing changes."""
+    before = {"pkg/__init__.py": b"", "pkg/x.py": BODY}
+    site, ps = _setup(place, before, {**before, "pkg/x.py": EDITED})
+    _not_mine(site, 0o755)
+    pristine = _tree(site)
+    res = _run("apply", ps, "--root", site)
+    line = _one_line(res)
+    assert res.code == 1
+    assert line.startswith(
+        f"patchbay: error: {site / '.patchbay'}: the state folder cannot be made (Permission "
+        "denied)"
+    ), line
+    assert _tree(site) == pristine
+
+
+@pytest.mark.parametrize(
+    ("folder", "named"),
+    [("", "the state folder"), ("blobs", "the folder of saved originals in the state folder")],
+    ids=["state-folder", "blobs"],
+)
+def test_a_state_folder_that_cannot_be_written_refuses_revert_up_front(
+    place: Path, folder: str, named: str
+) -> None:
+    """Applied, then the state folder (or its ``blobs/``, which the revert's cleanup prunes
+    after the commit) is made read-only for this user: revert refuses before it changes
+    anything, naming that folder, not a target file; the tree and the ledger stay applied."""
+    before = {"pkg/__init__.py": b"", "pkg/x.py": BODY, "pkg/y.py": b"Y = 1\n"}
+    site, ps = _setup(place, before, {**before, "pkg/x.py": EDITED, "pkg/y.py": b"Y = 2\n"})
+    assert _run("apply", ps, "--root", site).code == 0
+    applied = _tree(site)
+    state = site / ".patchbay"
+    _not_mine(state / folder, 0o755)
+    res = _run("revert", ps, "--root", site)
+    line = _one_line(res)
+    assert res.code == 1
+    assert line == (
+        f"patchbay: error: {state / folder if folder else state}: {named} cannot be written (no "
+        "write permission); make it writable for this user, or run as its owner; nothing was "
+        "changed"
+    ), line
+    assert _tree(site) == applied
+
+
+def test_pruning_saved_originals_after_the_commit_never_fails_the_run(place: Path) -> None:
+    """:meth:`Ledger.prune_blobs` is cleanup after a committed revert: a ``blobs/`` folder
+    that refuses the removal leaves its blob where it is and raises nothing."""
+    state = place / "state"
+    (state / "blobs").mkdir(parents=True)
+    (state / "blobs" / ("0" * 64)).write_bytes(b"an original no entry needs\n")
+    _give(place)
+    _not_mine(state / "blobs", 0o755)
+    with _as_other_user():
+        removed = Ledger(state).prune_blobs()
+    assert removed == 0
+    assert (state / "blobs" / ("0" * 64)).exists()
+    (state / "blobs").chmod(0o755)
+    _give(place)
+    assert Ledger(state).prune_blobs() == 1
+
+
+def test_a_journal_folder_that_cannot_be_written_is_named_before_and_after_its_recovery(
+    place: Path,
+) -> None:
+    """A run killed after its first write leaves its journal, in a folder this user cannot
+    write. The next apply refuses up front, naming the journal folder, and changes nothing;
+    recovering it anyway (the library call, without the lock's check) puts the files back but
+    says the journal cannot be removed and what to do, instead of a later "journal is still
+    open"; once the folder is this user's, apply recovers and applies."""
+    before = {"pkg/__init__.py": b"", "pkg/x.py": BODY, "pkg/y.py": b"Y = 1\n"}
+    after = {**before, "pkg/x.py": EDITED, "pkg/y.py": b"Y = 2\n"}
+    site, ps = _setup(place, before, after)
+    pristine = _tree(site)
+    killed = subprocess.run(
+        [sys.executable, "-m", "patchbay", "apply", str(ps), "--root", str(site)],
+        env={**os.environ, "PATCHBAY_TEST_FAULT": "kill@file-written:1"},
+        capture_output=True,
+        text=True,
+    )
+    assert killed.returncode == -9, killed.stderr
+    journal = site / ".patchbay" / "journal"
+    _give(place)  # the killed run's state folder and files are this user's; its journal not
+    _not_mine(journal, 0o755)
+    half = _tree(site)
+    assert half != pristine
+    res = _run("apply", ps, "--root", site)
+    line = _one_line(res)
+    assert res.code == 1
+    assert line.startswith(
+        f"patchbay: error: {journal}: the journal folder in the state folder, which holds an "
+        "earlier run's journal to roll back and remove, cannot be written (no write permission)"
+    ), line
+    assert _tree(site) == half
+    with _as_other_user(), pytest.raises(RefusedError) as refused:
+        finish_journal(site / ".patchbay", [site, site / ".patchbay"])
+    assert str(refused.value) == (
+        f"{journal}: the journal of an earlier run (failed or killed) was recovered, but cannot "
+        "be removed (no write permission): make the journal folder writable for this user (or "
+        "run as its owner) and run again; nothing else was done"
+    )
+    assert {k: v for k, v in _tree(site).items() if ".patchbay" not in k} == {
+        k: v for k, v in pristine.items() if ".patchbay" not in k
+    }
+    journal.chmod(0o755)
+    _give(journal)
+    res = _run("apply", ps, "--root", site)
+    assert res.code == 0, res.err
+    assert (site / "pkg/x.py").read_bytes() == EDITED
+    assert not journal.exists()
