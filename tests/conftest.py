@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,3 +219,19 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
         if path.is_file() and ".patchbay" not in path.parts and "patchbay" not in path.parts:
             out[str(path.relative_to(root))] = (path.read_bytes(), path.stat().st_mtime_ns)
     return out
+
+
+def count_inspections(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Count, by patch id, the diff kind's real inspections from now on (the plan's work)."""
+    from patchbay.kinds import KINDS
+
+    calls: Counter[str] = Counter()
+    kind = KINDS["diff"]
+    real = kind.inspect
+
+    def counting(patch, loaded, tree):  # type: ignore[no-untyped-def]
+        calls[patch.id] += 1
+        return real(patch, loaded, tree)
+
+    monkeypatch.setattr(kind, "inspect", counting)
+    return calls

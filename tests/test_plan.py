@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import os
 import random
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import diff_patch, write_patchset
+from conftest import count_inspections, diff_patch, write_patchset
 from patchbay import engine
 from patchbay.engine import apply_patchset, make_plan
 from patchbay.kinds import KINDS
@@ -86,15 +85,7 @@ def test_each_patch_is_inspected_once_cold_and_once_applied(
     made before the lock holds under it; the backward pass's judgement is reused when the
     forward tree reads the same contents); a re-run judges each applied patch once."""
     ps, root = setup
-    calls: Counter[str] = Counter()
-    kind = KINDS["diff"]
-    real = kind.inspect
-
-    def counting(patch, loaded, tree):  # the real inspection, counted
-        calls[patch.id] += 1
-        return real(patch, loaded, tree)
-
-    monkeypatch.setattr(kind, "inspect", counting)
+    calls = count_inspections(monkeypatch)
     result = apply_patchset(*_env(ps, root))
     assert result.applied == ["p0", "p1", "p2", "p3"]
     # p3 is judged twice: first on the pristine file (the backward pass, a conflict), then on

@@ -11,14 +11,12 @@ make the later ones be judged again on what it leaves. Each patch is made by rea
 from __future__ import annotations
 
 import shutil
-from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from conftest import write_patchset
+from conftest import count_inspections, write_patchset
 from patchbay.engine import PatchStatus, apply_patchset, make_plan, revert_patchset
-from patchbay.kinds import KINDS
 from patchbay.model import load_patchset
 from patchbay.targets import resolve_environment
 from test_diff_writes import (
@@ -201,15 +199,7 @@ def test_only_the_patches_of_the_stack_are_judged_again(
         targets={"engine": {"package": "pkg"}},
         files={"p0.patch": create, "p1.patch": delete, "p2.patch": edit},
     )
-    calls: Counter[str] = Counter()
-    kind = KINDS["diff"]
-    real = kind.inspect
-
-    def counting(patch, loaded, tree):  # the real inspection, counted
-        calls[patch.id] += 1
-        return real(patch, loaded, tree)
-
-    monkeypatch.setattr(kind, "inspect", counting)
+    calls = count_inspections(monkeypatch)
     patchset = load_patchset(ps)
     env = resolve_environment(patchset, root=site)
     assert apply_patchset(patchset, env).applied == ["p0", "p1", "p2"]
