@@ -148,39 +148,30 @@ def _one_line(res: Result) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("rel", ["a/b/c/x.py", "a/b/x.py"], ids=["below-it", "in-it"])
-def test_a_folder_that_cannot_be_entered_is_refused_naming_it_and_the_patch(
-    place: Path, rel: str
+@pytest.mark.parametrize(
+    ("rel", "locked", "mode", "says"),
+    [("a/b/c/x.py", "pkg/a/b", 0o700, "patch p: pkg/a/b/c/x.py: folder pkg/a/b cannot be entered"),
+     ("a/b/x.py", "pkg/a/b", 0o700, "patch p: pkg/a/b/x.py: folder pkg/a/b cannot be entered"),
+     ("x.py", "pkg/x.py", 0o600, "patch p: pkg/x.py cannot be read")],
+    ids=["folder-above-it", "its-folder", "the-file"],
+)  # fmt: skip
+def test_what_this_user_cannot_enter_or_read_is_refused_naming_it_and_the_patch(
+    place: Path, rel: str, locked: str, mode: int, says: str
 ) -> None:
-    """``pkg/a/b`` is 0700 and not this user's: apply and status refuse, naming the patch and
-    that folder, whether the patched file lies in it or deeper; nothing changes."""
+    """A folder on the patched file's way that is 0700, or the file itself 0600, and not this
+    user's: apply and status refuse in one line naming the patch and what cannot be entered
+    or read; nothing changes."""
     before = {"pkg/__init__.py": b"", f"pkg/{rel}": BODY, "pkg/keep.py": b"K\n"}
     site, ps = _setup(place, before, {**before, f"pkg/{rel}": EDITED, "pkg/keep.py": b"K2\n"})
-    (site / "pkg/a/b").chmod(0o700 if os.geteuid() == 0 else 0o000)
+    (site / locked).chmod(mode if os.geteuid() == 0 else 0o000)
     if os.geteuid() == 0:
-        os.chown(site / "pkg/a/b", 0, 0)
+        os.chown(site / locked, 0, 0)
     pristine = _tree(site)
     for command in ("apply", "status"):
         res = _run(command, ps, "--root", site)
         line = _one_line(res)
         assert res.code == 1, res.err
-        assert "patch p: " in line and "folder pkg/a/b cannot be entered" in line, line
-    assert _tree(site) == pristine
-
-
-def test_a_file_that_cannot_be_read_is_refused_naming_it_and_the_patch(place: Path) -> None:
-    """A patched file that is 0600 and not this user's cannot be judged: refused, naming it."""
-    before = {"pkg/__init__.py": b"", "pkg/x.py": BODY, "pkg/keep.py": b"K\n"}
-    site, ps = _setup(place, before, {**before, "pkg/x.py": EDITED, "pkg/keep.py": b"K2\n"})
-    (site / "pkg/x.py").chmod(0o600 if os.geteuid() == 0 else 0o000)
-    if os.geteuid() == 0:
-        os.chown(site / "pkg/x.py", 0, 0)
-    pristine = _tree(site)
-    for command in ("apply", "status"):
-        res = _run(command, ps, "--root", site)
-        line = _one_line(res)
-        assert res.code == 1, res.err
-        assert f"{site / 'pkg/x.py'}: patch p: pkg/x.py cannot be read" in line, line
+        assert says in line, line
     assert _tree(site) == pristine
 
 
