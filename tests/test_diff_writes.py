@@ -16,6 +16,7 @@ import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -535,5 +536,35 @@ def test_a_file_with_a_name_of_nearly_255_bytes_is_patched_and_reverted(tmp_path
     assert res.code == 0, res.err
     assert (site / "pkg" / name).read_bytes() == EDITED
     assert sorted(os.listdir(site / "pkg")) == ["__init__.py", name]
+    assert run_main("revert", ps, "--root", site).code == 0
+    assert _tree(site) == pristine
+
+
+def test_reverting_the_later_of_two_mode_changes_gives_back_the_mode_between_them(
+    tmp_path: Path,
+) -> None:
+    """p1 makes a 0640 file executable (0750), p2 takes it off again (0640), both in one run:
+    a revert of p2 alone leaves the file as p1 left it, 0750, and the owner it had (run as
+    root, another user's); a revert of p1 then the pristine file."""
+    site = tmp_path / "site"
+    _materialise(site, _pkg({"a.py": (BODY, 0o640)}))
+    if os.geteuid() == 0:
+        os.chown(site / "pkg" / "a.py", 777, 888)
+    states = [_pkg({"a.py": BODY}), _pkg({"a.py": (EDITED, 0o755)}), _pkg({"a.py": TWICE})]
+    diffs = [_git_diff(tmp_path / f"d{i}", a, b) for i, (a, b) in enumerate(pairwise(states))]
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": f"p{i + 1}", "kind": "diff", "file": f"p{i}.patch"} for i in range(2)],
+        targets={"engine": {"package": "pkg"}},
+        files={f"p{i}.patch": d for i, d in enumerate(diffs)},
+    )
+    pristine, owners = _tree(site), _owners(site)
+    assert run_main("apply", ps, "--root", site).code == 0
+    assert stat.S_IMODE(os.stat(site / "pkg" / "a.py").st_mode) == 0o640
+    assert run_main("revert", ps, "p2", "--root", site).code == 0
+    st = os.stat(site / "pkg" / "a.py")
+    assert (site / "pkg" / "a.py").read_bytes() == EDITED
+    assert stat.S_IMODE(st.st_mode) == 0o750
+    assert _owners(site) == owners
     assert run_main("revert", ps, "--root", site).code == 0
     assert _tree(site) == pristine

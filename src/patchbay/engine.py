@@ -39,7 +39,8 @@ from .hunks import PRESENT, HunkState
 from .hunkview import closest_lines, counts_text, hunk_counts, hunk_sentence, mixed
 from .identity import same_patch
 from .kinds import KINDS, ContentState, Inspection, LoadedPatch, PendingPatch
-from .kinds.base import aggregate
+from .kinds.base import FileChange, aggregate
+from .kinds.diffwrite import permissions, process_umask
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .model import Patchset
 from .noop import identity as noop_identity
@@ -1005,7 +1006,7 @@ def _write_pending(
             )
             changed[key] -= 1
             if changed[key]:  # what the next patch of this file starts from
-                modes[key] = _mode_and_owner(key)
+                modes[key] = _mode_after(change, modes.get(key), key)
         ledger.put(
             patchset.name,
             LedgerEntry(
@@ -1091,6 +1092,24 @@ def _mode_and_owner(path: Path | str) -> tuple[int, list[int]] | None:
     except FileNotFoundError:
         return None
     return st.st_mode & 0o7777, [st.st_uid, st.st_gid]
+
+
+def _mode_after(
+    change: FileChange, before: tuple[int, list[int]] | None, path: str
+) -> tuple[int, list[int]] | None:
+    """The permission bits and owner ``change`` left its file with, which the next patch of
+    the same file starts from (its record's ``mode_before``): a change of the content alone
+    keeps both (every writer keeps them), one of git's mode flips the executable bits as the
+    diff writer does; else (a file made or replaced whole) what is on disk now, after every
+    write of the run (a later patch of the same file may have changed it since: the best
+    known)."""
+    if change.before is not None and change.after is not None and before is not None:
+        if change.executable is None:
+            return before
+        want = "100755" if change.executable[1] else "100644"
+        flipped = permissions(before[0], want, process_umask())
+        return flipped, before[1]
+    return _mode_and_owner(path)
 
 
 def _owner(rec: FileRecord) -> tuple[int, int] | None:
