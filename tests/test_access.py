@@ -230,6 +230,34 @@ def test_a_state_folder_that_cannot_be_written_refuses_revert_up_front(
     assert _tree(site) == applied
 
 
+@pytest.mark.parametrize("command", ["apply", "status", "revert"])
+def test_a_state_folder_that_cannot_be_entered_is_refused_in_one_line(
+    place: Path, command: str
+) -> None:
+    """Applied, then the state folder is made root's 0000 (or, run as a plain user, 0000):
+    nothing in it can be looked at, not the ledger, not a journal; each command refuses in
+    one line naming the state folder, and nothing changes."""
+    before = {"pkg/__init__.py": b"", "pkg/x.py": BODY}
+    site, ps = _setup(place, before, {**before, "pkg/x.py": EDITED})
+    assert _run("apply", ps, "--root", site).code == 0
+    (site / "pkg" / "x.py").write_bytes(BODY)  # so that apply has something to do
+    applied = _tree(site)
+    state = site / ".patchbay"
+    state.chmod(0o000)
+    if os.geteuid() == 0:
+        os.chown(state, 0, 0)
+    try:
+        res = _run(command, ps, "--root", site)
+    finally:
+        state.chmod(0o755)
+    line = _one_line(res)
+    assert res.code == 1
+    assert line.startswith(
+        f"patchbay: error: {state}: the state folder cannot be entered (Permission denied)"
+    ), line
+    assert _tree(site) == applied
+
+
 def test_pruning_saved_originals_after_the_commit_never_fails_the_run(place: Path) -> None:
     """:meth:`Ledger.prune_blobs` is cleanup after a committed revert: a ``blobs/`` folder
     that refuses the removal leaves its blob where it is and raises nothing."""

@@ -46,7 +46,7 @@ from .model import Patchset
 from .noop import identity as noop_identity
 from .options import RunOptions
 from .paths import PathRejected, resolve_under
-from .statelock import state_lock, unwritable
+from .statelock import not_entered, state_lock, unwritable
 from .targets import Environment, read_again
 from .transaction import (
     ENTRY_BYTES,
@@ -578,10 +578,18 @@ def interrupted(env: Environment) -> bool:
     it back before doing anything else).
 
     Raises:
-        RefusedError: something else sits where the journal goes (see :func:`_journal_place`).
+        RefusedError: something else sits where the journal goes (see :func:`_journal_place`),
+            or the state folder cannot be entered.
     """
+    try:
+        os.stat(env.state_dir / "journal" / MANIFEST)
+    except (FileNotFoundError, NotADirectoryError):
+        _journal_place(env.state_dir)
+        return False
+    except PermissionError as exc:  # the state folder (or its journal) cannot be entered
+        raise not_entered(env.state_dir, exc) from None
     _journal_place(env.state_dir)
-    return (env.state_dir / "journal" / MANIFEST).exists()
+    return True
 
 
 def _journal_place(state_dir: Path) -> None:

@@ -138,7 +138,13 @@ class Ledger:
         self._parsed: dict[str, list[LedgerEntry]] = {}
         self._index: dict[str, dict[str, LedgerEntry]] = {}
         self._ids: dict[str, set[str]] = {}
-        if self.path.exists():
+        try:
+            exists = self.path.exists()
+        except PermissionError as exc:  # the state folder cannot be entered
+            from .statelock import not_entered
+
+            raise not_entered(state_dir, exc) from None
+        if exists:
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
