@@ -743,9 +743,9 @@ def test_a_file_where_the_run_s_temporary_file_goes_is_left_alone(tmp_path: Path
     "folders",
     [[["OUTSIDE", 0o755, 0, 0]], [["SIDE", 0o755, 0, 0]], [["STATE", 0o755, 0, 0]],
      [["ABOVE", 0o17777, 0, 0]], [["ABOVE", 0o755, 2**40, 0]], [["ABOVE", 0o755, 0, -1]],
-     [["ABOVE", 0o755]], "ABOVE", None],
+     [["ABOVE", 0o755]], [["ABOVE", 0o755, 0, 0, None]], "ABOVE", None],
     ids=["outside-the-roots", "not-above-the-file", "in-the-state-folder", "bad-mode",
-         "huge-uid", "negative-gid", "short", "not-a-list", "null"],
+         "huge-uid", "negative-gid", "short", "five-items", "not-a-list", "null"],
 )  # fmt: skip
 def test_a_journal_entry_with_bad_folders_is_not_acted_on(tmp_path: Path, folders: object) -> None:
     """Recovery gives back removed folders from an entry's ``folders``: one naming a folder
@@ -826,3 +826,25 @@ def test_a_format_3_journal_without_an_id_is_not_acted_on(
     assert not outcome.complete
     assert "a journal of format 3 without a valid 'id'" in outcome.problems()[0]
     assert users.exists() and new.exists() and kept.read_bytes() == b"old\n"
+
+
+@pytest.mark.parametrize("where", ["state", "state/blobs", "outside"])
+def test_a_journal_folder_entry_for_the_state_folder_is_not_acted_on(
+    tmp_path: Path, where: str
+) -> None:
+    """A folder entry (a folder a command's ``remove`` took) names the state folder, a folder
+    in it, or one outside the roots: recovery refuses it and changes no folder's mode or
+    owner."""
+    root, state, _ = _store_tree(tmp_path)
+    (state / "blobs").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    folder = tmp_path / where
+    mode = stat.S_IMODE(os.stat(folder).st_mode)
+    entry = {"n": 0, "path": str(folder), "existed": True, "folder": [0o777, 65534, 65534],
+             "mode": 0o777, "times": [0, 0]}  # fmt: skip
+    journal = _journal(state, {"journal": 3, "id": "abcd1234"}, [entry])
+    outcome = recover(journal, [root, state])
+    assert not outcome.complete
+    assert "not acted on" in outcome.problems()[0]
+    st = os.stat(folder)
+    assert (stat.S_IMODE(st.st_mode), st.st_uid) == (mode, os.geteuid())

@@ -1180,9 +1180,13 @@ def _make_folders_again(root: Path, below: str, folders: list[list[Any]]) -> Non
     above the record's file ``below``, or that the path gate refuses (the ledger was edited)
     is skipped: nothing outside the root is ever made or changed."""
     for item in reversed(folders if isinstance(folders, list) else []):
-        if not folder_item_ok(item, below) or len(item) != 5:
+        if folder_item_ok(item, below):  # as recorded before what the run left was
+            item = [*item, None]
+        if not folder_item_ok(item, below, size=5):
             continue
         rel, mode, uid, gid, left = item
+        if left is not None and not (isinstance(left, list) and len(left) == 3):
+            continue
         try:
             folder = str(resolve_under(root, rel))
         except PathRejected:

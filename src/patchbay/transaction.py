@@ -599,12 +599,13 @@ def put_folder_back(folder: str, mode: int, uid: int, gid: int, roots: list[Path
     return True
 
 
-def folder_item_ok(item: object, below: str) -> bool:
+def folder_item_ok(item: object, below: str, *, size: int = 4) -> bool:
     """Whether ``item`` has the shape of a :func:`folders_above` item for the file ``below``
     (read back from a journal or a ledger, which may have been edited): ``[folder, mode, uid,
-    gid, ...]`` with ``folder`` one of the folders above ``below`` (the same form: absolute,
-    or root-relative), the mode within 0..0o7777 and each id a uid Linux can have."""
-    if not (isinstance(item, list) and len(item) >= 4 and isinstance(item[0], str)):
+    gid]`` and, with ``size`` 5 (the ledger's), what the run left, with ``folder`` one of the
+    folders above ``below`` (the same form: absolute, or root-relative), the mode within
+    0..0o7777 and each id a uid Linux can have."""
+    if not (isinstance(item, list) and len(item) == size and isinstance(item[0], str)):
         return False
     if not item[0] or not below.startswith(item[0].rstrip("/") + "/"):
         return False
@@ -619,10 +620,20 @@ def _mode_and_ids_ok(values: object) -> bool:
     return all(type(v) is int and 0 <= v <= MAX_ID for v in values) and mode <= 0o7777
 
 
-def _valid_folders(folders: object, below: str, roots: list[Path]) -> bool:
+def _valid_folders(folders: object, below: str, roots: list[Path], state: Path) -> bool:
     return isinstance(folders, list) and all(
-        folder_item_ok(item, below) and contained(item[0], roots) is not None for item in folders
+        folder_item_ok(item, below)
+        and contained(item[0], roots) is not None
+        and not _in_state_folder(item[0], state)
+        for item in folders
     )
+
+
+def _in_state_folder(path: str, state: Path) -> bool:
+    """Whether ``path`` is the state folder (the journal folder's parent) or in it: no folder
+    a run removes lies there, and its modes are patchbay's own."""
+    folder = str(state).rstrip("/")
+    return path == folder or path.startswith(folder + "/")
 
 
 def _existing_ancestor(folder: Path) -> Path:
@@ -707,7 +718,7 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
         if isinstance(record, dict) and record.get("committed") is True:
             committed = True
             continue
-        problem = _entry_problem(record, roots)
+        problem = _entry_problem(record, roots, Path(os.path.abspath(journal_dir)).parent)
         if problem is not None:
             outcome.refused.append((number, f"{problem}; not acted on"))
             continue
@@ -739,8 +750,9 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
     return outcome
 
 
-def _entry_problem(record: object, roots: list[Path]) -> str | None:
-    """Why a journal record cannot be acted on, or None."""
+def _entry_problem(record: object, roots: list[Path], state: Path) -> str | None:
+    """Why a journal record cannot be acted on, or None (``state``: the state folder, which
+    holds the journal)."""
     if not isinstance(record, dict):
         return "not a journal entry"
     path = record.get("path")
@@ -752,7 +764,7 @@ def _entry_problem(record: object, roots: list[Path]) -> str | None:
     if not isinstance(existed, bool):
         return f"entry for {path} lacks 'existed'"
     if "folder" in record:
-        if not _mode_and_ids_ok(record["folder"]):
+        if not _mode_and_ids_ok(record["folder"]) or _in_state_folder(path, state):
             return f"entry for the folder {path} has no valid 'folder'"
         return None
     if existed:
@@ -765,7 +777,7 @@ def _entry_problem(record: object, roots: list[Path]) -> str | None:
             return f"entry for {path} does not say where its original is"
         if record["backup"] == "store" and not _is_digest(record.get("sha256")):
             return f"entry for {path} keeps its original in the store without a valid 'sha256'"
-        if not _valid_folders(record.get("folders", []), path, roots):
+        if not _valid_folders(record.get("folders", []), path, roots, state):
             return f"entry for {path} has no valid 'folders'"
     folders = record.get("created_dirs", [])
     if not isinstance(folders, list) or any(
