@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -269,6 +270,25 @@ def test_artifact_is_fetched_verified_and_idempotent(tmp_path: Path, engine: Eng
         assert server.requests_for("/k.co") == 1
     assert run_cli("revert", ps, "--python", engine.python).code == 0
     assert not dest.exists()
+
+
+def test_an_artifact_that_replaces_a_file_keeps_its_mode(tmp_path: Path, engine: Engine) -> None:
+    """An artifact is new as 0644; one that replaces a shipped kernel of mode 0750 keeps it
+    (an executable kernel stays executable, a private one private), and revert gives back
+    the shipped bytes with it."""
+    dest = engine.site / "demo_engine_meta/kernels/gfx950/mla_fp8.co"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(b"the shipped kernel\n")
+    dest.chmod(0o750)
+    with Server() as server:
+        server.add("/k.co", Response(body=KERNEL))
+        ps = _artifact_patchset(tmp_path, f"{server.url}/k.co")
+        res = run_cli("apply", ps, "--python", engine.python)
+    assert res.code == 0, res.err
+    assert dest.read_bytes() == KERNEL and stat.S_IMODE(dest.stat().st_mode) == 0o750
+    assert run_cli("revert", ps, "--python", engine.python).code == 0
+    assert dest.read_bytes() == b"the shipped kernel\n"
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o750
 
 
 def test_artifact_with_wrong_bytes_leaves_nothing_behind(tmp_path: Path, engine: Engine) -> None:

@@ -102,4 +102,6 @@ class ArtifactKind(FileKind):
                 path = tree.resolve(change.target, change.path)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 assert change.after is not None
-                write_atomic(path, change.after, mode=0o644)
+                # a new artifact is 0644; one replaced keeps its mode (a 0755 kernel stays
+                # executable, a 0640 one private) and, run as root, its owner
+                write_atomic(path, change.after)
