@@ -465,7 +465,9 @@ def test_with_the_state_folder_on_another_filesystem_a_deletion_removes_the_fold
     """With ``--state-dir`` on another filesystem, a deleted file's original is kept beside it
     until the commit, so the folders its deletion empties are not empty yet when git's rule
     would remove them: they go at the commit, and the tree is the one ``git apply`` leaves.
-    Revert then gives back the pristine tree, folder modes included."""
+    Revert then gives back the pristine tree, folder modes included, and without the folders
+    the patch made for its new file (kept from being empty by that file's original, until
+    the revert's commit)."""
     shm = Path("/dev/shm")
     if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
         pytest.skip("needs /dev/shm on another filesystem than the tests' folder")
@@ -473,7 +475,8 @@ def test_with_the_state_folder_on_another_filesystem_a_deletion_removes_the_fold
     files = {"gone/deep/x.py": b"X = 1\n", "a.py": BODY}
     _materialise(site, _pkg(files))
     os.chmod(site / "pkg" / "gone", 0o750)
-    patch = _git_diff(tmp_path / "d0", _pkg(files), _pkg({"a.py": EDITED}))
+    after = _pkg({"a.py": EDITED, "n/m/new.py": b"N = 1\n"})
+    patch = _git_diff(tmp_path / "d0", _pkg(files), after)
     ps = write_patchset(
         tmp_path / "ps", [{"id": "p", "kind": "diff", "file": "p.patch"}],
         targets={"engine": {"package": "pkg"}}, files={"p.patch": patch},

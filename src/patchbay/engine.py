@@ -1330,8 +1330,14 @@ def _revert_entries(
     flat = [(tree.resolve(r.target, r.path), data) for _, writes in steps for r, data in writes]
     txn.check_space(_space_needed(env, ledger, [(p, None, d) for p, d in flat]))
     txn.doing = "journaling the files this run changes"
-    for path, _ in flat:
-        txn.save(path)
+    for _, writes in steps:
+        for rec, data in writes:
+            made = []  # the folders the patch made, which the revert removes once empty
+            if data is None and isinstance(rec.created_dirs, list):
+                for folder in rec.created_dirs:
+                    with contextlib.suppress(PathRejected, TypeError):
+                        made.append(str(resolve_under(env.roots[rec.target], folder)))
+            txn.save(tree.resolve(rec.target, rec.path), then_remove=made)
     txn.sync()
     txn.doing = "reverting"
     try:

@@ -259,7 +259,13 @@ class Transaction:
         self._manifest.flush()  # enough for a killed process; sync() makes it durable
 
     def save(
-        self, path: Path, *, copy: bool = False, digest: str | None = None, deleting: bool = False
+        self,
+        path: Path,
+        *,
+        copy: bool = False,
+        digest: str | None = None,
+        deleting: bool = False,
+        then_remove: list[str] | None = None,
     ) -> None:
         """Keep ``path``'s current state (content, mode, times, or absence) before a change.
 
@@ -275,6 +281,10 @@ class Transaction:
                 (as ``git apply`` does): the permission bits and owner of every folder above
                 it, up to its root, are journaled too, so that a rollback makes a removed
                 folder again as it was rather than through the umask.
+            then_remove: folders above ``path`` (absolute, deepest first) the run removes once
+                the file is gone and they are empty (a revert's folders that the patch made);
+                with the original kept beside the file they are not empty until the commit,
+                which removes them then.
 
         Raises:
             ApplyFailed: the original cannot be kept (no space, no permission) or the path is
@@ -304,6 +314,8 @@ class Transaction:
                     fields = {"backup": self._keep(Path(key), len(self._entries), st, copy)}
                 if deleting:
                     fields["folders"] = folders_above(key, root)
+                if then_remove:
+                    fields["rmdirs"] = list(then_remove)
                 self._record(
                     key,
                     existed=True,
@@ -777,6 +789,15 @@ def _entry_problem(record: object, roots: list[Path], state: Path) -> str | None
             return f"entry for {path} does not say where its original is"
         if record["backup"] == "store" and not _is_digest(record.get("sha256")):
             return f"entry for {path} keeps its original in the store without a valid 'sha256'"
+        rmdirs = record.get("rmdirs", [])
+        if not isinstance(rmdirs, list) or not all(
+            isinstance(f, str)
+            and path.startswith(f.rstrip("/") + "/")
+            and contained(f, roots) is not None
+            and not _in_state_folder(f, state)
+            for f in rmdirs
+        ):
+            return f"entry for {path} has no valid 'rmdirs'"
         if not _valid_folders(record.get("folders", []), path, roots, state):
             return f"entry for {path} has no valid 'folders'"
     folders = record.get("created_dirs", [])
@@ -912,7 +933,8 @@ def _discard(journal_dir: Path, journal_id: str | None, entries: list[dict[str, 
                     os.unlink(backup)
                 # a file the run deleted: its original kept its folders from being emptied,
                 # which git's rule removes (a rollback has put the file back: none is empty)
-                for folder, *_ in entry.get("folders", []):
+                emptied = entry.get("rmdirs") or [f[0] for f in entry.get("folders", [])]
+                for folder in emptied:
                     try:
                         os.rmdir(folder)
                     except OSError:  # not empty (or not ours): git stops there too
