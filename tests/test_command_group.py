@@ -146,7 +146,8 @@ def test_a_failing_command_does_not_claim_its_own_writes_were_undone(
     assert "every file this run touched was restored" not in res.err
     assert (
         "every file patchbay journaled was restored, but not what command build wrote outside "
-        "its declared output and remove paths (patchbay does not track it)"
+        "its declared output (its remove paths come back as they were, but with anything it "
+        "added in them) (patchbay does not track it)"
     ) in res.err
     assert (engine.pkg / "worker.py").read_text() == text
     assert (engine.pkg / "stray.txt").exists()  # the honest part: it is still there

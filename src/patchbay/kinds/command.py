@@ -112,7 +112,8 @@ class CommandKind:
                 raise ApplyFailed(f"working folder {cwd} does not exist", patch_id=patch.id)
             # the raw output lives in an unlinked file: only its redacted copy reaches the disk
             txn.note_untracked(
-                f"what command {patch.id} wrote outside its declared output and remove paths"
+                f"what command {patch.id} wrote outside its declared output (its remove paths "
+                "come back as they were, but with anything it added in them)"
             )
             with tempfile.TemporaryFile() as raw:
                 try:
