@@ -571,3 +571,28 @@ def test_reverting_the_later_of_two_mode_changes_gives_back_the_mode_between_the
     assert _owners(site) == owners
     assert run_main("revert", ps, "--root", site).code == 0
     assert _tree(site) == pristine
+
+
+@pytest.mark.parametrize("edited", [False, True], ids=["pure-rename", "rename-with-edit"])
+def test_a_renamed_file_keeps_its_permission_bits_and_owner(tmp_path: Path, edited: bool) -> None:
+    """A private 0640 file (777:888 when the tests run as root) renamed into a new folder
+    keeps its bits and owner, as ``mv`` leaves it: made again through the umask (git's 0644)
+    it would be world-readable. Revert gives back the pristine tree."""
+    site = tmp_path / "site"
+    _materialise(site, _pkg({"r.py": (BODY, 0o640)}))
+    if os.geteuid() == 0:
+        os.chown(site / "pkg" / "r.py", 777, 888)
+    after = _pkg({"sub/r.py": ((EDITED if edited else BODY), 0o644)})
+    patch = _git_diff(tmp_path / "d0", _pkg({"r.py": BODY}), after)
+    assert b"rename from" in patch
+    ps = write_patchset(
+        tmp_path / "ps", [{"id": "p", "kind": "diff", "file": "p.patch"}],
+        targets={"engine": {"package": "pkg"}}, files={"p.patch": patch},
+    )  # fmt: skip
+    pristine, owners = _tree(site), _owners(site)
+    assert run_main("apply", ps, "--root", site).code == 0
+    st = os.stat(site / "pkg" / "sub" / "r.py")
+    assert stat.S_IMODE(st.st_mode) == 0o640
+    assert (st.st_uid, st.st_gid) == owners["pkg/r.py"]
+    assert run_main("revert", ps, "--root", site).code == 0
+    assert _tree(site) == pristine and _owners(site) == owners

@@ -84,13 +84,16 @@ def write_results(tree: Tree, target: str, writes: list[FileWrite], umask: int) 
                 _write_file(path, write.after or b"", mode, True, (st.st_uid, st.st_gid))
                 continue
             old = None if write.old is None else tree.resolve(target, write.old)
-            if write.mode is not None:
-                executable = bool(int(write.mode, 8) & stat.S_IXUSR)
-            else:  # a rename keeps the old file's executable bit, as git's index mode
-                executable = old is not None and bool(os.stat(old).st_mode & stat.S_IXUSR)
+            owner = None
+            if old is not None:  # a rename keeps the old file's bits and owner, as mv does
+                st = os.stat(old)
+                mode = permissions(stat.S_IMODE(st.st_mode), write.mode, umask)
+                owner = (st.st_uid, st.st_gid)
+            else:
+                executable = write.mode is not None and bool(int(write.mode, 8) & stat.S_IXUSR)
+                mode = (0o777 if executable else 0o666) & ~umask
             path.parent.mkdir(parents=True, exist_ok=True)
-            mode = (0o777 if executable else 0o666) & ~umask
-            _write_file(path, write.after or b"", mode, False)
+            _write_file(path, write.after or b"", mode, False, owner)
         if old is not None:
             with _naming(tree, target, write.old):  # type: ignore[arg-type]
                 _delete(old, root)
