@@ -634,10 +634,18 @@ def _mode_and_ids_ok(values: object) -> bool:
 
 def _valid_folders(folders: object, below: str, roots: list[Path], state: Path) -> bool:
     return isinstance(folders, list) and all(
-        folder_item_ok(item, below)
-        and contained(item[0], roots) is not None
-        and not _in_state_folder(item[0], state)
-        for item in folders
+        folder_item_ok(item, below) and _folder_ok(item[0], below, roots, state) for item in folders
+    )
+
+
+def _folder_ok(folder: object, below: str, roots: list[Path], state: Path) -> bool:
+    """Whether ``folder``, read back from a journal, is one a run may make again or remove
+    for the file ``below``: a folder above it, under the roots, not in the state folder."""
+    return (
+        isinstance(folder, str)
+        and below.startswith(folder.rstrip("/") + "/")
+        and contained(folder, roots) is not None
+        and not _in_state_folder(folder, state)
     )
 
 
@@ -791,11 +799,7 @@ def _entry_problem(record: object, roots: list[Path], state: Path) -> str | None
             return f"entry for {path} keeps its original in the store without a valid 'sha256'"
         rmdirs = record.get("rmdirs", [])
         if not isinstance(rmdirs, list) or not all(
-            isinstance(f, str)
-            and path.startswith(f.rstrip("/") + "/")
-            and contained(f, roots) is not None
-            and not _in_state_folder(f, state)
-            for f in rmdirs
+            _folder_ok(f, path, roots, state) for f in rmdirs
         ):
             return f"entry for {path} has no valid 'rmdirs'"
         if not _valid_folders(record.get("folders", []), path, roots, state):
