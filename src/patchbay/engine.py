@@ -586,8 +586,8 @@ def interrupted(env: Environment) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         _journal_place(env.state_dir)
         return False
-    except PermissionError as exc:  # the state folder (or its journal) cannot be entered
-        raise not_entered(env.state_dir, exc) from None
+    except PermissionError:  # the state folder (or its journal) cannot be entered
+        raise not_entered(env.state_dir) from None
     _journal_place(env.state_dir)
     return True
 
@@ -1330,14 +1330,17 @@ def _revert_entries(
     flat = [(tree.resolve(r.target, r.path), data) for _, writes in steps for r, data in writes]
     txn.check_space(_space_needed(env, ledger, [(p, None, d) for p, d in flat]))
     txn.doing = "journaling the files this run changes"
+    # the folders each file's patch made, which the revert removes once empty; through the
+    # gate (one it refuses: the ledger was edited, and nothing outside the root is removed)
+    made: dict[int, list[str]] = {}
     for _, writes in steps:
         for rec, data in writes:
-            made = []  # the folders the patch made, which the revert removes once empty
+            folders = made[id(rec)] = []
             if data is None and isinstance(rec.created_dirs, list):
                 for folder in rec.created_dirs:
                     with contextlib.suppress(PathRejected, TypeError):
-                        made.append(str(resolve_under(env.roots[rec.target], folder)))
-            txn.save(tree.resolve(rec.target, rec.path), then_remove=made)
+                        folders.append(str(resolve_under(env.roots[rec.target], folder)))
+            txn.save(tree.resolve(rec.target, rec.path), then_remove=folders)
     txn.sync()
     txn.doing = "reverting"
     try:
@@ -1350,11 +1353,9 @@ def _revert_entries(
                 root = env.roots[rec.target]
                 if data is None:
                     path.unlink(missing_ok=True)
-                    for folder in rec.created_dirs if isinstance(rec.created_dirs, list) else []:
-                        # not empty: something else lives there; refused by the gate: the
-                        # ledger was edited, and nothing outside the root is ever removed
-                        with contextlib.suppress(OSError, PathRejected):
-                            resolve_under(root, folder).rmdir()
+                    for folder in made[id(rec)]:
+                        with contextlib.suppress(OSError):  # not empty: something else is there
+                            os.rmdir(folder)
                 else:
                     _make_folders_again(root, rec.path, rec.folders_before)
                     path.parent.mkdir(parents=True, exist_ok=True)

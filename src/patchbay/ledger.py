@@ -140,10 +140,10 @@ class Ledger:
         self._ids: dict[str, set[str]] = {}
         try:
             exists = self.path.exists()
-        except PermissionError as exc:  # the state folder cannot be entered
+        except PermissionError:  # the state folder cannot be entered
             from .statelock import not_entered
 
-            raise not_entered(state_dir, exc) from None
+            raise not_entered(state_dir) from None
         if exists:
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))

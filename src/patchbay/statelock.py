@@ -80,11 +80,11 @@ def state_lock(state_dir: Path, timeout: float) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def not_entered(state_dir: Path, exc: OSError) -> RefusedError:
-    """The one-line refusal of a state folder this user cannot look into (``exc``: what
-    looking gave, a permission error): nothing in it, the ledger or a journal, can be read."""
+def not_entered(state_dir: Path) -> RefusedError:
+    """The one-line refusal of a state folder this user cannot look into (no search
+    permission): nothing in it, the ledger or a journal, can be read."""
     return RefusedError(
-        f"the state folder cannot be entered ({exc.strerror or exc}): its ledger and any "
+        "the state folder cannot be entered (Permission denied): its ledger and any "
         "journal of an interrupted run cannot be read; run as a user who can, or give "
         "--state-dir; nothing was changed",
         file=state_dir,
@@ -108,7 +108,7 @@ def check_writable(state_dir: Path) -> None:
             system), with what to do; nothing was changed.
     """
     if os.path.isdir(state_dir) and not os.access(state_dir, os.X_OK):
-        raise not_entered(state_dir, PermissionError(13, "Permission denied"))
+        raise not_entered(state_dir)
     folders = [(state_dir, "the state folder")]
     folders += [(state_dir / name, what) for name, what in WRITTEN.items()]
     for path, name in folders:
