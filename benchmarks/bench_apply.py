@@ -25,11 +25,16 @@ not timed), and reports the median:
 - ``git-apply-loop``: one bash script running ``git apply -p1 PATCH`` per patch, cold;
 - the start-up floor, which no Python CLI of a YAML patchset gets under: the CLI's own
   interpreter running ``-c pass``, and ``-c "import yaml, msgspec"`` (the two libraries every
-  patchbay run that reads a patchset needs: its parser and its record types), no work.
+  patchbay run that reads a patchset needs: its parser and its record types), no work;
+  and ``_floor_applier.py`` in that interpreter: the least an all-or-nothing applier of the
+  YAML patchset does (parse, apply each hunk at its stated line, keep each original in a
+  journal with one ``fsync``, rename each new file into place, write a ledger), with none of
+  patchbay's checks. Its tree is compared with git's like the others.
 
 The ratios printed are patchbay cold / git-apply-loop (target <= 1.5) and patchbay no-op /
 grep-loop re-run (target <= 1.0), in-process and through the CLI; the floor / git-apply-loop
-rows (no target) tell how much of the CLI's ratio is spent before patchbay runs at all.
+rows (no target) tell how much of the CLI's ratio is spent before patchbay runs at all, and how
+much any journaled Python applier spends on this machine's filesystem.
 
 The run also checks correctness and exits 1 when a check fails: after each tool's cold apply
 the tree must equal the tree the bare ``git apply`` loop leaves (bytes of every touched file,
@@ -73,6 +78,8 @@ COLD_TARGET = 1.5
 NOOP_TARGET = 1.0
 FLOOR_PASS = "floor: CLI's python -c pass"
 FLOOR_IMPORTS = "floor: CLI's python -c 'import yaml, msgspec'"
+FLOOR_APPLIER = "floor: minimal journaled applier, no checks"
+FLOOR_SCRIPT = Path(__file__).resolve().parent / "_floor_applier.py"
 
 BASH_GREP_LOOP = r"""set -eu
 cd "$1"
@@ -180,6 +187,7 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
             "git-apply-loop cold",
             FLOOR_PASS,
             FLOOR_IMPORTS,
+            FLOOR_APPLIER,
         )
     }
     problems: list[str] = []
@@ -258,6 +266,11 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
         for label, code in ((FLOOR_PASS, "pass"), (FLOOR_IMPORTS, "import yaml, msgspec")):
             ms, _ = timed(lambda c=code: run_checked([bench.python, "-c", c], bench.env))
             times[label].append(ms)
+        tree = bench.fresh_tree("floor")
+        args = [bench.python, str(FLOOR_SCRIPT), str(bench.patchset), str(tree)]
+        ms, _ = timed(lambda a=args: run_checked(a, bench.env))
+        times[FLOOR_APPLIER].append(ms)
+        kept.setdefault("floor applier", tree)
 
         for t in bench.work.glob("tree-*"):
             if t not in kept.values():
@@ -272,7 +285,7 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
     for bp in bench.patches:
         if bp.marker not in (reference / bp.touched[0]).read_text():
             problems.append(f"git apply loop: {bp.marker} missing from {bp.touched[0]}")
-    for name in ("grep-loop", "patchbay in-process", "patchbay CLI"):
+    for name in ("grep-loop", "patchbay in-process", "patchbay CLI", "floor applier"):
         problems += compare_trees(name, kept[name], reference, bench.touched)
     return times, problems
 
@@ -316,6 +329,8 @@ def report(times: dict[str, list[float]], bench: Bench, repeat: int) -> None:
             ("floor python -c pass / git-apply-loop cold", FLOOR_PASS, "git-apply-loop cold",
              None),
             ("floor import yaml, msgspec / git-apply-loop cold", FLOOR_IMPORTS,
+             "git-apply-loop cold", None),
+            ("floor minimal journaled applier / git-apply-loop cold", FLOOR_APPLIER,
              "git-apply-loop cold", None),
         ],
     )  # fmt: skip
