@@ -51,7 +51,7 @@ def run(
             print_noop(verified)
             return 0
 
-    from ..engine import PatchStatus, apply_patchset, make_plan, plan_apply
+    from ..engine import PatchStatus, apply_patchset, interrupted, make_plan, plan_apply
     from ..options import RunOptions
     from ..output import apply_notes
 
@@ -67,6 +67,8 @@ def run(
         from ..redaction import redact
 
         env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
+        if interrupted(env):  # said first: also when the plan below refuses
+            say(_UNRECOVERED.format(journal=env.state_dir / "journal"), err=True)
         plan = plan_apply(patchset, env, upgrade=upgrade, options=run_options)
         sys.stdout.write(redact(dry_run_text(plan)))
         return 0
@@ -99,6 +101,14 @@ def run(
         final = make_plan(patchset, env) if not result.nothing_to_do else plan
         write_record(record, provenance(final, command="apply", outcome=outcome))
     return 0
+
+
+# a dry run writes nothing, so it cannot roll the journal back to plan against what apply
+# would see: it plans against the tree as it is, and says so
+_UNRECOVERED = (
+    "patchbay: warning: {journal}: an interrupted run's journal is present, which apply would "
+    "roll back first; the plan below is of the current, unrecovered tree"
+)
 
 
 def print_noop(verified: NoOp) -> None:
