@@ -202,6 +202,37 @@ def test_a_site_where_the_state_folder_cannot_be_made_is_refused_naming_it(place
     assert _tree(site) == pristine
 
 
+@pytest.mark.parametrize("given", [False, True], ids=["default", "state-dir"])
+def test_a_state_folder_that_cannot_be_made_is_needed_only_for_a_write(
+    place: Path, given: bool
+) -> None:
+    """The state folder cannot be made (its parent is not this user's), be it the default
+    ``<root>/.patchbay`` or a ``--state-dir`` that does not exist yet: an apply with nothing
+    to do says so (exit 0) without it; one with a patch to write refuses in one line naming
+    it (exit 1); nothing is made either way."""
+    before = {"pkg/__init__.py": b"", "pkg/x.py": BODY}
+    site, ps = _setup(place, before, {**before, "pkg/x.py": EDITED})
+    locked = place / "locked"
+    locked.mkdir()
+    _not_mine(locked, 0o755)
+    _not_mine(site, 0o755)
+    state = locked / "state" if given else site / ".patchbay"
+    extra = ["--state-dir", state] if given else []
+    (site / "pkg" / "x.py").write_bytes(EDITED)  # in the image already
+    res = _run("apply", ps, "--root", site, *extra)
+    assert res.code == 0, res.err
+    assert res.out.endswith("nothing to do: 1 patch(es) already present\n"), res.out
+    (site / "pkg" / "x.py").write_bytes(BODY)
+    pristine = _tree(place)
+    res = _run("apply", ps, "--root", site, *extra)
+    line = _one_line(res)
+    assert res.code == 1
+    assert line.startswith(
+        f"patchbay: error: {state}: the state folder cannot be made (Permission denied)"
+    ), line
+    assert _tree(place) == pristine
+
+
 @pytest.mark.parametrize(
     ("folder", "named"),
     [("", "the state folder"), ("blobs", "the folder of saved originals in the state folder")],

@@ -49,7 +49,7 @@ def state_lock(state_dir: Path, timeout: float) -> Iterator[None]:
         raise RefusedError(
             f"the state folder cannot be made ({exc.strerror or exc}): patchbay keeps its "
             "lock, ledger and saved originals there; run as a user who can write there, or "
-            "give --state-dir",
+            "give a --state-dir this user can write",
             file=state_dir,
         ) from None
     check_writable(state_dir)

@@ -72,7 +72,10 @@ def run(
         plan = plan_apply(patchset, env, upgrade=upgrade, options=run_options)
         sys.stdout.write(redact(dry_run_text(plan)))
         return 0
-    env = environment(patchset, python, root, state_dir, writable=True, probe_timeout=probe_timeout)
+    # the state folder is written only when there is something to do: the lock checks it
+    # then (statelock.check_writable), as for the default folder, so that an apply with
+    # nothing to do needs no state folder it can write, whichever folder it is
+    env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
     result = apply_patchset(
         patchset, env, upgrade=upgrade, lock_timeout=lock_timeout, options=run_options
     )
