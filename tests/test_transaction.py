@@ -888,3 +888,34 @@ def test_a_dry_run_says_an_interrupted_runs_journal_would_be_rolled_back_first(
     assert f"rolled back an interrupted earlier run: restored {victim}" in res.out
     assert victim.read_text() == "def work():\n    return 2\n"
     assert not journal.exists()
+
+
+def test_recovery_lists_only_the_users_files_it_gave_back(tmp_path: Path) -> None:
+    """A real apply killed after its first write journaled the original as a new saved
+    original (``blobs/<sha256>``) too: the next apply rolls both back but lists only the
+    user's file it restored, not patchbay's own blob."""
+    root = tmp_path / "tree"
+    (root / "demo_engine").mkdir(parents=True)
+    victim = root / "demo_engine" / "worker.py"
+    victim.write_text("def work():\n    return 1\n")
+    (root / "demo_engine" / "other.py").write_text("X = 1\n")
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "w", "kind": "replace",
+          "edits": [{"file": "demo_engine/worker.py", "old": "return 1", "new": "return 2"}]},
+         {"id": "o", "kind": "replace",
+          "edits": [{"file": "demo_engine/other.py", "old": "X = 1", "new": "X = 2"}]}],
+    )  # fmt: skip
+    killed = subprocess.run(
+        [sys.executable, "-m", "patchbay", "apply", str(ps), "--root", str(root)],
+        env={**os.environ, "PATCHBAY_TEST_FAULT": "kill@file-written:1"},
+        capture_output=True,
+        check=False,
+    )
+    assert killed.returncode == -9, killed.stderr
+    manifest = (root / ".patchbay" / "journal" / "journal.jsonl").read_text()
+    assert "/blobs/" in manifest  # the case at hand: a saved original is journaled too
+    res = run_main("apply", ps, "--root", root)
+    assert res.code == 0, res.err
+    recovered = [line for line in res.out.splitlines() if line.startswith("rolled back")]
+    assert recovered == [f"rolled back an interrupted earlier run: restored {victim}"], res.out

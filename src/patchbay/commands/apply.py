@@ -53,7 +53,7 @@ def run(
 
     from ..engine import PatchStatus, apply_patchset, interrupted, make_plan, plan_apply
     from ..options import RunOptions
-    from ..output import apply_notes
+    from ..output import apply_notes, recovered_lines
 
     run_options = options() if options is not None else RunOptions()
 
@@ -80,9 +80,7 @@ def run(
         patchset, env, upgrade=upgrade, lock_timeout=lock_timeout, options=run_options
     )
     plan = result.plan
-    say_each(
-        "rolled back an interrupted earlier run: restored ", [str(p) for p in result.recovered]
-    )
+    say_each("", recovered_lines(result.recovered, env.state_dir))
     say_each("reverted ", [f"{pid} (recorded version)" for pid in result.reverted])
     say_each(("applied", "green"), [f" {pid}" for pid in result.applied])
     redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
