@@ -44,7 +44,16 @@ class PathRejected(ValueError):
 class FolderNotEntered(PathRejected):
     """A folder on a path's way that this user cannot enter (no search permission, as for a
     root-owned ``0700`` folder seen by another user or from a user namespace): refused, since
-    patchbay can neither judge nor write what lies under it."""
+    patchbay can neither judge nor write what lies under it.
+
+    ``str()`` is ``PATH: REASON``; :attr:`reason` is the reason alone (naming the folder),
+    for a message that names the path already.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class InStateFolder(PathRejected):
@@ -294,8 +303,9 @@ def _real_folder(root: str, real_root: str, clean: str, folders: dict[str, str] 
 def _not_entered(clean: str, folder: str) -> FolderNotEntered:
     shown = f"folder {folder}" if folder else "the target root"
     return FolderNotEntered(
-        f"{clean}: {shown} cannot be entered (permission denied); patchbay cannot read or "
-        "write what lies under it"
+        clean,
+        f"{shown} cannot be entered (permission denied); patchbay cannot read or write what "
+        "lies under it",
     )
 
 
