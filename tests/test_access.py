@@ -177,6 +177,30 @@ def test_what_this_user_cannot_enter_or_read_is_refused_naming_it_and_the_patch(
     assert _tree(site) == pristine
 
 
+def test_a_folder_that_cannot_be_entered_after_the_apply_is_refused_by_revert_naming_the_patch(
+    place: Path,
+) -> None:
+    """Applied, then a folder of the patched file becomes root's 0700: revert refuses in one
+    line naming the file once, the folder and the patch, as apply and status do; the tree
+    stays applied."""
+    before = {"pkg/__init__.py": b"", "pkg/a/x.py": BODY}
+    site, ps = _setup(place, before, {**before, "pkg/a/x.py": EDITED})
+    assert _run("apply", ps, "--root", site).code == 0
+    (site / "pkg" / "a").chmod(0o700 if os.geteuid() == 0 else 0o000)
+    if os.geteuid() == 0:
+        os.chown(site / "pkg" / "a", 0, 0)
+    applied = _tree(site)
+    for command in ("revert", "status"):
+        res = _run(command, ps, "--root", site)
+        line = _one_line(res)
+        assert res.code == 1, res.err
+        assert line.startswith(
+            f"patchbay: error: {site / 'pkg/a/x.py'}: patch p: folder pkg/a cannot be entered "
+            "(permission denied)"
+        ), line
+    assert _tree(site) == applied
+
+
 def _not_mine(path: Path, mode: int) -> None:
     """Make ``path`` refuse the other user: root's with ``mode`` when root, else ``mode``
     with the write bits taken off (a plain user cannot give a file away)."""

@@ -1296,7 +1296,11 @@ def _revert_entries(
                     patch_id=entry.patch_id,
                     file=ledger.path,
                 )
-            current = sha256_or_none(tree.read(rec.target, rec.path))
+            try:
+                current = sha256_or_none(tree.read(rec.target, rec.path))
+            except PatchbayError as exc:  # a folder on its way cannot be entered now
+                exc.patch_id = exc.patch_id or entry.patch_id
+                raise
             if current != rec.after:
                 if current in (rec.before, originals[tree.location_of(rec.target, rec.path)]):
                     back += 1  # already as it was before patchbay wrote it
