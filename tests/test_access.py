@@ -211,6 +211,35 @@ def _not_mine(path: Path, mode: int) -> None:
         path.chmod(mode & ~0o222)
 
 
+@pytest.mark.parametrize(
+    ("rel", "new"), [("a/x.py", False), ("a/n/new.py", True)], ids=["its-folder", "a-new-folder"]
+)
+def test_a_folder_this_user_can_enter_but_not_write_is_refused_while_planning(
+    place: Path, rel: str, new: bool
+) -> None:
+    """The patched file's folder (or, for a new file, the folder its missing folders would
+    be made in) is root's 0755: apply and apply --dry-run refuse before anything is written,
+    in one line naming the file, the folder and the patch (exit 1); nothing changes, not
+    even a state folder made, and no other file of the patch is written first."""
+    before = {"pkg/__init__.py": b"", "pkg/a/x.py": BODY, "pkg/keep.py": b"K\n"}
+    after = {**before, "pkg/keep.py": b"K2\n", f"pkg/{rel}": EDITED}
+    site, ps = _setup(place, before, after)
+    _not_mine(site / "pkg" / "a", 0o755)
+    pristine = _tree(site)
+    for dry in ([], ["--dry-run"]):
+        res = _run("apply", ps, "--root", site, *dry)
+        line = _one_line(res)
+        assert res.code == 1, res.err
+        assert line.startswith(
+            f"patchbay: error: {site / 'pkg' / rel}: patch p: folder pkg/a cannot be written "
+            "(no write permission)"
+        ), line
+        assert line.endswith("nothing was changed"), line
+        assert res.out == ""
+    assert _tree(site) == pristine
+    assert not (site / ".patchbay").exists()
+
+
 def test_a_site_where_the_state_folder_cannot_be_made_is_refused_naming_it(place: Path) -> None:
     """``--root`` on a site this user cannot write, with no state folder yet: apply refuses
     with one line naming ``<root>/.patchbay`` and saying it cannot be made; nothing changes."""
