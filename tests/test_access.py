@@ -150,8 +150,8 @@ def _one_line(res: Result) -> str:
 
 @pytest.mark.parametrize(
     ("rel", "locked", "mode", "says"),
-    [("a/b/c/x.py", "pkg/a/b", 0o700, "patch p: pkg/a/b/c/x.py: folder pkg/a/b cannot be entered"),
-     ("a/b/x.py", "pkg/a/b", 0o700, "patch p: pkg/a/b/x.py: folder pkg/a/b cannot be entered"),
+    [("a/b/c/x.py", "pkg/a/b", 0o700, "{file}: patch p: folder pkg/a/b cannot be entered (perm"),
+     ("a/b/x.py", "pkg/a/b", 0o700, "{file}: patch p: folder pkg/a/b cannot be entered (perm"),
      ("x.py", "pkg/x.py", 0o600, "patch p: pkg/x.py cannot be read")],
     ids=["folder-above-it", "its-folder", "the-file"],
 )  # fmt: skip
@@ -160,7 +160,7 @@ def test_what_this_user_cannot_enter_or_read_is_refused_naming_it_and_the_patch(
 ) -> None:
     """A folder on the patched file's way that is 0700, or the file itself 0600, and not this
     user's: apply and status refuse in one line naming the patch and what cannot be entered
-    or read; nothing changes."""
+    or read (the file once); nothing changes."""
     before = {"pkg/__init__.py": b"", f"pkg/{rel}": BODY, "pkg/keep.py": b"K\n"}
     site, ps = _setup(place, before, {**before, f"pkg/{rel}": EDITED, "pkg/keep.py": b"K2\n"})
     (site / locked).chmod(mode if os.geteuid() == 0 else 0o000)
@@ -171,8 +171,34 @@ def test_what_this_user_cannot_enter_or_read_is_refused_naming_it_and_the_patch(
         res = _run(command, ps, "--root", site)
         line = _one_line(res)
         assert res.code == 1, res.err
-        assert says in line, line
+        assert says.format(file=site / "pkg" / rel) in line, line
+        if mode == 0o700:  # the file named once, with the folder that cannot be entered
+            assert line.count(f"pkg/{rel}") == 1, line
     assert _tree(site) == pristine
+
+
+def test_a_folder_that_cannot_be_entered_after_the_apply_is_refused_by_revert_naming_the_patch(
+    place: Path,
+) -> None:
+    """Applied, then a folder of the patched file becomes root's 0700: revert refuses in one
+    line naming the file once, the folder and the patch, as apply and status do; the tree
+    stays applied."""
+    before = {"pkg/__init__.py": b"", "pkg/a/x.py": BODY}
+    site, ps = _setup(place, before, {**before, "pkg/a/x.py": EDITED})
+    assert _run("apply", ps, "--root", site).code == 0
+    (site / "pkg" / "a").chmod(0o700 if os.geteuid() == 0 else 0o000)
+    if os.geteuid() == 0:
+        os.chown(site / "pkg" / "a", 0, 0)
+    applied = _tree(site)
+    for command in ("revert", "status"):
+        res = _run(command, ps, "--root", site)
+        line = _one_line(res)
+        assert res.code == 1, res.err
+        assert line.startswith(
+            f"patchbay: error: {site / 'pkg/a/x.py'}: patch p: folder pkg/a cannot be entered "
+            "(permission denied)"
+        ), line
+    assert _tree(site) == applied
 
 
 def _not_mine(path: Path, mode: int) -> None:
@@ -183,6 +209,35 @@ def _not_mine(path: Path, mode: int) -> None:
         path.chmod(mode)
     else:
         path.chmod(mode & ~0o222)
+
+
+@pytest.mark.parametrize(
+    ("rel", "new"), [("a/x.py", False), ("a/n/new.py", True)], ids=["its-folder", "a-new-folder"]
+)
+def test_a_folder_this_user_can_enter_but_not_write_is_refused_while_planning(
+    place: Path, rel: str, new: bool
+) -> None:
+    """The patched file's folder (or, for a new file, the folder its missing folders would
+    be made in) is root's 0755: apply and apply --dry-run refuse before anything is written,
+    in one line naming the file, the folder and the patch (exit 1); nothing changes, not
+    even a state folder made, and no other file of the patch is written first."""
+    before = {"pkg/__init__.py": b"", "pkg/a/x.py": BODY, "pkg/keep.py": b"K\n"}
+    after = {**before, "pkg/keep.py": b"K2\n", f"pkg/{rel}": EDITED}
+    site, ps = _setup(place, before, after)
+    _not_mine(site / "pkg" / "a", 0o755)
+    pristine = _tree(site)
+    for dry in ([], ["--dry-run"]):
+        res = _run("apply", ps, "--root", site, *dry)
+        line = _one_line(res)
+        assert res.code == 1, res.err
+        assert line.startswith(
+            f"patchbay: error: {site / 'pkg' / rel}: patch p: folder pkg/a cannot be written "
+            "(no write permission)"
+        ), line
+        assert line.endswith("nothing was changed"), line
+        assert res.out == ""
+    assert _tree(site) == pristine
+    assert not (site / ".patchbay").exists()
 
 
 def test_a_site_where_the_state_folder_cannot_be_made_is_refused_naming_it(place: Path) -> None:
@@ -200,6 +255,37 @@ def test_a_site_where_the_state_folder_cannot_be_made_is_refused_naming_it(place
         "denied)"
     ), line
     assert _tree(site) == pristine
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["default", "state-dir"])
+def test_a_state_folder_that_cannot_be_made_is_needed_only_for_a_write(
+    place: Path, given: bool
+) -> None:
+    """The state folder cannot be made (its parent is not this user's), be it the default
+    ``<root>/.patchbay`` or a ``--state-dir`` that does not exist yet: an apply with nothing
+    to do says so (exit 0) without it; one with a patch to write refuses in one line naming
+    it (exit 1); nothing is made either way."""
+    before = {"pkg/__init__.py": b"", "pkg/x.py": BODY}
+    site, ps = _setup(place, before, {**before, "pkg/x.py": EDITED})
+    locked = place / "locked"
+    locked.mkdir()
+    _not_mine(locked, 0o755)
+    _not_mine(site, 0o755)
+    state = locked / "state" if given else site / ".patchbay"
+    extra = ["--state-dir", state] if given else []
+    (site / "pkg" / "x.py").write_bytes(EDITED)  # in the image already
+    res = _run("apply", ps, "--root", site, *extra)
+    assert res.code == 0, res.err
+    assert res.out.endswith("nothing to do: 1 patch(es) already present\n"), res.out
+    (site / "pkg" / "x.py").write_bytes(BODY)
+    pristine = _tree(place)
+    res = _run("apply", ps, "--root", site, *extra)
+    line = _one_line(res)
+    assert res.code == 1
+    assert line.startswith(
+        f"patchbay: error: {state}: the state folder cannot be made (Permission denied)"
+    ), line
+    assert _tree(place) == pristine
 
 
 @pytest.mark.parametrize(

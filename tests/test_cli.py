@@ -321,3 +321,66 @@ def test_an_empty_value_is_a_usage_error_not_the_current_folder(
     ps = write_patchset(tmp_path / "ps", [])
     res = run_main(*[str(ps) if a == "PS" else a for a in args])
     assert res.code == 2 and f"argument {option}: an empty value" in res.err, res.err
+
+
+class _StoppedUnhandled(Exception):
+    """What the test's own SIGTERM handler raises: a run that does not handle SIGTERM itself
+    lets it escape (a traceback, ``Result.crash``), instead of the process dying."""
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise _StoppedUnhandled
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd (Linux)")
+def test_sigterm_before_the_transaction_ends_the_run_as_one_inside_it(tmp_path: Path) -> None:
+    """SIGTERM while apply waits for the lock another run holds (planned, nothing written
+    yet): the run ends as one stopped inside its transaction does, in one line and exit 143
+    (128 plus SIGTERM), without a traceback; nothing is written, and SIGTERM's handler is the
+    caller's again afterwards."""
+    import fcntl
+    import signal
+    import threading
+
+    root, ps = _tree(tmp_path)
+    before = {str(p): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    state = root / ".patchbay"
+    state.mkdir()
+    lock = state / "lock"
+    held = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(held, fcntl.LOCK_EX)  # another open file: the run's own flock waits for it
+
+    def opened_by_the_run() -> bool:
+        names = []
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                names.append(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                continue
+        return names.count(str(lock)) >= 2
+
+    def stop_once_waiting() -> None:
+        for _ in range(6000):  # at most a minute (the run waits 120 s for the lock)
+            if opened_by_the_run():
+                os.kill(os.getpid(), signal.SIGTERM)
+                return
+            threading.Event().wait(0.01)
+
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    stopper = threading.Thread(target=stop_once_waiting)
+    try:
+        stopper.start()
+        res = run_main("apply", ps, "--root", root, "--lock-timeout", "120")
+        stopper.join()
+        assert signal.getsignal(signal.SIGTERM) is _raise_stopped
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        os.close(held)
+    assert res.crash is None, res.crash
+    assert res.code == 143, res.err
+    assert res.err == (
+        "patchbay: error: terminated by SIGTERM; every file this run touched was restored\n"
+    )
+    after = {str(p): p.read_bytes() for p in root.rglob("*") if p.is_file() and p != lock}
+    assert after == before
+    assert not (state / "journal").exists()

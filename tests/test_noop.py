@@ -466,9 +466,9 @@ def test_a_user_site_packages_created_later_falls_through(
 
 
 def test_a_state_folder_apply_cannot_write_takes_the_engine(tmp_path: Path) -> None:
-    """apply refuses a --state-dir it cannot write (exit 2), even with nothing to do; the
-    no-op must not answer for it either (root writes through permission bits: the folder is
-    made immutable)."""
+    """The no-op must not answer for a --state-dir apply cannot write (root writes through
+    permission bits: the folder is made immutable); the engine then finds nothing to do,
+    which needs no write (the identity, a cache, is not recorded again)."""
     root, ps, state = _tree(tmp_path), _patchset(tmp_path), tmp_path / "state"
     assert run_main("apply", ps, "--root", root, "--state-dir", state).code == 0
     assert noop.check(str(ps), root=root, state_dir=state) is not None
@@ -476,9 +476,11 @@ def test_a_state_folder_apply_cannot_write_takes_the_engine(tmp_path: Path) -> N
         pytest.skip("cannot make an immutable folder here (needs root and ext4/xfs)")
     try:
         assert noop.check(str(ps), root=root, state_dir=state) is None
+        ledger = (state / "ledger.json").read_bytes()
         res = run_main("apply", ps, "--root", root, "--state-dir", state)
-        assert res.code == 2, res.out + res.err
-        assert res.err.endswith("cannot be written: no write permission\n"), res.err
+        assert res.code == 0, res.out + res.err
+        assert res.out.endswith("nothing to do: 2 patch(es) already present\n"), res.out
+        assert (state / "ledger.json").read_bytes() == ledger
     finally:
         subprocess.run(["chattr", "-i", str(state)], check=True)
 

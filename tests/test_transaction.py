@@ -848,3 +848,74 @@ def test_a_journal_folder_entry_for_the_state_folder_is_not_acted_on(
     assert "not acted on" in outcome.problems()[0]
     st = os.stat(folder)
     assert (stat.S_IMODE(st.st_mode), st.st_uid) == (mode, os.geteuid())
+
+
+def test_a_dry_run_says_an_interrupted_runs_journal_would_be_rolled_back_first(
+    tmp_path: Path,
+) -> None:
+    """A killed run left its journal (one file half-written): ``apply --dry-run`` says in one
+    line that apply would roll it back first and that its plan is of the tree as it is now,
+    and changes nothing, not even the journal; the real apply then rolls back and applies."""
+    root = tmp_path / "tree"
+    (root / "demo_engine").mkdir(parents=True)
+    victim = root / "demo_engine" / "worker.py"
+    victim.write_text("def work():\n    return 1\n")
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "w", "kind": "replace",
+          "edits": [{"file": "demo_engine/worker.py", "old": "return 1", "new": "return 2"}]}],
+    )  # fmt: skip
+    journal = root / ".patchbay" / "journal"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_RUN, str(journal), str(root), str(victim)], check=False
+    )
+    assert killed.returncode == 9
+
+    def everything() -> dict[str, bytes]:
+        return {str(p): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+
+    before = everything()
+    res = run_main("apply", ps, "--root", root, "--dry-run")
+    assert res.code == 1 and res.crash is None, res.err  # half-written: not as the patch expects
+    first = res.err.splitlines()[0]
+    assert first == (
+        f"patchbay: warning: {journal}: an interrupted run's journal is present, which apply "
+        "would roll back first; the plan below is of the current, unrecovered tree"
+    ), res.err
+    assert everything() == before
+    res = run_main("apply", ps, "--root", root)
+    assert res.code == 0, res.err
+    assert f"rolled back an interrupted earlier run: restored {victim}" in res.out
+    assert victim.read_text() == "def work():\n    return 2\n"
+    assert not journal.exists()
+
+
+def test_recovery_lists_only_the_users_files_it_gave_back(tmp_path: Path) -> None:
+    """A real apply killed after its first write journaled the original as a new saved
+    original (``blobs/<sha256>``) too: the next apply rolls both back but lists only the
+    user's file it restored, not patchbay's own blob."""
+    root = tmp_path / "tree"
+    (root / "demo_engine").mkdir(parents=True)
+    victim = root / "demo_engine" / "worker.py"
+    victim.write_text("def work():\n    return 1\n")
+    (root / "demo_engine" / "other.py").write_text("X = 1\n")
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "w", "kind": "replace",
+          "edits": [{"file": "demo_engine/worker.py", "old": "return 1", "new": "return 2"}]},
+         {"id": "o", "kind": "replace",
+          "edits": [{"file": "demo_engine/other.py", "old": "X = 1", "new": "X = 2"}]}],
+    )  # fmt: skip
+    killed = subprocess.run(
+        [sys.executable, "-m", "patchbay", "apply", str(ps), "--root", str(root)],
+        env={**os.environ, "PATCHBAY_TEST_FAULT": "kill@file-written:1"},
+        capture_output=True,
+        check=False,
+    )
+    assert killed.returncode == -9, killed.stderr
+    manifest = (root / ".patchbay" / "journal" / "journal.jsonl").read_text()
+    assert "/blobs/" in manifest  # the case at hand: a saved original is journaled too
+    res = run_main("apply", ps, "--root", root)
+    assert res.code == 0, res.err
+    recovered = [line for line in res.out.splitlines() if line.startswith("rolled back")]
+    assert recovered == [f"rolled back an interrupted earlier run: restored {victim}"], res.out

@@ -53,16 +53,62 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     ``--help`` and ``--version`` print and return 0; a usage error prints one line and
     returns 2; an expected failure (:class:`~patchbay.errors.PatchbayError`) prints one line
-    (and detail lines) and returns its exit code; Ctrl-C returns 130.
+    (and detail lines) and returns its exit code; Ctrl-C returns 130, SIGTERM 143
+    (one line; see :func:`_catch_sigterm`).
     """
+    from .errors import Terminated
+
     out, err = sys.stdout, sys.stderr
     # (None when started with the descriptor closed: print() then writes nothing, as before)
     sys.stdout = None if out is None else _ReaderMayLeave(out)  # type: ignore[assignment]
     sys.stderr = None if err is None else _ReaderMayLeave(err)  # type: ignore[assignment]
+    previous = _catch_sigterm()
     try:
         return _main(list(sys.argv[1:] if argv is None else argv))
+    except Terminated:  # before the command ran (the verified no-op, the parser)
+        return _terminated()
     finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
         sys.stdout, sys.stderr = out, err
+
+
+def _catch_sigterm() -> object:
+    """Make SIGTERM (``docker stop``, a CI cancel) raise :class:`~patchbay.errors.Terminated`
+    in the main thread for the whole command, as a :class:`~patchbay.transaction.Transaction`
+    makes it while it is open, so that a run stopped before (planning, waiting for the lock)
+    or between its transactions ends as one stopped inside: one line, exit 143, nothing
+    half-written. Returns the handler to put back (None: none was set: not the main thread,
+    or SIGTERM is ignored, as the parent asked)."""
+    import signal
+
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_IGN:
+        return None
+    try:
+        signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread (a library caller's thread)
+        return None
+    return previous
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    from .errors import Terminated
+
+    raise Terminated
+
+
+def _terminated() -> int:
+    """Report a run stopped by SIGTERM outside a transaction, as the transaction reports one
+    stopped inside it (:meth:`patchbay.transaction.Transaction.__exit__`); nothing was written
+    (or every file was restored: a transaction that was open said so itself)."""
+    print(
+        "patchbay: error: terminated by SIGTERM; every file this run touched was restored",
+        file=sys.stderr,
+    )
+    return 128 + 15  # 128 plus SIGTERM, as a shell reports it
 
 
 class _ReaderMayLeave:
@@ -219,7 +265,7 @@ def _top_help() -> str:
 
 def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a command; expected failures become one line (redacted) and their exit code."""
-    from .errors import PatchbayError
+    from .errors import PatchbayError, Terminated
 
     quiet = getattr(args, "quiet", False)
     if quiet:
@@ -233,6 +279,8 @@ def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace)
 
         print(redact(f"patchbay: error: {exc}"), file=sys.stderr)
         return exc.exit_code
+    except Terminated:  # SIGTERM outside a transaction (one inside raises Interrupted)
+        return _terminated()
     except KeyboardInterrupt:
         print("patchbay: interrupted; every change of this run was rolled back", file=sys.stderr)
         return 130

@@ -45,7 +45,7 @@ from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_non
 from .model import Patchset
 from .noop import identity as noop_identity
 from .options import RunOptions
-from .paths import PathRejected, resolve_under
+from .paths import PathRejected, resolve_under, unwritable_folder
 from .statelock import not_entered, state_lock, unwritable
 from .targets import Environment, read_again
 from .transaction import (
@@ -664,6 +664,39 @@ def _refuse_blocking(plan: Plan, upgrade: bool) -> None:
             patch_id=first.id,
             details=details,
         )
+    _refuse_unwritable(plan)
+
+
+def _refuse_unwritable(plan: Plan) -> None:
+    """Refuse a pending patch that would write a file in a folder this user can enter but
+    not write (:func:`patchbay.paths.unwritable_folder`), before anything is written, as an
+    unenterable folder is refused while planning.
+
+    Raises:
+        RefusedError: naming the file, the folder and the patch; nothing was changed.
+    """
+    checked: set[tuple[str, str]] = set()  # (target, folder of the file): one look each
+    for report in plan.with_status(PatchStatus.PENDING):
+        for change in report.inspection.changes:
+            if change.before == change.after and change.executable is None:
+                continue
+            key = (change.target, os.path.dirname(change.path))
+            if key in checked:
+                continue
+            checked.add(key)
+            root = plan.env.roots[change.target]
+            found = unwritable_folder(root, change.path)
+            if found is None:
+                continue
+            folder, why = found
+            shown = f"folder {folder}" if folder else "the target root"
+            raise RefusedError(
+                f"{shown} cannot be written ({why}): patchbay writes a file as a new one "
+                "renamed into its folder; make it writable for this user, or run as its "
+                "owner; nothing was changed",
+                file=root / change.path,
+                patch_id=report.id,
+            )
 
 
 def plan_apply(
@@ -1296,7 +1329,11 @@ def _revert_entries(
                     patch_id=entry.patch_id,
                     file=ledger.path,
                 )
-            current = sha256_or_none(tree.read(rec.target, rec.path))
+            try:
+                current = sha256_or_none(tree.read(rec.target, rec.path))
+            except PatchbayError as exc:  # a folder on its way cannot be entered now
+                exc.patch_id = exc.patch_id or entry.patch_id
+                raise
             if current != rec.after:
                 if current in (rec.before, originals[tree.location_of(rec.target, rec.path)]):
                     back += 1  # already as it was before patchbay wrote it

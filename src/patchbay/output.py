@@ -7,12 +7,15 @@ narrower than the id itself); off a terminal, a table that would wrap is printed
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .check import CLEAR, CheckItem, CheckResult, Verdict
 from .engine import PatchReport, PatchStatus, Plan, RevertResult
 from .hunks import HunkResult
 from .hunkview import closest_lines, counts_text, hunk_counts, hunk_sentence, mixed, unit_name
+from .paths import inside
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -130,6 +133,23 @@ def closest_block(report_id: str, h: HunkResult, kind: str) -> list[str]:
     head = f"{report_id}: {h.file} {unit} ({h.state.value}):"
     view = closest_lines(h)
     return [head, *(view or [h.text.rstrip("\n")])]
+
+
+def recovered_lines(restored: list[Path], state_dir: Path) -> list[str]:
+    """What ``apply`` and ``revert`` print for an interrupted earlier run they rolled back:
+    one line per file of the user's it gave back; patchbay's own files in the state folder
+    (a saved original, the ledger), which the rollback restores too, are not listed.
+
+    Args:
+        restored: the absolute paths the recovery restored (``ApplyResult.recovered``).
+        state_dir: the environment's state folder (an absolute path, as the journal's are).
+    """
+    state = os.path.abspath(state_dir)
+    return [
+        f"rolled back an interrupted earlier run: restored {path}"
+        for path in restored
+        if not inside(os.path.abspath(path), state)
+    ]
 
 
 def revert_lines(result: RevertResult, patchset: str, patch_ids: list[str] | None) -> list[str]:

@@ -44,7 +44,16 @@ class PathRejected(ValueError):
 class FolderNotEntered(PathRejected):
     """A folder on a path's way that this user cannot enter (no search permission, as for a
     root-owned ``0700`` folder seen by another user or from a user namespace): refused, since
-    patchbay can neither judge nor write what lies under it."""
+    patchbay can neither judge nor write what lies under it.
+
+    ``str()`` is ``PATH: REASON``; :attr:`reason` is the reason alone (naming the folder),
+    for a message that names the path already.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 class InStateFolder(PathRejected):
@@ -294,9 +303,40 @@ def _real_folder(root: str, real_root: str, clean: str, folders: dict[str, str] 
 def _not_entered(clean: str, folder: str) -> FolderNotEntered:
     shown = f"folder {folder}" if folder else "the target root"
     return FolderNotEntered(
-        f"{clean}: {shown} cannot be entered (permission denied); patchbay cannot read or "
-        "write what lies under it"
+        clean,
+        f"{shown} cannot be entered (permission denied); patchbay cannot read or write what "
+        "lies under it",
     )
+
+
+def unwritable(folder: os.PathLike[str] | str) -> str | None:
+    """Why this user cannot make or remove entries in ``folder`` (None: it can): ``no write
+    permission`` or ``a read-only file system`` (``os.access``, which also sees a read-only
+    mount and an immutable folder, for root too)."""
+    if os.access(folder, os.W_OK | os.X_OK):
+        return None
+    try:
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return "a read-only file system"
+    except OSError:
+        pass
+    return "no write permission"
+
+
+def unwritable_folder(root: Path, rel: str) -> tuple[str, str] | None:
+    """The folder where ``rel`` (a checked path under ``root``, see :func:`resolve_under`) is
+    written, when this user cannot write it: its folder, or the nearest one above it that
+    exists (the missing ones are made there), as ``(folder relative to root, or "" for the
+    root itself; why, as :func:`unwritable` says it)``; None when it can be written.
+
+    A file is written as a new one renamed into its folder, and deleted from it, as ``git
+    apply`` does: a folder this user can enter but not write refuses both.
+    """
+    parts = rel.split("/")[:-1]
+    while parts and not os.path.isdir(os.path.join(root, *parts)):
+        parts.pop()
+    why = unwritable(os.path.join(root, *parts))
+    return None if why is None else ("/".join(parts), why)
 
 
 def contained(

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import RefusedError
+from .paths import unwritable
 from .transaction import MANIFEST
 
 POLL_SECONDS = 0.05
@@ -49,7 +50,7 @@ def state_lock(state_dir: Path, timeout: float) -> Iterator[None]:
         raise RefusedError(
             f"the state folder cannot be made ({exc.strerror or exc}): patchbay keeps its "
             "lock, ledger and saved originals there; run as a user who can write there, or "
-            "give --state-dir",
+            "give a --state-dir this user can write",
             file=state_dir,
         ) from None
     check_writable(state_dir)
@@ -122,14 +123,3 @@ def check_writable(state_dir: Path) -> None:
             "owner; nothing was changed",
             file=path,
         )
-
-
-def unwritable(folder: Path) -> str | None:
-    """Why this user cannot make or remove entries in ``folder`` (None: it can): ``no write
-    permission`` or ``a read-only file system``."""
-    if os.access(folder, os.W_OK | os.X_OK):
-        return None
-    with contextlib.suppress(OSError):
-        if os.statvfs(folder).f_flag & os.ST_RDONLY:
-            return "a read-only file system"
-    return "no write permission"

@@ -21,7 +21,7 @@ import msgspec
 from .errors import InputError, PatchbayError, RefusedError
 from .hunks import LineIndex
 from .options import RunOptions
-from .paths import InStateFolder, PathRejected, resolve_real_under
+from .paths import FolderNotEntered, InStateFolder, PathRejected, resolve_real_under
 
 if TYPE_CHECKING:
     from .targets import Environment
@@ -185,6 +185,8 @@ class Tree:
             )
         except InStateFolder as exc:
             raise InputError(f"{exc} (target {target!r})", file=root / rel) from None
+        except FolderNotEntered as exc:  # the file is the message's: named once
+            raise RefusedError(f"{exc.reason} (target {target!r})", file=root / rel) from None
         except PathRejected as exc:
             raise RefusedError(f"{exc} (target {target!r})", file=root / rel) from None
         self._resolved[(target, rel)] = path

@@ -51,9 +51,9 @@ def run(
             print_noop(verified)
             return 0
 
-    from ..engine import PatchStatus, apply_patchset, make_plan, plan_apply
+    from ..engine import PatchStatus, apply_patchset, interrupted, make_plan, plan_apply
     from ..options import RunOptions
-    from ..output import apply_notes
+    from ..output import apply_notes, recovered_lines
 
     run_options = options() if options is not None else RunOptions()
 
@@ -67,17 +67,20 @@ def run(
         from ..redaction import redact
 
         env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
+        if interrupted(env):  # said first: also when the plan below refuses
+            say(_UNRECOVERED.format(journal=env.state_dir / "journal"), err=True)
         plan = plan_apply(patchset, env, upgrade=upgrade, options=run_options)
         sys.stdout.write(redact(dry_run_text(plan)))
         return 0
-    env = environment(patchset, python, root, state_dir, writable=True, probe_timeout=probe_timeout)
+    # the state folder is written only when there is something to do: the lock checks it
+    # then (statelock.check_writable), as for the default folder, so that an apply with
+    # nothing to do needs no state folder it can write, whichever folder it is
+    env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
     result = apply_patchset(
         patchset, env, upgrade=upgrade, lock_timeout=lock_timeout, options=run_options
     )
     plan = result.plan
-    say_each(
-        "rolled back an interrupted earlier run: restored ", [str(p) for p in result.recovered]
-    )
+    say_each("", recovered_lines(result.recovered, env.state_dir))
     say_each("reverted ", [f"{pid} (recorded version)" for pid in result.reverted])
     say_each(("applied", "green"), [f" {pid}" for pid in result.applied])
     redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
@@ -99,6 +102,14 @@ def run(
         final = make_plan(patchset, env) if not result.nothing_to_do else plan
         write_record(record, provenance(final, command="apply", outcome=outcome))
     return 0
+
+
+# a dry run writes nothing, so it cannot roll the journal back to plan against what apply
+# would see: it plans against the tree as it is, and says so
+_UNRECOVERED = (
+    "patchbay: warning: {journal}: an interrupted run's journal is present, which apply would "
+    "roll back first; the plan below is of the current, unrecovered tree"
+)
 
 
 def print_noop(verified: NoOp) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from ..engine import revert_patchset
 from ..errors import InputError
 from ..options import RunOptions
-from ..output import revert_lines
+from ..output import recovered_lines, revert_lines
 from .common import environment, load, say
 
 
@@ -37,8 +37,8 @@ def run(
     result = revert_patchset(
         patchset, env, patch_ids, lock_timeout=lock_timeout, options=options() if options else None
     )
-    for path in result.recovered:  # as apply says it: the tree was rolled back first
-        say(f"rolled back an interrupted earlier run: restored {path}")
+    for line in recovered_lines(result.recovered, env.state_dir):  # as apply says it
+        say(line)
     for line in revert_lines(result, patchset.name, patch_ids):
         say(line)
     return 0
