@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Engine, write_patchset
+from conftest import Engine, run_cli, write_patchset
 from inprocess import run_main
 from patchbay.kinds.pip import pip_failure, unreachable
 from servers import Server, make_wheel
@@ -136,6 +136,54 @@ def test_a_rollback_that_cannot_restore_a_pin_says_so(
     assert "ERROR: No matching distribution found for torchx==1.0" in res.err
     # what could be restored was: the added distribution is gone again
     assert _versions(pengine) == {"torchx": "2.0"}
+
+
+def test_a_run_killed_after_the_install_is_undone_by_the_next_run_pins_included(
+    tmp_path: Path, pengine: Engine, links: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SIGKILL takes the process's own rollback with it: the install's undo is journaled
+    before pip runs, and the next run's recovery puts the distributions back, in the
+    interpreter of that run only."""
+    _install(pengine, links, "torchx==1.0")
+    with Server() as empty:
+        ps = _patchset(tmp_path, f"{empty.url}/simple/", links)
+        # killed at the last moment before the commit: the ledger says applied, the
+        # journal is still open
+        monkeypatch.setenv("PATCHBAY_TEST_FAULT", "kill@ledger-written")
+        killed = run_cli("apply", ps, "--python", pengine.python)
+        monkeypatch.delenv("PATCHBAY_TEST_FAULT")
+        assert killed.code == -9, killed.err
+        assert _versions(pengine) == {"torchx": "2.0", "torchrec": "1.0"}
+        journal = pengine.state_dir / "journal"
+        # a run without the interpreter cannot undo it: the journal does not choose what runs
+        bare = ("--root", pengine.site, "--state-dir", pengine.state_dir)
+        res = run_main("revert", ps, *bare)
+        assert res.code == 1 and res.crash is None, res.err
+        assert f"run again with --python {pengine.python} to undo that install" in res.err
+        assert journal.exists()
+        assert _versions(pengine) == {"torchx": "2.0", "torchrec": "1.0"}
+        res = run_main("revert", ps, "--python", pengine.python)
+        assert res.code == 0, res.err
+    assert _versions(pengine) == {"torchx": "1.0"}
+    assert not journal.exists()
+    assert not (pengine.state_dir / "ledger.json").exists()  # as before the killed run
+
+
+def test_a_journaled_undo_runs_only_pips_index_options(tmp_path: Path) -> None:
+    from patchbay.errors import RefusedError
+    from patchbay.kinds.pip import journaled_undo, undo_journaled
+
+    good = journaled_undo("/e/bin/python", {"torchx": "1.0"}, ["--no-index"], {"PIP_X": "1"})[1]
+    for bad in (
+        {**good, "options": ["--no-index", "--target", "/etc"]},
+        {**good, "env": {"LD_PRELOAD": "/tmp/x.so"}},
+        {**good, "snapshot": {"torchx": 1}},
+        {**good, "python": None},
+    ):
+        with pytest.raises(RefusedError, match="malformed"):
+            undo_journaled(bad, "/e/bin/python", tmp_path / "log")
+    with pytest.raises(RefusedError, match="run again with --python /e/bin/python"):
+        undo_journaled(good, "/other/bin/python", tmp_path / "log")
 
 
 def _failing_sdist(links: Path) -> None:

@@ -857,10 +857,10 @@ def _recover(env: Environment, patchset: Patchset) -> list[Path]:
             others are details. Also when it was recovered but cannot be removed (a journal
             folder this user cannot write), which the next run would take for an open one.
     """
-    return finish_journal(env.state_dir, _roots(env, patchset))
+    return finish_journal(env.state_dir, _roots(env, patchset), python=env.python)
 
 
-def finish_journal(state_dir: Path, roots: list[Path]) -> list[Path]:
+def finish_journal(state_dir: Path, roots: list[Path], *, python: str | None = None) -> list[Path]:
     """Recover the journal of ``state_dir`` (see :func:`patchbay.transaction.recover`) with the
     lock held; returns the restored paths.
 
@@ -868,13 +868,35 @@ def finish_journal(state_dir: Path, roots: list[Path]) -> list[Path]:
         state_dir: the environment's state folder.
         roots: every folder its runs may change (target roots, the state folder; the patchset
             folder for a run that writes patch files).
+        python: the engine interpreter of this run (``--python``), or None. The package
+            installs a killed run journaled are undone only in that same interpreter
+            (:func:`patchbay.kinds.pip.undo_journaled`): the journal never decides which
+            program recovery runs.
 
     Raises:
-        RefusedError: as :func:`_recover`.
+        RefusedError: as :func:`_recover`; also when a journaled package install could not be
+            undone (the journal stays, so the next run tries again).
     """
     _journal_place(state_dir)
     journal = state_dir / "journal"
-    outcome = recover(journal, roots)
+
+    def undo(kind: str, data: dict[str, Any]) -> None:
+        if kind != "pip":
+            raise RefusedError(f"this patchbay does not know how to undo {kind!r}")
+        from .kinds.pip import undo_journaled
+
+        undo_journaled(data, python, state_dir / "logs" / "recovery.log")
+
+    outcome = recover(journal, roots, undo)
+    if outcome.complete and outcome.undo_problems:
+        first, *rest = outcome.undo_problems
+        raise RefusedError(
+            f"{first}; an earlier run (failed or killed) was rolled back but for that: fix it "
+            "and run again (the journal stays, and the next apply or revert tries again); "
+            "nothing else was done",
+            file=journal / MANIFEST,
+            details=rest,
+        )
     if not outcome.complete:
         first, *rest = outcome.problems()
         line = outcome.refused[0][0] if outcome.refused and not outcome.failed else None

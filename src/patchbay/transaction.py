@@ -418,11 +418,32 @@ class Transaction:
             os.fsync(self._manifest.fileno())
         fault_point("journal-synced")
 
-    def on_rollback(self, what: str, undo: Callable[[], None]) -> None:
+    def on_rollback(
+        self,
+        what: str,
+        undo: Callable[[], None],
+        *,
+        journal: tuple[str, dict[str, Any]] | None = None,
+    ) -> None:
         """Register an undo for an effect the journal cannot restore byte for byte (a package
         install); undos run newest first, after the files are restored. ``what`` names the
-        effect in the report when its undo fails."""
+        effect in the report when its undo fails.
+
+        Args:
+            journal: ``(kind, data)`` to make the undo survive the process: written to the
+                journal durably (fsync) before this returns, so call it before the effect
+                begins. A run killed outright (SIGKILL, a power cut) is then undone by the
+                next run's recovery, which hands ``kind`` and ``data`` (JSON values) to its
+                ``undo`` callback (see :func:`recover`); without it only a rollback of this
+                process undoes the effect.
+        """
         self._undo.append((what, undo))
+        if journal is not None:
+            kind, data = journal
+            self._open()
+            self._write({"undo": kind, "what": what, "data": data})
+            os.fsync(self._manifest.fileno())
+            fault_point("undo-journaled")
 
     def commit(self) -> None:
         """Mark the run committed (durably), then forget the originals.
@@ -464,13 +485,15 @@ class Transaction:
                     staged=staged,
                     roots=self.roots,
                 )
-                if outcome.complete:
-                    _discard(self.dir, self.id, list(self._entries.values()))
             for what, undo in reversed(self._undo):
                 try:
                     undo()
                 except Exception as exc:  # report every undo that failed, then go on
                     outcome.undo_problems.append(f"could not undo {what}: {exc}")
+            # only now: a run killed while undoing a package install leaves the journal (and
+            # its journaled undo) for the next run's recovery
+            if self._manifest is not None and outcome.complete:
+                _discard(self.dir, self.id, list(self._entries.values()))
         self.outcome = outcome
         return outcome
 
@@ -667,7 +690,11 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise Terminated
 
 
-def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
+def recover(
+    journal_dir: Path,
+    roots: Iterable[Path],
+    undo: Callable[[str, dict[str, Any]], None] | None = None,
+) -> Rollback:
     """Finish the journal a killed run left: roll it back, or, when it was committed, delete it.
 
     Call with the lock held.
@@ -676,10 +703,15 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
         journal_dir: the journal folder.
         roots: the folders the environment's runs may change (target roots, state folder);
             an entry naming anything else is refused, never restored or deleted.
+        undo: called as ``undo(kind, data)`` for each undo the run journaled
+            (:meth:`Transaction.on_rollback` with ``journal``), newest first, after every
+            file is restored; it raises to say the effect could not be undone. None: such
+            an undo is reported as not done.
 
     Returns:
-        The :class:`Rollback`; empty when there is no journal. When it is not complete the
-        journal stays for the next try, and its problems say why.
+        The :class:`Rollback`; empty when there is no journal. When it is not complete, or
+        an undo failed (``undo_problems``), the journal stays for the next try, and its
+        problems say why.
     """
     manifest = journal_dir / MANIFEST
     if not manifest.exists():
@@ -693,6 +725,7 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
     version: object = None
     store: Path | None = None
     committed = False
+    undos: list[tuple[str, str, dict[str, Any]]] = []
     lines = manifest.read_bytes().decode("utf-8", "replace").split("\n")
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -738,6 +771,13 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
         if isinstance(record, dict) and record.get("committed") is True:
             committed = True
             continue
+        if isinstance(record, dict) and "undo" in record:
+            what, kind, data = record.get("what"), record["undo"], record.get("data")
+            if isinstance(what, str) and isinstance(kind, str) and isinstance(data, dict):
+                undos.append((what, kind, data))
+            else:
+                outcome.refused.append((number, "an undo record without 'what' or 'data'"))
+            continue
         problem = _entry_problem(record, roots, Path(os.path.abspath(journal_dir)).parent)
         if problem is not None:
             outcome.refused.append((number, f"{problem}; not acted on"))
@@ -766,6 +806,15 @@ def recover(journal_dir: Path, roots: Iterable[Path]) -> Rollback:
         restored = _restore(journal_dir, journal_id, entries, store, staged=staged, roots=roots)
         outcome.restored, outcome.failed = restored.restored, restored.failed
         if outcome.complete:
+            for what, kind, data in reversed(undos):
+                if undo is None:
+                    outcome.undo_problems.append(f"could not undo {what}: not done here")
+                    continue
+                try:
+                    undo(kind, data)
+                except Exception as exc:  # report every undo that failed, then go on
+                    outcome.undo_problems.append(f"could not undo {what}: {exc}")
+        if outcome.complete and not outcome.undo_problems:
             _discard(journal_dir, journal_id, entries)
     return outcome
 

@@ -599,11 +599,13 @@ class PipKind:
             options = self._install_options(patch, tree)
             # the whole environment as it is now: a rollback puts back whatever differs
             snapshot = _installed_versions(python)
+            pip_env = pip_environment(tree)
             txn.on_rollback(
                 f"the install of {pin.install}",
-                lambda snapshot=snapshot, options=options, log=log: restore_snapshot(
-                    python, snapshot, options, log, pip_environment(tree)
+                lambda snapshot=snapshot, options=options, log=log, pip_env=pip_env: (
+                    restore_snapshot(python, snapshot, options, log, pip_env)
                 ),
+                journal=journaled_undo(python, snapshot, options, pip_env),
             )
             if pin.source is not None and patch.build_requirements is not None:
                 self._install_build_requirements(patch, pin, tree, log)
@@ -685,9 +687,11 @@ class PipKind:
         wanted = recorded_changes(extra)
         # if a later step of this revert fails, the versions the pin installed come back
         snapshot = _installed_versions(python)
+        pip_env = pip_environment(tree)
         txn.on_rollback(
             f"the revert of {entry.patch_id}",
-            lambda: restore_snapshot(python, snapshot, options, log, pip_environment(tree)),
+            lambda: restore_snapshot(python, snapshot, options, log, pip_env),
+            journal=journaled_undo(python, snapshot, options, pip_env),
         )
         try:
             restore_versions(python, wanted, options, log, pip_environment(tree))
@@ -765,6 +769,76 @@ def recorded_changes(extra: dict[str, Any]) -> dict[str, str | None]:
     if isinstance(changes, list) and changes:
         return {str(c["name"]): c.get("from") for c in changes if isinstance(c, dict)}
     return {str(extra["distribution"]): extra.get("before")}
+
+
+_VALUED_OPTIONS = ("--index-url", "--extra-index-url", "--find-links")
+_FLAG_OPTIONS = ("--no-index", "--no-deps", "--no-build-isolation")
+
+
+def journaled_undo(
+    python: str, snapshot: dict[str, str], options: list[str], pip_env: dict[str, str]
+) -> tuple[str, dict[str, Any]]:
+    """The ``(kind, data)`` a transaction journals for the undo of an install (see
+    :meth:`patchbay.transaction.Transaction.on_rollback`): a run killed outright during or
+    after the install is undone by the next run's recovery through :func:`undo_journaled`.
+
+    Args:
+        python: the engine interpreter; snapshot: distribution name -> version, listed
+            before the install; options: pip's index options (:meth:`PipKind._install_options`);
+            pip_env: the ``PIP_*`` variables of the install (:func:`pip_environment`).
+    """
+    return "pip", {"python": python, "snapshot": snapshot, "options": options, "env": pip_env}
+
+
+def undo_journaled(data: dict[str, Any], python: str | None, log: Path) -> None:
+    """Undo an install a killed run journaled (:func:`journaled_undo`): put back every
+    distribution whose version differs from its snapshot (:func:`restore_snapshot`).
+
+    The journal is not trusted to choose what runs: the undo runs only in the interpreter
+    of this run, only with pip's index options and ``PIP_*`` variables.
+
+    Args:
+        data: the journaled data; python: this run's engine interpreter (``--python``), or
+            None; log: pip's output is appended here.
+
+    Raises:
+        RefusedError: the data is malformed, or names another interpreter (or this run has
+            none): run again with that ``--python``.
+        RestoreError: pip could not put everything back.
+    """
+    wanted = data.get("python")
+    snapshot, options, env = data.get("snapshot"), data.get("options"), data.get("env")
+    if not (
+        isinstance(wanted, str)
+        and isinstance(snapshot, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in snapshot.items())
+        and isinstance(env, dict)
+        and all(isinstance(k, str) and k.startswith("PIP_") and isinstance(v, str)
+                for k, v in env.items())
+        and _index_options_only(options)
+    ):  # fmt: skip
+        raise RefusedError("the journaled undo of a package install is malformed")
+    if python is None or os.path.abspath(python) != os.path.abspath(wanted):
+        raise RefusedError(
+            f"the killed run installed packages with {wanted}: run again with --python "
+            f"{wanted} to undo that install"
+        )
+    restore_snapshot(python, snapshot, options, log, env)
+
+
+def _index_options_only(options: object) -> bool:
+    """Whether ``options`` is a list of pip's index options (and their values) alone."""
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        return False
+    i = 0
+    while i < len(options):
+        if options[i] in _VALUED_OPTIONS and i + 1 < len(options):
+            i += 2
+        elif options[i] in _FLAG_OPTIONS:
+            i += 1
+        else:
+            return False
+    return True
 
 
 def restore_snapshot(
