@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import sys
 from collections import Counter
 from datetime import datetime, timezone
@@ -460,7 +461,7 @@ def _judge(
         return inspection
     if inspection.state is not ContentState.APPLIED:
         return _inspect(patch, loaded, tree)
-    if entry is not None and not any(tree.location(t, rel) in staged for t, rel, _ in reads):
+    if entry is not None and not any(tree.location_of(t, rel) in staged for t, rel, _ in reads):
         return inspection
     forward = _inspect(patch, loaded, tree)
     return forward if forward.state is ContentState.PENDING else inspection
@@ -944,6 +945,10 @@ def _write_pending(
     modes: dict[str, tuple[int, list[int]] | None] = {}  # permission bits, [uid, gid]
     emptied: dict[str, list[list[Any]]] = {}  # folders above a deleted file, as they were
     digests: dict[int, str] = {}  # id(original bytes) -> their sha256, hashed once
+    for report in reports:  # a path through a file the run deletes first resolves (see Tree)
+        for change in report.inspection.changes:
+            if change.after is None:
+                tree.stage(change.target, change.path, None)
     changes = [(tree.resolve(c.target, c.path), c) for r in reports for c in r.inspection.changes]
     changed = Counter(tree.location(c.target, c.path) for _, c in changes)
     txn.check_space(_space_needed(env, ledger, [(p, c.before, c.after) for p, c in changes]))
@@ -983,8 +988,8 @@ def _write_pending(
             try:
                 with open(where, "rb") as fh:
                     written: bytes | None = fh.read()
-            except FileNotFoundError:
-                written = None
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                written = None  # (a file a folder of its name replaced, and the converse)
             if written != data:
                 raise ApplyFailed(f"{where}: the written file differs from the planned result")
             _drop_bytecode(where, txn, pycache)
@@ -1056,7 +1061,7 @@ def _first_unwritten(
         path = Path(where)
         try:
             on_disk: bytes | None = path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             on_disk = None
         except OSError:
             return path, owner[where]
@@ -1094,10 +1099,13 @@ def _write_error(
 
 
 def _mode_and_owner(path: Path | str) -> tuple[int, list[int]] | None:
-    """Permission bits and ``[uid, gid]`` of the file ``path`` (None: absent)."""
+    """Permission bits and ``[uid, gid]`` of the file ``path`` (None: absent, or a folder
+    stands there that a new file replaces)."""
     try:
         st = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISDIR(st.st_mode):
         return None
     return st.st_mode & 0o7777, [st.st_uid, st.st_gid]
 
@@ -1210,7 +1218,7 @@ def _missing_parents(path: Path, root: Path, existing: set[str] | None = None) -
     while folder.startswith(prefix) and len(folder) > len(prefix):
         if existing is not None and folder in existing:
             break
-        if os.path.exists(folder):
+        if os.path.isdir(folder):  # (a file where a folder goes is deleted first)
             if existing is not None:
                 existing.add(folder)
             break
@@ -1358,6 +1366,8 @@ def _revert_entries(
                             os.rmdir(folder)
                 else:
                     _make_folders_again(root, rec.path, rec.folders_before)
+                    if path.is_dir() and not path.is_symlink():
+                        path.rmdir()  # a folder that replaced the file, emptied just before
                     path.parent.mkdir(parents=True, exist_ok=True)
                     write_atomic(path, data, mode=_mode_before(rec), owner=_owner(rec))
                 _drop_bytecode(path, txn)

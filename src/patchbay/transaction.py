@@ -270,7 +270,9 @@ class Transaction:
         """Keep ``path``'s current state (content, mode, times, or absence) before a change.
 
         Args:
-            path: a file under one of the roots.
+            path: a file under one of the roots (or a folder a new file replaces once the
+                run's deletions, journaled before, have emptied it: journaled as
+                :meth:`save_folder` does, and made again in place of that file).
             copy: keep a copy rather than a hard link (for a path a writer may change in
                 place, such as a command's output: a link would change with it).
             digest: the hex sha256 of the bytes the caller read from ``path``; when the
@@ -300,9 +302,15 @@ class Transaction:
             self._open()
             try:
                 st = os.lstat(key)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):  # (a file the run deletes first)
                 self._record(key, existed=False, created_dirs=_missing_dirs(Path(key)))
             else:
+                if stat.S_ISDIR(st.st_mode):
+                    # a folder that a new file replaces once the run's deletions empty it (they
+                    # are journaled before): made again as it was, in place of that file
+                    self._record_folder(key, st)
+                    fault_point("journal-saved")
+                    return
                 kept = (
                     None
                     if copy or digest is None or not stat.S_ISREG(st.st_mode)
@@ -351,6 +359,10 @@ class Transaction:
                 f"cannot journal the folder {key} before removing it: {exc.strerror or exc}",
                 file=key,
             ) from None
+        self._record_folder(key, st)
+        fault_point("journal-saved")
+
+    def _record_folder(self, key: str, st: os.stat_result) -> None:
         self._record(
             key,
             existed=True,
@@ -358,7 +370,6 @@ class Transaction:
             mode=st.st_mode & 0o7777,
             times=[st.st_atime_ns, st.st_mtime_ns],
         )
-        fault_point("journal-saved")
 
     def _record(self, key: str, **fields: Any) -> dict[str, Any]:
         """Write (and flush) the next manifest entry, for the path ``key``."""
@@ -558,9 +569,11 @@ def _copy_durably(src: Path, dest: Path) -> None:
 
 
 def _missing_dirs(path: Path) -> list[str]:
+    """The folders above ``path`` a run makes to write it, deepest first: the missing ones,
+    and one where a file stands (which the run deletes first)."""
     created = []
     parent = path.parent
-    while not parent.exists():
+    while not parent.is_dir():
         created.append(str(parent))
         parent = parent.parent
     return created
@@ -863,6 +876,8 @@ def _restore(
             if contained(str(path), roots) is None:
                 raise OSError(errno.EXDEV, "its folder now leads outside the roots (a link)")
             if "folder" in entry:  # a folder the run removed: made again as it was
+                if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+                    path.unlink()  # the file the run made in its place
                 if not put_folder_back(str(path), *entry["folder"], roots):
                     _make_parents(path / "_", roots)  # its parent was not journaled
                     put_folder_back(str(path), *entry["folder"], roots)
