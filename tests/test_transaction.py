@@ -18,7 +18,7 @@ import pytest
 from conftest import REPO, Engine, Result, diff_patch, run_cli, snapshot, write_patchset
 from inprocess import run_main
 from patchbay.errors import ApplyFailed
-from patchbay.transaction import Transaction, recover, write_atomic
+from patchbay.transaction import JOURNAL_FORMAT, Transaction, recover, write_atomic
 
 
 def test_rollback_restores_bytes_mode_and_mtime(tmp_path: Path) -> None:
@@ -671,7 +671,7 @@ def test_recovery_removes_the_run_s_temporary_file_and_no_file_of_the_user_s(
     assert proc.returncode == 9, proc.stderr
     staged = Path(proc.stdout.strip())
     header = json.loads((journal / "journal.jsonl").read_text().splitlines()[0])
-    assert header["journal"] == 3
+    assert header["journal"] == JOURNAL_FORMAT
     assert staged.name == f".m.py.{header['id']}.patchbay" and staged.exists()
     outcome = recover(journal, [root])
     assert outcome.complete, outcome.problems()

@@ -27,6 +27,7 @@ import os
 import stat
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -957,6 +958,7 @@ def _write_pending(
     # files some patch deletes: a deletion may remove the folders it empties (as git does),
     # which a rollback then makes again as they were
     deleted = {tree.location(c.target, c.path) for _, c in changes if c.after is None}
+    replaced = _replaced_folders((p, c.before, c.after) for p, c in changes)
     for report in reports:
         for change in report.inspection.changes:
             path = tree.resolve(change.target, change.path)
@@ -970,7 +972,12 @@ def _write_pending(
                 if change.before is not None:
                     digest = digests[id(change.before)] = sha256_bytes(change.before)
                 # the original becomes the ledger's blob of it (a link), when it can
-                txn.save(path, digest=digest, deleting=key in deleted)
+                txn.save(
+                    path,
+                    digest=digest,
+                    deleting=key in deleted,
+                    beside_in=_beside_replaced(path, replaced),
+                )
             planned[key] = change.after
             owner.setdefault(key, report.id)
     txn.sync()
@@ -1208,6 +1215,27 @@ def _make_folders_again(root: Path, below: str, folders: list[list[Any]]) -> Non
             put_folder_back(folder, mode, uid, gid, [root])
 
 
+def _replaced_folders(
+    changes: Iterable[tuple[Path, bytes | None, bytes | None]],
+) -> list[str]:
+    """The folders that stand where a run writes a new file (``(path, before, after)`` of
+    each change; only a file absent before can have one): the run's deletions empty them
+    first, and the file takes their place (as ``git apply`` does)."""
+    return [
+        str(path)
+        for path, before, after in changes
+        if before is None and after is not None and path.is_dir() and not path.is_symlink()
+    ]
+
+
+def _beside_replaced(path: Path, replaced: list[str]) -> Path | None:
+    """Where the original of ``path`` goes when it must be kept beside its file
+    (:meth:`Transaction.save`'s ``beside_in``): beside the outermost of the ``replaced``
+    folders that holds it, which must be empty when its file is written; None: beside it."""
+    outer = [f for f in replaced if str(path).startswith(f + os.sep)]
+    return Path(os.path.dirname(min(outer, key=len))) if outer else None
+
+
 def _missing_parents(path: Path, root: Path, existing: set[str] | None = None) -> list[str]:
     """Root-relative folders above ``path`` that do not exist yet, deepest first.
     ``existing``: folders found to exist so far, kept by the caller while nothing is written
@@ -1341,6 +1369,12 @@ def _revert_entries(
     # the folders each file's patch made, which the revert removes once empty; through the
     # gate (one it refuses: the ledger was edited, and nothing outside the root is removed)
     made: dict[int, list[str]] = {}
+    # (a file the patch deleted is absent now: a folder may stand in its place)
+    replaced = _replaced_folders(
+        (tree.resolve(r.target, r.path), None if r.after is None else b"", data)
+        for _, writes in steps
+        for r, data in writes
+    )
     for _, writes in steps:
         for rec, data in writes:
             folders = made[id(rec)] = []
@@ -1348,7 +1382,8 @@ def _revert_entries(
                 for folder in rec.created_dirs:
                     with contextlib.suppress(PathRejected, TypeError):
                         folders.append(str(resolve_under(env.roots[rec.target], folder)))
-            txn.save(tree.resolve(rec.target, rec.path), then_remove=folders)
+            path = tree.resolve(rec.target, rec.path)
+            txn.save(path, then_remove=folders, beside_in=_beside_replaced(path, replaced))
     txn.sync()
     txn.doing = "reverting"
     try:

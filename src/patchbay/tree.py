@@ -308,10 +308,12 @@ class Tree:
         ones those deletions empty (``remove_path`` removes only those).
 
         Raises:
-            RefusedError, NoFileHere: the path gate refuses ``rel`` (see :meth:`resolve`),
-                e.g. a file where one of its folders should be that is not staged as deleted.
+            RefusedError: the path gate refuses ``rel`` (see :meth:`resolve`).
         """
-        path = self.resolve(target, rel)
+        try:
+            path = self.resolve(target, rel)
+        except NoFileHere as exc:  # a file where one of its folders should be, that stays
+            return exc.reason
         folder = os.path.dirname(rel)
         while folder:  # a file an earlier pending patch makes where a folder should be
             if isinstance(self._staged.get(self.location(target, folder)), bytes):

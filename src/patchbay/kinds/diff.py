@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ..diffparse import FilePatch, Hunk, ParsedDiff, parse_diff
-from ..errors import InputError, RefusedError
+from ..errors import InputError
 from ..hunks import PRESENT, HunkResult, HunkState, apply_hunks, classify_hunk, set_offsets
 from ..identity import diff_identity
 from ..inputfiles import read_input
@@ -321,7 +321,9 @@ class DiffKind(FileKind):
                 on_result = None if after is None else self._on_result(fp, after, tree)
             if after is None:
                 return _Outcome(results)
-            _refuse_blocked(tree, target, fp.new_path)  # type: ignore[arg-type]
+            blocked = tree.creation_blocked(target, fp.new_path)  # type: ignore[arg-type]
+            if blocked is not None:
+                return _Outcome([self._file_result(fp, HunkState.CONFLICT, blocked)])
             changes = [
                 FileChange(target, fp.old_path, old, None),  # type: ignore[arg-type]
                 FileChange(target, fp.new_path, None, after),  # type: ignore[arg-type]
@@ -402,7 +404,9 @@ class DiffKind(FileKind):
     def _new_file(self, target: str, fp: FilePatch, tree: Tree, current: bytes | None) -> _Outcome:
         expected = self._new_content(fp)
         if current is None:
-            _refuse_blocked(tree, target, fp.path)
+            blocked = tree.creation_blocked(target, fp.path)
+            if blocked is not None:
+                return _Outcome([self._file_result(fp, HunkState.CONFLICT, blocked)])
             return _Outcome(
                 [self._file_result(fp, HunkState.PENDING)],
                 [FileChange(target, fp.path, None, expected, _executable_flip(fp))],
@@ -524,18 +528,6 @@ class DiffKind(FileKind):
         umask = process_umask()
         for item in batch:
             write_results(tree, item.patch.target, item.inspection.data, umask)
-
-
-def _refuse_blocked(tree: Tree, target: str, rel: str) -> None:
-    """Refuse a new file at ``rel`` where ``git apply`` could not make one (a folder that
-    stays, a file where one of its folders should be; :meth:`Tree.creation_blocked`).
-
-    Raises:
-        RefusedError: naming the path (the engine adds the patch).
-    """
-    blocked = tree.creation_blocked(target, rel)
-    if blocked is not None:
-        raise RefusedError(blocked, file=tree.resolve(target, rel))
 
 
 def render_file_patch(
