@@ -62,7 +62,7 @@ from .transaction import (
     recover,
     write_atomic,
 )
-from .tree import DiskView, Tree
+from .tree import DiskView, NoFileHere, Tree
 
 
 class PatchStatus(str, Enum):
@@ -550,7 +550,7 @@ def _status(
             first_before, last_written = history[
                 tree.location_of(rec.target, rec.path)
             ]  # later patches too
-            current = sha256_or_none(tree.on_disk(rec.target, rec.path))
+            current = sha256_or_none(tree.on_disk_if_file(rec.target, rec.path))
             if current in (rec.before, first_before) and current != last_written:
                 back.append(rec.path)
             elif current != last_written:
@@ -1501,15 +1501,14 @@ def verify_patchset(patchset: Patchset, env: Environment) -> VerifyResult:
         if report.status not in (PatchStatus.APPLIED, PatchStatus.REDUNDANT):
             problems.append(f"{report.id}: {report.status.value}, not applied")
     tree = Tree(env.roots)
-    py_files = sorted(
-        {
-            str(tree.resolve(report.patch.target, h.file))
-            for report in plan.reports
-            for h in report.inspection.hunks
-            if h.file.endswith(".py")
-        }
-    )
-    py_files = [p for p in py_files if os.path.exists(p)]
+    found: set[str] = set()
+    for report in plan.reports:
+        for h in report.inspection.hunks:
+            if h.file.endswith(".py"):
+                # (no file can be under a file: a deleted one whose folder a file replaced)
+                with contextlib.suppress(NoFileHere):
+                    found.add(str(tree.resolve(report.patch.target, h.file)))
+    py_files = [p for p in sorted(found) if os.path.isfile(p)]
     if py_files:
         import subprocess  # verify's compile check only (not the apply path)
 

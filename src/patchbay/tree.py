@@ -383,6 +383,19 @@ class Tree:
         self._disk[where] = data
         return data
 
+    def on_disk_if_file(self, target: str, rel: str) -> bytes | None:
+        """:meth:`on_disk`, but None where no file can be: a folder stands at ``rel``, or a
+        file where one of its folders should be (what a ledger record of a file a patch
+        deleted finds once a file or a folder of its name took its place).
+
+        Raises:
+            RefusedError: the path is unsafe (see :meth:`resolve`).
+        """
+        try:
+            return self.on_disk(target, rel)
+        except NoFileHere:
+            return None
+
     def mode(self, target: str, rel: str) -> int | None:
         """``st_mode`` of the file on disk (None: absent); read once per tree and its forks.
 
