@@ -150,15 +150,24 @@ def killable(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]
     yield arm
 
 
-def _points(copy: Path, ps: Path, log: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every fault point a clean apply of ``ps`` on ``copy`` reaches, in order, as
+def _points(run: Callable[[], object], log: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every fault point ``run`` (a clean apply or revert) reaches, in order, as
     ``<point>:<n>``."""
     monkeypatch.setattr(transaction, "_FAULT_HITS", {})
     monkeypatch.setenv("PATCHBAY_TEST_FAULT_LOG", str(log))
-    patchset = load_patchset(ps)
-    apply_patchset(patchset, resolve_environment(patchset, root=copy))
+    run()
     monkeypatch.delenv("PATCHBAY_TEST_FAULT_LOG")
     return log.read_text().split()
+
+
+def _apply(ps: Path, root: Path) -> None:
+    patchset = load_patchset(ps)
+    apply_patchset(patchset, resolve_environment(patchset, root=root))
+
+
+def _revert(ps: Path, root: Path) -> None:
+    patchset = load_patchset(ps)
+    revert_patchset(patchset, resolve_environment(patchset, root=root))
 
 
 @pytest.mark.parametrize("direction", list(DIRECTIONS))
@@ -175,7 +184,7 @@ def test_a_fault_at_any_point_of_the_apply_leaves_the_pristine_tree_once_recover
     journal is left behind."""
     site, ps = _setup(tmp_path, direction)
     clean = _pristine(tmp_path / "clean", direction)
-    points = _points(clean, ps, tmp_path / "points.log", monkeypatch)
+    points = _points(lambda: _apply(ps, clean), tmp_path / "points.log", monkeypatch)
     committed = points.index("journal-committed:1")
     assert {"file-deleted:1", "file-written:1", "batch-written:1"} <= set(points[:committed])
     pristine = _state(site)
@@ -195,6 +204,46 @@ def test_a_fault_at_any_point_of_the_apply_leaves_the_pristine_tree_once_recover
             expected = pristine if i < committed else patched
             assert _state(run) == expected, (point, action)
             assert (entry is not None) == (i >= committed), (point, action)
+            assert not _leftovers(run), (point, action)
+            if entry is not None:
+                revert_patchset(load_patchset(ps), env)
+                assert _state(run) == pristine, (point, action)
+            shutil.rmtree(run)
+
+
+@pytest.mark.parametrize("direction", list(DIRECTIONS))
+def test_a_fault_at_any_point_of_the_revert_leaves_the_applied_tree_once_recovered(
+    tmp_path: Path,
+    direction: str,
+    killable: Callable[[str], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same for a revert of the patch: before its commit mark, recovery gives back the
+    patched tree with its ledger entry (and a revert then the pristine one); after it, the
+    pristine tree without the entry."""
+    site, ps = _setup(tmp_path, direction)
+    pristine = _state(site)
+    clean = _pristine(tmp_path / "clean", direction)
+    _apply(ps, clean)
+    patched = _state(clean)
+    points = _points(lambda: _revert(ps, clean), tmp_path / "points.log", monkeypatch)
+    committed = points.index("journal-committed:1")
+    assert _state(clean) == pristine
+    for i, point in enumerate(points):
+        for action in ("fail", "kill"):
+            run = _pristine(tmp_path / f"{action}-{i}", direction)
+            _apply(ps, run)
+            killable(f"{action}@{point}")
+            patchset = load_patchset(ps)
+            env = resolve_environment(patchset, root=run)
+            with pytest.raises((PatchbayError, OSError, _Killed)):
+                revert_patchset(patchset, env)
+            monkeypatch.delenv("PATCHBAY_TEST_FAULT")
+            outcome = recover(env.state_dir / "journal", [run])
+            assert outcome.complete, (point, action, outcome.problems())
+            entry = Ledger(env.state_dir).find(patchset.name, "swap")
+            assert _state(run) == (patched if i < committed else pristine), (point, action)
+            assert (entry is not None) == (i < committed), (point, action)
             assert not _leftovers(run), (point, action)
             if entry is not None:
                 revert_patchset(load_patchset(ps), env)
@@ -283,3 +332,44 @@ def test_a_new_folder_s_file_where_a_file_stays_is_refused(tmp_path: Path) -> No
     assert res.code == 1 and res.crash is None, res.err
     assert "swap: pkg/a/x.py" in res.err and "pkg/a is a file, not a folder" in res.err, res.err
     assert _state(site) == pristine
+
+
+def test_a_new_file_under_a_file_an_earlier_patch_makes_is_a_conflict(tmp_path: Path) -> None:
+    """The planned tree decides, not the disk alone: after a patch that makes the file
+    ``pkg/a``, a patch that makes ``pkg/a/x.py`` (git could not: ``pkg/a`` is a file then) is
+    a conflict naming that file, and nothing is written."""
+    site = tmp_path / "site"
+    _materialise(site, _pkg())
+    first = _git_diff(tmp_path / "d0", _pkg(), _pkg({"a": b"F\n"}))
+    second = _git_diff(tmp_path / "d1", _pkg(), _pkg({"a/x.py": BODY}))
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "file", "kind": "diff", "file": "f.patch"},
+         {"id": "under", "kind": "diff", "file": "u.patch"}],
+        targets={"engine": {"package": "pkg"}},
+        files={"f.patch": first, "u.patch": second},
+    )  # fmt: skip
+    pristine = _state(site)
+    res = run_main("apply", ps, "--root", site)
+    assert res.code == 1 and res.crash is None, res.err
+    assert "under: pkg/a/x.py" in res.err, res.err
+    assert "pkg/a is a file (made by an earlier patch), not a folder" in res.err, res.err
+    assert _state(site) == pristine
+
+
+def test_a_new_file_in_a_linked_folder_inside_the_root_is_still_made(tmp_path: Path) -> None:
+    """The checks of a new file's folders go by real paths: a folder on its way that is a
+    link to another folder inside the root stays fine, as before."""
+    site = tmp_path / "site"
+    _materialise(site, _pkg({"real/keep.py": b"K\n"}))
+    (site / "pkg" / "linked").symlink_to("real")
+    diff = _git_diff(tmp_path / "d0", _pkg(), _pkg({"linked/new.py": b"N = 1\n"}))
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "new", "kind": "diff", "file": "n.patch"}],
+        targets={"engine": {"package": "pkg"}},
+        files={"n.patch": diff},
+    )
+    res = run_main("apply", ps, "--root", site)
+    assert res.code == 0, res.err
+    assert (site / "pkg" / "real" / "new.py").read_bytes() == b"N = 1\n"

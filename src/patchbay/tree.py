@@ -33,6 +33,9 @@ _MODE_READ = b"<mode>"
 # what a trace holds for a path where no file can be (see Tree.read_if_file): it is judged
 # again on any other tree
 _NOT_A_FILE = b"<not a file>"
+# what a trace holds for a new file's path whose folders no staged file stands in (see
+# Tree.creation_blocked): it holds on a tree where that is still so
+_NO_FILE_ABOVE = b"<no file above>"
 
 Key = tuple[str, str]  # (target, root-relative path)
 Location = str  # a file's real absolute path: one file, whichever target names it
@@ -311,14 +314,14 @@ class Tree:
             RefusedError: the path gate refuses ``rel`` (see :meth:`resolve`).
         """
         try:
-            path = self.resolve(target, rel)
+            path, real, _ = self._resolve(target, rel)
         except NoFileHere as exc:  # a file where one of its folders should be, that stays
             return exc.reason
-        folder = os.path.dirname(rel)
-        while folder:  # a file an earlier pending patch makes where a folder should be
-            if isinstance(self._staged.get(self.location(target, folder)), bytes):
-                return f"{rel}: {folder} is a file (made by an earlier patch), not a folder"
-            folder = os.path.dirname(folder)
+        made = self._file_above(target, real)
+        if self._trace is not None:  # a later tree may stage a file there: judged again
+            self._trace.append((target, rel, _NO_FILE_ABOVE if made is None else _NOT_A_FILE))
+        if made is not None:
+            return f"{rel}: {made} is a file (made by an earlier patch), not a folder"
         if not os.path.isdir(path) or os.path.islink(path):
             return None
         left = self.left_in_folder(target, rel)
@@ -328,6 +331,17 @@ class Tree:
             f"{rel} is a directory, expected a file ({left} stays in it: not everything "
             "under it is deleted first)"
         )
+
+    def _file_above(self, target: str, real: str) -> str | None:
+        """The root-relative path of a file staged (by an earlier pending patch) where one of
+        the folders of the location ``real`` should be, or None. By real paths: a folder on
+        the way may be a link, which the gate takes inside a path."""
+        folder, root = os.path.dirname(real), self._real_roots[target]
+        while folder.startswith(root + os.sep):
+            if isinstance(self._staged.get(folder), bytes):
+                return folder[len(root) + 1 :]
+            folder = os.path.dirname(folder)
+        return None
 
     def left_in_folder(self, target: str, rel: str) -> str | None:
         """The first thing (a root-relative path) that stays in the folder ``rel`` once the
@@ -457,10 +471,16 @@ class Tree:
     def reads_same(self, reads: list[tuple[str, str, bytes | None]]) -> bool:
         """Whether :meth:`read` returns the very same content objects as in ``reads`` (never
         for a path where no file could be read: see :meth:`read_if_file`)."""
-        return all(
-            data is not _NOT_A_FILE and self.read(target, rel) is data
-            for target, rel, data in reads
-        )
+        for target, rel, data in reads:
+            if data is _NO_FILE_ABOVE:
+                try:
+                    if self._file_above(target, self.location(target, rel)) is not None:
+                        return False
+                except NoFileHere:
+                    return False
+            elif data is _NOT_A_FILE or self.read(target, rel) is not data:
+                return False
+        return True
 
     @property
     def seen(self) -> DiskView:
