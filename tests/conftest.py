@@ -6,8 +6,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -150,6 +152,17 @@ def run_cli(*args: str | Path, cwd: Path | None = None, **kwargs: object) -> Res
 @pytest.fixture
 def cli() -> object:
     return run_cli
+
+
+@pytest.fixture
+def other_fs(tmp_path: Path) -> Iterator[Path]:
+    """A state folder on another filesystem than the tree (/dev/shm is a tmpfs here)."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second filesystem at /dev/shm")
+    folder = Path(tempfile.mkdtemp(prefix="patchbay-state-", dir=shm))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def write_patchset(

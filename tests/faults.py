@@ -51,6 +51,7 @@ TREE = {
     "demo_engine/worker.py": "def work():\n    return 1\n",
     "demo_engine/a.py": "A = 1\nB = 2\nC = 3\n",
     "demo_engine/old.py": "OLD = True\n",
+    "demo_engine/plugins/only.py": "ONLY = 1\n",
     "demo_engine/build/stale.so": "stale build\n",
     "demo_engine/__pycache__/envs.cpython-311.pyc": "not really bytecode\n",
 }
@@ -76,6 +77,18 @@ deleted file mode 100644
 +++ /dev/null
 @@ -1 +0,0 @@
 -OLD = True
+diff --git a/demo_engine/plugins b/demo_engine/plugins
+new file mode 100644
+--- /dev/null
++++ b/demo_engine/plugins
+@@ -0,0 +1 @@
++PLUGINS = 'in one file'
+diff --git a/demo_engine/plugins/only.py b/demo_engine/plugins/only.py
+deleted file mode 100644
+--- a/demo_engine/plugins/only.py
++++ /dev/null
+@@ -1 +0,0 @@
+-ONLY = 1
 """
 
 D2 = """\
@@ -112,7 +125,7 @@ def write_fixture(folder: Path) -> tuple[Path, Path]:
     (ps / "d2.patch").write_text(D2)
     common = {"target": "engine", "upstream": ["demo-org/demo-engine#1"]}
     patches = [
-        {"id": "d1", "kind": "diff", "file": "d1.patch", "description": "envs, new, old"},
+        {"id": "d1", "kind": "diff", "file": "d1.patch", "description": "envs, new, old, plugins"},
         {
             "id": "r1",
             "kind": "replace",

@@ -9,7 +9,6 @@ import shutil
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 from conftest import REPO, Engine, Result, diff_patch, run_cli, snapshot, write_patchset
 from inprocess import run_main
 from patchbay.errors import ApplyFailed
-from patchbay.transaction import Transaction, recover, write_atomic
+from patchbay.transaction import JOURNAL_FORMAT, Transaction, recover, write_atomic
 
 
 def test_rollback_restores_bytes_mode_and_mtime(tmp_path: Path) -> None:
@@ -263,17 +262,6 @@ def test_a_revert_that_cannot_write_a_file_names_that_file(
     assert f"{c}:" in res.err and ".patchbay" not in res.err.replace(str(root / ".patchbay"), "")
     assert "Traceback" not in res.err
     assert c.read_text() == "C = 2\n"
-
-
-@pytest.fixture
-def other_fs(tmp_path: Path) -> Iterator[Path]:
-    """A state folder on another filesystem than the tree (/dev/shm is a tmpfs here)."""
-    shm = Path("/dev/shm")
-    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
-        pytest.skip("no second filesystem at /dev/shm")
-    folder = Path(tempfile.mkdtemp(prefix="patchbay-state-", dir=shm))
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_rollback_across_filesystems_restores_by_rename(tmp_path: Path, other_fs: Path) -> None:
@@ -671,7 +659,7 @@ def test_recovery_removes_the_run_s_temporary_file_and_no_file_of_the_user_s(
     assert proc.returncode == 9, proc.stderr
     staged = Path(proc.stdout.strip())
     header = json.loads((journal / "journal.jsonl").read_text().splitlines()[0])
-    assert header["journal"] == 3
+    assert header["journal"] == JOURNAL_FORMAT
     assert staged.name == f".m.py.{header['id']}.patchbay" and staged.exists()
     outcome = recover(journal, [root])
     assert outcome.complete, outcome.problems()

@@ -24,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import sys
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -60,7 +62,7 @@ from .transaction import (
     recover,
     write_atomic,
 )
-from .tree import DiskView, Tree
+from .tree import DiskView, NoFileHere, Tree
 
 
 class PatchStatus(str, Enum):
@@ -460,7 +462,7 @@ def _judge(
         return inspection
     if inspection.state is not ContentState.APPLIED:
         return _inspect(patch, loaded, tree)
-    if entry is not None and not any(tree.location(t, rel) in staged for t, rel, _ in reads):
+    if entry is not None and not any(tree.location_of(t, rel) in staged for t, rel, _ in reads):
         return inspection
     forward = _inspect(patch, loaded, tree)
     return forward if forward.state is ContentState.PENDING else inspection
@@ -548,7 +550,7 @@ def _status(
             first_before, last_written = history[
                 tree.location_of(rec.target, rec.path)
             ]  # later patches too
-            current = sha256_or_none(tree.on_disk(rec.target, rec.path))
+            current = sha256_or_none(tree.on_disk_if_file(rec.target, rec.path))
             if current in (rec.before, first_before) and current != last_written:
                 back.append(rec.path)
             elif current != last_written:
@@ -999,6 +1001,10 @@ def _write_pending(
     modes: dict[str, tuple[int, list[int]] | None] = {}  # permission bits, [uid, gid]
     emptied: dict[str, list[list[Any]]] = {}  # folders above a deleted file, as they were
     digests: dict[int, str] = {}  # id(original bytes) -> their sha256, hashed once
+    for report in reports:  # a path through a file the run deletes first resolves (see Tree)
+        for change in report.inspection.changes:
+            if change.after is None:
+                tree.stage(change.target, change.path, None)
     changes = [(tree.resolve(c.target, c.path), c) for r in reports for c in r.inspection.changes]
     changed = Counter(tree.location(c.target, c.path) for _, c in changes)
     txn.check_space(_space_needed(env, ledger, [(p, c.before, c.after) for p, c in changes]))
@@ -1007,6 +1013,7 @@ def _write_pending(
     # files some patch deletes: a deletion may remove the folders it empties (as git does),
     # which a rollback then makes again as they were
     deleted = {tree.location(c.target, c.path) for _, c in changes if c.after is None}
+    replaced = _replaced_folders((p, c.before, c.after) for p, c in changes)
     for report in reports:
         for change in report.inspection.changes:
             path = tree.resolve(change.target, change.path)
@@ -1020,7 +1027,12 @@ def _write_pending(
                 if change.before is not None:
                     digest = digests[id(change.before)] = sha256_bytes(change.before)
                 # the original becomes the ledger's blob of it (a link), when it can
-                txn.save(path, digest=digest, deleting=key in deleted)
+                txn.save(
+                    path,
+                    digest=digest,
+                    deleting=key in deleted,
+                    beside_in=_beside_replaced(path, replaced),
+                )
             planned[key] = change.after
             owner.setdefault(key, report.id)
     txn.sync()
@@ -1038,8 +1050,8 @@ def _write_pending(
             try:
                 with open(where, "rb") as fh:
                     written: bytes | None = fh.read()
-            except FileNotFoundError:
-                written = None
+            except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+                written = None  # (a file a folder of its name replaced, and the converse)
             if written != data:
                 raise ApplyFailed(f"{where}: the written file differs from the planned result")
             _drop_bytecode(where, txn, pycache)
@@ -1111,7 +1123,7 @@ def _first_unwritten(
         path = Path(where)
         try:
             on_disk: bytes | None = path.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             on_disk = None
         except OSError:
             return path, owner[where]
@@ -1149,10 +1161,13 @@ def _write_error(
 
 
 def _mode_and_owner(path: Path | str) -> tuple[int, list[int]] | None:
-    """Permission bits and ``[uid, gid]`` of the file ``path`` (None: absent)."""
+    """Permission bits and ``[uid, gid]`` of the file ``path`` (None: absent, or a folder
+    stands there that a new file replaces)."""
     try:
         st = os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISDIR(st.st_mode):
         return None
     return st.st_mode & 0o7777, [st.st_uid, st.st_gid]
 
@@ -1255,6 +1270,27 @@ def _make_folders_again(root: Path, below: str, folders: list[list[Any]]) -> Non
             put_folder_back(folder, mode, uid, gid, [root])
 
 
+def _replaced_folders(
+    changes: Iterable[tuple[Path, bytes | None, bytes | None]],
+) -> list[str]:
+    """The folders that stand where a run writes a new file (``(path, before, after)`` of
+    each change; only a file absent before can have one): the run's deletions empty them
+    first, and the file takes their place (as ``git apply`` does)."""
+    return [
+        str(path)
+        for path, before, after in changes
+        if before is None and after is not None and path.is_dir() and not path.is_symlink()
+    ]
+
+
+def _beside_replaced(path: Path, replaced: list[str]) -> Path | None:
+    """Where the original of ``path`` goes when it must be kept beside its file
+    (:meth:`Transaction.save`'s ``beside_in``): beside the outermost of the ``replaced``
+    folders that holds it, which must be empty when its file is written; None: beside it."""
+    outer = [f for f in replaced if str(path).startswith(f + os.sep)]
+    return Path(os.path.dirname(min(outer, key=len))) if outer else None
+
+
 def _missing_parents(path: Path, root: Path, existing: set[str] | None = None) -> list[str]:
     """Root-relative folders above ``path`` that do not exist yet, deepest first.
     ``existing``: folders found to exist so far, kept by the caller while nothing is written
@@ -1265,7 +1301,7 @@ def _missing_parents(path: Path, root: Path, existing: set[str] | None = None) -
     while folder.startswith(prefix) and len(folder) > len(prefix):
         if existing is not None and folder in existing:
             break
-        if os.path.exists(folder):
+        if os.path.isdir(folder):  # (a file where a folder goes is deleted first)
             if existing is not None:
                 existing.add(folder)
             break
@@ -1392,6 +1428,12 @@ def _revert_entries(
     # the folders each file's patch made, which the revert removes once empty; through the
     # gate (one it refuses: the ledger was edited, and nothing outside the root is removed)
     made: dict[int, list[str]] = {}
+    # (a file the patch deleted is absent now: a folder may stand in its place)
+    replaced = _replaced_folders(
+        (tree.resolve(r.target, r.path), None if r.after is None else b"", data)
+        for _, writes in steps
+        for r, data in writes
+    )
     for _, writes in steps:
         for rec, data in writes:
             folders = made[id(rec)] = []
@@ -1399,7 +1441,8 @@ def _revert_entries(
                 for folder in rec.created_dirs:
                     with contextlib.suppress(PathRejected, TypeError):
                         folders.append(str(resolve_under(env.roots[rec.target], folder)))
-            txn.save(tree.resolve(rec.target, rec.path), then_remove=folders)
+            path = tree.resolve(rec.target, rec.path)
+            txn.save(path, then_remove=folders, beside_in=_beside_replaced(path, replaced))
     txn.sync()
     txn.doing = "reverting"
     try:
@@ -1417,6 +1460,8 @@ def _revert_entries(
                             os.rmdir(folder)
                 else:
                     _make_folders_again(root, rec.path, rec.folders_before)
+                    if path.is_dir() and not path.is_symlink():
+                        path.rmdir()  # a folder that replaced the file, emptied just before
                     path.parent.mkdir(parents=True, exist_ok=True)
                     write_atomic(path, data, mode=_mode_before(rec), owner=_owner(rec))
                 _drop_bytecode(path, txn)
@@ -1515,15 +1560,14 @@ def verify_patchset(patchset: Patchset, env: Environment) -> VerifyResult:
         if report.status not in (PatchStatus.APPLIED, PatchStatus.REDUNDANT):
             problems.append(f"{report.id}: {report.status.value}, not applied")
     tree = Tree(env.roots)
-    py_files = sorted(
-        {
-            str(tree.resolve(report.patch.target, h.file))
-            for report in plan.reports
-            for h in report.inspection.hunks
-            if h.file.endswith(".py")
-        }
-    )
-    py_files = [p for p in py_files if os.path.exists(p)]
+    found: set[str] = set()
+    for report in plan.reports:
+        for h in report.inspection.hunks:
+            if h.file.endswith(".py"):
+                # (no file can be under a file: a deleted one whose folder a file replaced)
+                with contextlib.suppress(NoFileHere):
+                    found.add(str(tree.resolve(report.patch.target, h.file)))
+    py_files = [p for p in sorted(found) if os.path.isfile(p)]
     if py_files:
         import subprocess  # verify's compile check only (not the apply path)
 

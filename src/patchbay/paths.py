@@ -29,7 +29,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -54,6 +54,20 @@ class FolderNotEntered(PathRejected):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class ParentIsFile(PathRejected):
+    """A path with a regular file (no link) where one of its folders should be: refused, but
+    for a file the run deletes first (``git apply`` deletes before it creates: a patch may
+    replace a file by a folder of the same name).
+
+    Attributes:
+        file: the root-relative path of that file.
+    """
+
+    def __init__(self, reason: str, file: str) -> None:
+        super().__init__(reason)
+        self.file = file
 
 
 class InStateFolder(PathRejected):
@@ -205,6 +219,7 @@ def resolve_real_under(
     real_root: str | None = None,
     folders: dict[str, str] | None = None,
     state_real: str | None = None,
+    deleted: Callable[[str], bool] | None = None,
 ) -> tuple[Path, str]:
     """``root / rel`` after checking ``rel`` (:func:`check_relative`) and the disk, with its
     real path (what ``os.path.realpath`` gives for it, found on the way: the last component is
@@ -222,12 +237,17 @@ def resolve_real_under(
             down from the deepest one known.
         state_real: the real path of patchbay's state folder, when it may lie under ``root``
             (``<root>/.patchbay`` with ``--root``): no path may resolve into it.
+        deleted: given the real path of a regular file that stands where one of ``rel``'s
+            folders should be, whether the caller's run deletes it before it makes ``rel``
+            (``git apply`` deletes first); then the path resolves as if the file were gone
+            (such a result depends on the run's plan: the caller must not cache it).
 
     Raises:
         PathRejected: ``rel`` is refused by :func:`check_relative`, its last component is a
-            symbolic link, one of its parents is a file, or a linked folder leads out of the
-            root.
+            symbolic link, one of its parents is a link to a file, or a linked folder leads
+            out of the root.
         FolderNotEntered: a folder on the way cannot be entered (``EACCES``).
+        ParentIsFile: one of its parents is a regular file (that ``deleted`` does not take).
         InStateFolder: ``rel`` resolves into ``state_real``.
     """
     clean = check_relative(rel, folder=True)
@@ -235,7 +255,7 @@ def resolve_real_under(
     real_root = real_root or os.path.realpath(root)
     real_folder = None if folders is None else folders.get(os.path.dirname(path))
     if real_folder is None:
-        real_folder = _real_folder(str(root), real_root, clean, folders)
+        real_folder = _real_folder(str(root), real_root, clean, folders, deleted)
     try:
         is_link = stat.S_ISLNK(os.lstat(path).st_mode)
     except (FileNotFoundError, NotADirectoryError):
@@ -256,15 +276,23 @@ def resolve_real_under(
     return path, real
 
 
-def _real_folder(root: str, real_root: str, clean: str, folders: dict[str, str] | None) -> str:
+def _real_folder(
+    root: str,
+    real_root: str,
+    clean: str,
+    folders: dict[str, str] | None,
+    deleted: Callable[[str], bool] | None = None,
+) -> str:
     """The real path of the folder of ``clean`` (a checked path under ``root``), as
     ``os.path.realpath`` gives it, walking down from the deepest folder ``folders`` knows (or
-    the root): one ``lstat`` per folder not known yet, a ``realpath`` only at a link; every
-    folder found (to exist and be a folder, whatever it resolves to: the caller checks the
-    result) that resolves inside the root is added to ``folders``.
+    the root): one ``lstat`` per folder not known yet, a ``realpath`` only at a link; a
+    regular file on the way for which ``deleted`` (given its real path) is true counts as
+    missing; every folder found (to exist and be a folder, whatever it resolves to: the caller
+    checks the result) that resolves inside the root is added to ``folders``.
 
     Raises:
-        PathRejected: a parent is a file (or a link to one).
+        PathRejected: a parent is a link to a file.
+        ParentIsFile: a parent is a regular file.
         FolderNotEntered: a folder on the way cannot be entered.
     """
     parts = clean.split("/")[:-1]
@@ -294,7 +322,10 @@ def _real_folder(root: str, real_root: str, clean: str, folders: dict[str, str] 
         elif stat.S_ISDIR(mode):
             real = os.path.join(real, parts[i])
         else:
-            raise PathRejected(f"{clean}: {'/'.join(parts[: i + 1])} is a file, not a folder")
+            if deleted is not None and deleted(os.path.join(real, parts[i])):
+                return os.path.join(real, *parts[i:])  # gone before the path is made
+            file = "/".join(parts[: i + 1])
+            raise ParentIsFile(f"{clean}: {file} is a file, not a folder", file)
         if folders is not None and inside(real, real_root):  # one out is refused every time
             folders[current] = real
     return real

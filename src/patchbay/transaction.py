@@ -78,8 +78,11 @@ MANIFEST = "journal.jsonl"
 #: 2: originals may be kept as entries of a content-addressed store (``backup: store``);
 #: 3: temporary files are named by the journal's id (:func:`staging_file`); an entry of a file
 #: the run may delete has the mode and owner of the folders above it (``folders``), which a
-#: rollback gives back to a folder the run removed or made again
-JOURNAL_FORMAT = 3
+#: rollback gives back to a folder the run removed or made again; 4: a folder may be journaled
+#: where the run makes a file (restored in place of that file), and an original kept beside
+#: its file may be kept in a folder above it (``beside_in``: a folder the run replaces by a
+#: file must be empty), which an older patchbay would not find
+JOURNAL_FORMAT = 4
 # per journal entry, on the state filesystem: the manifest line and some slack
 ENTRY_BYTES = 1024
 
@@ -266,11 +269,14 @@ class Transaction:
         digest: str | None = None,
         deleting: bool = False,
         then_remove: list[str] | None = None,
+        beside_in: Path | None = None,
     ) -> None:
         """Keep ``path``'s current state (content, mode, times, or absence) before a change.
 
         Args:
-            path: a file under one of the roots.
+            path: a file under one of the roots (or a folder a new file replaces once the
+                run's deletions, journaled before, have emptied it: journaled as
+                :meth:`save_folder` does, and made again in place of that file).
             copy: keep a copy rather than a hard link (for a path a writer may change in
                 place, such as a command's output: a link would change with it).
             digest: the hex sha256 of the bytes the caller read from ``path``; when the
@@ -285,6 +291,9 @@ class Transaction:
                 the file is gone and they are empty (a revert's folders that the patch made);
                 with the original kept beside the file they are not empty until the commit,
                 which removes them then.
+            beside_in: a folder above ``path`` (absolute) where an original kept beside its
+                file goes instead of the file's own folder: the parent of a folder the run
+                replaces by a file, which must be empty by then (journaled as ``beside_in``).
 
         Raises:
             ApplyFailed: the original cannot be kept (no space, no permission) or the path is
@@ -300,9 +309,15 @@ class Transaction:
             self._open()
             try:
                 st = os.lstat(key)
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):  # (a file the run deletes first)
                 self._record(key, existed=False, created_dirs=_missing_dirs(Path(key)))
             else:
+                if stat.S_ISDIR(st.st_mode):
+                    # a folder that a new file replaces once the run's deletions empty it (they
+                    # are journaled before): made again as it was, in place of that file
+                    self._record_folder(key, st)
+                    fault_point("journal-saved")
+                    return
                 kept = (
                     None
                     if copy or digest is None or not stat.S_ISREG(st.st_mode)
@@ -311,7 +326,13 @@ class Transaction:
                 if kept is not None:
                     fields: dict[str, Any] = {"backup": "store", "sha256": kept}
                 else:
-                    fields = {"backup": self._keep(Path(key), len(self._entries), st, copy)}
+                    where = None if beside_in is None else os.path.abspath(beside_in)
+                    if where is not None and not key.startswith(where.rstrip("/") + "/"):
+                        where = None  # no folder above it: kept beside it, as without
+                    n = len(self._entries)
+                    fields = {"backup": self._keep(Path(key), n, st, copy, where)}
+                    if where is not None and fields["backup"] == "beside":
+                        fields["beside_in"] = where
                 if deleting:
                     fields["folders"] = folders_above(key, root)
                 if then_remove:
@@ -351,6 +372,10 @@ class Transaction:
                 f"cannot journal the folder {key} before removing it: {exc.strerror or exc}",
                 file=key,
             ) from None
+        self._record_folder(key, st)
+        fault_point("journal-saved")
+
+    def _record_folder(self, key: str, st: os.stat_result) -> None:
         self._record(
             key,
             existed=True,
@@ -358,7 +383,6 @@ class Transaction:
             mode=st.st_mode & 0o7777,
             times=[st.st_atime_ns, st.st_mtime_ns],
         )
-        fault_point("journal-saved")
 
     def _record(self, key: str, **fields: Any) -> dict[str, Any]:
         """Write (and flush) the next manifest entry, for the path ``key``."""
@@ -397,11 +421,14 @@ class Transaction:
             return None
         return digest
 
-    def _keep(self, path: Path, n: int, st: os.stat_result, copy: bool) -> str:
+    def _keep(
+        self, path: Path, n: int, st: os.stat_result, copy: bool, beside_in: str | None = None
+    ) -> str:
         """Keep the original where a rename can restore it; returns ``journal`` or
-        ``beside`` (see the module docstring)."""
+        ``beside`` (see the module docstring; ``beside_in``: the folder for the latter, when
+        not the file's own)."""
         in_journal = self.dir / f"{n:06d}"
-        beside = _beside(path, self.id, n)
+        beside = _beside(path, self.id, n, beside_in)
         if self._journal_dev is None:
             self._journal_dev = os.stat(self.dir).st_dev
         same_fs = self._journal_dev == st.st_dev
@@ -528,8 +555,8 @@ class Transaction:
                 )
 
 
-def _beside(path: Path, journal_id: str, n: int) -> Path:
-    return path.parent / f".patchbay-{journal_id}-{n:06d}"
+def _beside(path: Path, journal_id: str, n: int, folder: str | None = None) -> Path:
+    return (path.parent if folder is None else Path(folder)) / f".patchbay-{journal_id}-{n:06d}"
 
 
 _DIGEST = re.compile(r"[0-9a-f]{64}")
@@ -561,7 +588,7 @@ def _backup_path(
     if where == "journal":
         return journal_dir / f"{n:06d}"
     if where == "beside" and journal_id is not None:
-        return _beside(Path(entry["path"]), journal_id, n)
+        return _beside(Path(entry["path"]), journal_id, n, entry.get("beside_in"))
     return None
 
 
@@ -581,9 +608,11 @@ def _copy_durably(src: Path, dest: Path) -> None:
 
 
 def _missing_dirs(path: Path) -> list[str]:
+    """The folders above ``path`` a run makes to write it, deepest first: the missing ones,
+    and one where a file stands (which the run deletes first)."""
     created = []
     parent = path.parent
-    while not parent.exists():
+    while not parent.is_dir():
         created.append(str(parent))
         parent = parent.parent
     return created
@@ -846,6 +875,9 @@ def _entry_problem(record: object, roots: list[Path], state: Path) -> str | None
             return f"entry for {path} does not say where its original is"
         if record["backup"] == "store" and not _is_digest(record.get("sha256")):
             return f"entry for {path} keeps its original in the store without a valid 'sha256'"
+        beside_in = record.get("beside_in")
+        if beside_in is not None and not _folder_ok(beside_in, path, roots, state):
+            return f"entry for {path} has no valid 'beside_in'"
         rmdirs = record.get("rmdirs", [])
         if not isinstance(rmdirs, list) or not all(
             _folder_ok(f, path, roots, state) for f in rmdirs
@@ -912,6 +944,8 @@ def _restore(
             if contained(str(path), roots) is None:
                 raise OSError(errno.EXDEV, "its folder now leads outside the roots (a link)")
             if "folder" in entry:  # a folder the run removed: made again as it was
+                if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+                    path.unlink()  # the file the run made in its place
                 if not put_folder_back(str(path), *entry["folder"], roots):
                     _make_parents(path / "_", roots)  # its parent was not journaled
                     put_folder_back(str(path), *entry["folder"], roots)

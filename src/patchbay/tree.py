@@ -21,7 +21,13 @@ import msgspec
 from .errors import InputError, PatchbayError, RefusedError
 from .hunks import LineIndex
 from .options import RunOptions
-from .paths import FolderNotEntered, InStateFolder, PathRejected, resolve_real_under
+from .paths import (
+    FolderNotEntered,
+    InStateFolder,
+    ParentIsFile,
+    PathRejected,
+    resolve_real_under,
+)
 
 if TYPE_CHECKING:
     from .targets import Environment
@@ -30,6 +36,12 @@ _ABSENT = object()
 # what a trace holds for a look at a file's executable bit: no content is this object, so an
 # inspection that looked at a mode is never taken as holding on another tree
 _MODE_READ = b"<mode>"
+# what a trace holds for a path where no file can be (see Tree.read_if_file): it is judged
+# again on any other tree
+_NOT_A_FILE = b"<not a file>"
+# what a trace holds for a new file's path whose folders no staged file stands in (see
+# Tree.creation_blocked): it holds on a tree where that is still so
+_NO_FILE_ABOVE = b"<no file above>"
 
 Key = tuple[str, str]  # (target, root-relative path)
 Location = str  # a file's real absolute path: one file, whichever target names it
@@ -74,6 +86,12 @@ class _LineIndexes:
         while len(self._entries) > 1 and self._size + len(data) > self.BUDGET:
             self._size -= len(self._entries.popitem(last=False)[1][0])
         return data
+
+
+class NoFileHere(RefusedError):
+    """No file can be read at the path: a folder stands there, or a file where one of its
+    folders should be (refused as before; a patch that deletes a file there finds it absent,
+    see :meth:`Tree.read_if_file`)."""
 
 
 class DiskView(msgspec.Struct):
@@ -165,33 +183,56 @@ class Tree:
 
     def resolve(self, target: str, rel: str) -> Path:
         """Absolute path of ``rel`` under ``target``'s root, through the path gate
-        (:func:`patchbay.paths.resolve_under`).
+        (:func:`patchbay.paths.resolve_under`). A regular file where one of its folders should
+        be passes only when this tree has it staged as deleted (``git apply`` deletes before
+        it creates: a patch may replace a file by a folder of the same name).
 
         Raises:
             RefusedError: the path is absolute, has ``..``, a NUL, is a symbolic link, or
                 resolves (through a linked folder) to somewhere outside the root.
+            NoFileHere: a file stands where one of its folders should be.
             InputError: the path resolves into the environment's state folder.
         """
+        return self._resolve(target, rel)[0]
+
+    def _resolve(self, target: str, rel: str) -> tuple[Path, Location, bool]:
+        """``(path, location, whether it went through a file staged as deleted)``."""
         known = self._resolved.get((target, rel))
         if known is not None:
-            return known
+            return known, self._located[(target, rel)], False
         root = self.roots[target]
         real_root = self._real_roots.get(target)
         if real_root is None:
             real_root = self._real_roots[target] = os.path.realpath(root)
+        through: list[str] = []  # staged deletions the path goes through (then not cached)
+
+        def deleted(real: str) -> bool:
+            if self._staged.get(real, _ABSENT) is None:
+                through.append(real)
+                return True
+            return False
+
         try:
             path, real = resolve_real_under(
-                root, rel, real_root=real_root, folders=self._folders, state_real=self._state_real
+                root,
+                rel,
+                real_root=real_root,
+                folders=self._folders,
+                state_real=self._state_real,
+                deleted=deleted,
             )
         except InStateFolder as exc:
             raise InputError(f"{exc} (target {target!r})", file=root / rel) from None
         except FolderNotEntered as exc:  # the file is the message's: named once
             raise RefusedError(f"{exc.reason} (target {target!r})", file=root / rel) from None
+        except ParentIsFile as exc:
+            raise NoFileHere(f"{exc} (target {target!r})", file=root / rel) from None
         except PathRejected as exc:
             raise RefusedError(f"{exc} (target {target!r})", file=root / rel) from None
-        self._resolved[(target, rel)] = path
-        self._located[(target, rel)] = real
-        return path
+        if not through:  # a resolution through a staged deletion holds for this plan only
+            self._resolved[(target, rel)] = path
+            self._located[(target, rel)] = real
+        return path, real, bool(through)
 
     def forget_folders(self) -> None:
         """Forget the folders checked so far (after something outside patchbay's own writes,
@@ -210,8 +251,7 @@ class Tree:
         """
         known = self._located.get((target, rel))
         if known is None:
-            self.resolve(target, rel)  # the gate finds the real path on its way
-            known = self._located[(target, rel)]
+            known = self._resolve(target, rel)[1]  # the gate finds the real path on its way
         return known
 
     def location_of(self, target: str, rel: str) -> Location | tuple[str, str]:
@@ -226,22 +266,136 @@ class Tree:
             return target, rel
 
     def read(self, target: str, rel: str) -> bytes | None:
-        """Current content (staged, else on disk); None when the file does not exist.
+        """Current content (staged, else on disk); None when the file does not exist, also
+        when a folder stands at ``rel`` that the staged deletions empty (``git apply``
+        removes a folder its deletions empty, and a new file may take its place).
 
         Raises:
-            RefusedError: the path is unsafe (see :meth:`resolve`) or is a directory.
+            RefusedError: the path is unsafe (see :meth:`resolve`).
+            NoFileHere: a folder stands at ``rel`` (and stays), or a file where one of its
+                folders should be.
         """
-        staged = self._staged.get(self.location(target, rel), _ABSENT)
-        data = self.on_disk(target, rel) if staged is _ABSENT else staged
+        where, through = self._located.get((target, rel)), False
+        try:
+            if where is None:
+                _, where, through = self._resolve(target, rel)
+            staged = self._staged.get(where, _ABSENT)
+            if staged is _ABSENT:
+                try:
+                    data = self.on_disk(target, rel)
+                except NoFileHere:
+                    if self.left_in_folder(target, rel) is not None:
+                        raise
+                    data, through = None, True
+        except NoFileHere:
+            if self._trace is not None:  # judged again where the tree differs
+                self._trace.append((target, rel, _NOT_A_FILE))
+            raise
+        if staged is not _ABSENT:
+            data = staged  # type: ignore[assignment]
         if self._trace is not None:
-            self._trace.append((target, rel, data))  # type: ignore[arg-type]
-        return data  # type: ignore[return-value]
+            # what holds only while the staged deletions do is judged again on another tree
+            self._trace.append((target, rel, _NOT_A_FILE if through else data))
+        return data
+
+    def read_if_file(self, target: str, rel: str) -> bytes | None:
+        """:meth:`read`, but None also where no file can be: a folder stands at ``rel``, or
+        a file where one of its folders should be (a deletion there is done; whether a new
+        file may be made there is :meth:`creation_blocked`'s question).
+
+        Raises:
+            RefusedError: the path is unsafe (see :meth:`resolve`).
+        """
+        try:
+            return self.read(target, rel)
+        except NoFileHere:  # (traced as such)
+            return None
+
+    def creation_blocked(self, target: str, rel: str) -> str | None:
+        """Why a new file cannot be made at ``rel`` on this tree (disk plus what is staged),
+        or None. ``git apply`` deletes before it creates, and makes a file where a folder
+        stood once that folder is empty (``create_one_file``): a folder at ``rel`` is fine
+        when every file under it is staged as deleted and it holds no other folder than the
+        ones those deletions empty (``remove_path`` removes only those).
+
+        Raises:
+            RefusedError: the path gate refuses ``rel`` (see :meth:`resolve`).
+        """
+        try:
+            path, real, _ = self._resolve(target, rel)
+        except NoFileHere as exc:  # a file where one of its folders should be, that stays
+            return exc.reason
+        made = self._file_above(target, real)
+        if self._trace is not None:  # a later tree may stage a file there: judged again
+            self._trace.append((target, rel, _NO_FILE_ABOVE if made is None else _NOT_A_FILE))
+        if made is not None:
+            return f"{rel}: {made} is a file (made by an earlier patch), not a folder"
+        if not os.path.isdir(path) or os.path.islink(path):
+            return None
+        left = self.left_in_folder(target, rel)
+        if left is None:
+            return None
+        return (
+            f"{rel} is a directory, expected a file ({left} stays in it: not everything "
+            "under it is deleted first)"
+        )
+
+    def _file_above(self, target: str, real: str) -> str | None:
+        """The root-relative path of a file staged (by an earlier pending patch) where one of
+        the folders of the location ``real`` should be, or None. By real paths: a folder on
+        the way may be a link, which the gate takes inside a path."""
+        folder, root = os.path.dirname(real), self._real_roots[target]
+        while folder.startswith(root + os.sep):
+            if isinstance(self._staged.get(folder), bytes):
+                return folder[len(root) + 1 :]
+            folder = os.path.dirname(folder)
+        return None
+
+    def left_in_folder(self, target: str, rel: str) -> str | None:
+        """The first thing (a root-relative path) that stays in the folder ``rel`` once the
+        staged deletions are done, or None when nothing does (the folder is gone, or empty):
+        a file not staged as deleted, a link, a folder empty before (no deletion removes
+        it), or a file an earlier pending patch makes under it.
+
+        Raises:
+            RefusedError: the path is unsafe (see :meth:`resolve`).
+        """
+        path, real, _ = self._resolve(target, rel)
+        for where, data in self._staged.items():
+            if data is not None and where.startswith(real + os.sep):
+                return f"{rel}/{where[len(real) + 1 :]}"
+        return self._staying(str(path), real, rel, top=True)
+
+    def _staying(self, path: str, real: str, rel: str, *, top: bool = False) -> str | None:
+        try:
+            with os.scandir(path) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            return rel
+        if not entries and not top:
+            return f"{rel}/"  # empty before: no deletion removes it
+        for entry in entries:
+            sub, where = f"{rel}/{entry.name}", os.path.join(real, entry.name)
+            try:
+                is_folder = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                return sub
+            if is_folder:
+                left = self._staying(entry.path, where, sub)
+                if left is not None:
+                    return left
+            elif self._staged.get(where, _ABSENT) is not None:
+                return sub
+        return None
 
     def on_disk(self, target: str, rel: str) -> bytes | None:
         """Content on disk, ignoring staged changes; read once per tree and its forks.
 
         Raises:
-            RefusedError: the path is unsafe (see :meth:`resolve`) or is a directory.
+            RefusedError: the path is unsafe (see :meth:`resolve`).
+            NoFileHere: it is a directory, or a file stands where one of its folders should be.
         """
         where = self.location(target, rel)
         known = self._disk.get(where, _ABSENT)
@@ -250,6 +404,19 @@ class Tree:
         data = _read_regular(self.resolve(target, rel), rel)
         self._disk[where] = data
         return data
+
+    def on_disk_if_file(self, target: str, rel: str) -> bytes | None:
+        """:meth:`on_disk`, but None where no file can be: a folder stands at ``rel``, or a
+        file where one of its folders should be (what a ledger record of a file a patch
+        deleted finds once a file or a folder of its name took its place).
+
+        Raises:
+            RefusedError: the path is unsafe (see :meth:`resolve`).
+        """
+        try:
+            return self.on_disk(target, rel)
+        except NoFileHere:
+            return None
 
     def mode(self, target: str, rel: str) -> int | None:
         """``st_mode`` of the file on disk (None: absent); read once per tree and its forks.
@@ -310,8 +477,18 @@ class Tree:
             self._trace = outer
 
     def reads_same(self, reads: list[tuple[str, str, bytes | None]]) -> bool:
-        """Whether :meth:`read` returns the very same content objects as in ``reads``."""
-        return all(self.read(target, rel) is data for target, rel, data in reads)
+        """Whether :meth:`read` returns the very same content objects as in ``reads`` (never
+        for a path where no file could be read: see :meth:`read_if_file`)."""
+        for target, rel, data in reads:
+            if data is _NO_FILE_ABOVE:
+                try:
+                    if self._file_above(target, self.location(target, rel)) is not None:
+                        return False
+                except NoFileHere:
+                    return False
+            elif data is _NOT_A_FILE or self.read(target, rel) is not data:
+                return False
+        return True
 
     @property
     def seen(self) -> DiskView:
@@ -370,7 +547,7 @@ def _read_regular(path: Path, rel: str) -> bytes | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     if stat.S_ISDIR(st.st_mode):
-        raise RefusedError(f"{rel} is a directory, expected a file", file=path)
+        raise NoFileHere(f"{rel} is a directory, expected a file", file=path)
     if not stat.S_ISREG(st.st_mode):
         raise RefusedError(f"{rel} is not a regular file (a FIFO, socket or device)", file=path)
     try:

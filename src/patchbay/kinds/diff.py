@@ -10,6 +10,7 @@ the target tree).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from pathlib import Path
@@ -25,6 +26,7 @@ from ..inputfiles import read_input
 from ..ledger import sha256_bytes
 from ..model import DiffPatch
 from ..paths import quote_c
+from ..tree import NoFileHere
 from .base import (
     ContentState,
     FileChange,
@@ -213,47 +215,70 @@ class DiffKind(FileKind):
 
     def inspect(self, patch: DiffPatch, loaded: LoadedPatch, tree: Tree) -> Inspection:
         parsed: ParsedDiff = loaded.data
-        results: list[HunkResult] = []
+        target = patch.target
         notes: list[str] = list(loaded.notes)
-        changes: list[FileChange] = []
-        writes: list[FileWrite] = []
-        undo: list[FileChange] = []
-        on_result: list[HunkResult] | None = []
-        for fp in parsed.files:
-            outcome = self._inspect_file(patch.target, fp, tree, notes)
-            results.extend(outcome.results)
-            changes.extend(outcome.changes)
-            undo.extend(outcome.undo)
-            if outcome.write is not None:
-                writes.append(outcome.write)
-            if on_result is not None and outcome.on_result is not None:
-                on_result.extend(outcome.on_result)
-            else:
-                on_result = None
+        # git apply deletes before it creates (write_out_results: deletions and the old names
+        # of renames first): deletions are judged first, and the rest on the tree with them
+        # done, so that a new file may take the place of a folder the patch empties, and a
+        # folder of a file it deletes; they are journaled and written in that order too
+        deletions = [i for i, fp in enumerate(parsed.files) if fp.is_delete]
+        outcomes = {i: self._inspect_file(target, parsed.files[i], tree, notes) for i in deletions}
+        gone = [(c.target, c.path, None) for i in deletions for c in outcomes[i].changes]
+        renamed_from: dict[int, bytes | None] = {}
+        for i, fp in enumerate(parsed.files):
+            if fp.is_rename and fp.old_path:
+                renamed_from[i] = old = tree.read_if_file(target, fp.old_path)
+                if old is not None:
+                    gone.append((target, fp.old_path, None))
+        rest = [i for i in range(len(parsed.files)) if i not in outcomes]
+        with tree.trying(gone) if gone else contextlib.nullcontext(tree):
+            for i in rest:
+                fp = parsed.files[i]
+                outcomes[i] = self._inspect_file(target, fp, tree, notes, renamed_from.get(i))
+        ordered = [outcomes[i] for i in (*deletions, *rest)]
+        results = [r for i in range(len(parsed.files)) for r in outcomes[i].results]
         state = aggregate(results)
         if state is ContentState.APPLIED:
+            # taken off in the other order: the new files first, then what was deleted
+            undo = [c for outcome in reversed(ordered) for c in outcome.undo]
             return Inspection(state=state, hunks=results, notes=notes, undo=undo)
         if state is not ContentState.PENDING:
             return Inspection(state=state, hunks=results, notes=notes)
+        on_result: list[HunkResult] | None = []
+        for i in range(len(parsed.files)):
+            if on_result is not None and outcomes[i].on_result is not None:
+                on_result.extend(outcomes[i].on_result)  # type: ignore[arg-type]
+            else:
+                on_result = None
         # how apply writes each file patch's result (in order)
         return Inspection(
             state=state,
             hunks=results,
-            changes=changes,
+            changes=[c for outcome in ordered for c in outcome.changes],
             notes=notes,
-            data=writes,
+            data=[outcome.write for outcome in ordered if outcome.write is not None],
             on_result=on_result,
         )
 
-    def _inspect_file(self, target: str, fp: FilePatch, tree: Tree, notes: list[str]) -> _Outcome:
-        old = tree.read(target, fp.old_path) if fp.old_path else None
-        new = tree.read(target, fp.new_path) if fp.new_path else None
+    def _inspect_file(
+        self,
+        target: str,
+        fp: FilePatch,
+        tree: Tree,
+        notes: list[str],
+        renamed_from: bytes | None = None,
+    ) -> _Outcome:
         if fp.is_new:
-            return self._new_file(target, fp, new)
+            return self._new_file(target, fp, tree, tree.read_if_file(target, fp.path))
         if fp.is_delete:
-            return self._deleted_file(target, fp, tree, old)
+            return self._deleted_file(target, fp, tree, tree.read_if_file(target, fp.path))
         if fp.is_rename:
-            return self._renamed_file(target, fp, old, new, notes, tree)
+            new = tree.read_if_file(target, fp.new_path)  # type: ignore[arg-type]
+            return self._renamed_file(target, fp, renamed_from, new, notes, tree)
+        try:
+            old = tree.read(target, fp.old_path) if fp.old_path else None
+        except NoFileHere as exc:  # a folder there, or a file above it (an earlier patch's)
+            return _Outcome([self._file_result(fp, HunkState.CONFLICT, exc.reason)])
         if old is None:
             return _Outcome(
                 [self._file_result(fp, HunkState.CONFLICT, f"{fp.path} does not exist")]
@@ -296,6 +321,9 @@ class DiffKind(FileKind):
                 on_result = None if after is None else self._on_result(fp, after, tree)
             if after is None:
                 return _Outcome(results)
+            blocked = tree.creation_blocked(target, fp.new_path)  # type: ignore[arg-type]
+            if blocked is not None:
+                return _Outcome([self._file_result(fp, HunkState.CONFLICT, blocked)])
             changes = [
                 FileChange(target, fp.old_path, old, None),  # type: ignore[arg-type]
                 FileChange(target, fp.new_path, None, after),  # type: ignore[arg-type]
@@ -373,9 +401,12 @@ class DiffKind(FileKind):
         tree.keep_line_index(before, index.derive(placed, out))  # type: ignore[arg-type]
         return before
 
-    def _new_file(self, target: str, fp: FilePatch, current: bytes | None) -> _Outcome:
+    def _new_file(self, target: str, fp: FilePatch, tree: Tree, current: bytes | None) -> _Outcome:
         expected = self._new_content(fp)
         if current is None:
+            blocked = tree.creation_blocked(target, fp.path)
+            if blocked is not None:
+                return _Outcome([self._file_result(fp, HunkState.CONFLICT, blocked)])
             return _Outcome(
                 [self._file_result(fp, HunkState.PENDING)],
                 [FileChange(target, fp.path, None, expected, _executable_flip(fp))],

@@ -13,7 +13,11 @@ can see is kept, from git's ``apply.c`` (run in the target root):
   target root (``remove_path``, which stops at the folder git runs in);
 - a renamed file is created under its new name with the mode the patch gives it, else with the
   executable bit of the old one (git's index modes: only the owner's ``x`` counts), and the old
-  name is deleted as above.
+  name is deleted as above;
+- every deletion (and the old name of every rename) is done before any file is written
+  (``write_out_results``' two phases), and a new file takes the place of a folder that is
+  empty by then (``create_one_file`` removes it): one patch may replace a folder by a file of
+  its name, or a file by a folder.
 
 Where patchbay departs from git on purpose: a patched file keeps its own permission bits (a
 0444 file stays 0444; git would leave 0644), and only an ``old mode``/``new mode`` change turns
@@ -69,11 +73,22 @@ def write_results(tree: Tree, target: str, writes: list[FileWrite], umask: int) 
             step failed (a folder that cannot be made, a temporary file, the rename).
     """
     root = tree.roots[target]
-    for write in writes:
+    # git's two phases (write_out_results): first every deletion and the old name of every
+    # rename, then every new content, so that a new file may take the place of a folder the
+    # deletions emptied, and a folder's file the place of a file deleted
+    renamed: dict[int, tuple[int, tuple[int, int]]] = {}  # the old names' bits and owners
+    for i, write in enumerate(writes):
+        if write.old is None or write.new == write.old:
+            continue
+        with _naming(tree, target, write.old):
+            old = tree.resolve(target, write.old)
+            if write.new is not None:  # a rename keeps the old file's bits and owner, as mv
+                st = os.stat(old)
+                mode = permissions(stat.S_IMODE(st.st_mode), write.mode, umask)
+                renamed[i] = (mode, (st.st_uid, st.st_gid))
+            _delete(old, root)
+    for i, write in enumerate(writes):
         if write.new is None:
-            assert write.old is not None
-            with _naming(tree, target, write.old):
-                _delete(tree.resolve(target, write.old), root)
             continue
         path = tree.resolve(target, write.new)
         with _naming(tree, target, write.new):
@@ -83,20 +98,16 @@ def write_results(tree: Tree, target: str, writes: list[FileWrite], umask: int) 
                 # it keeps its owner too (run as root), as an edit in place does
                 _write_file(path, write.after or b"", mode, True, (st.st_uid, st.st_gid))
                 continue
-            old = None if write.old is None else tree.resolve(target, write.old)
             owner = None
-            if old is not None:  # a rename keeps the old file's bits and owner, as mv does
-                st = os.stat(old)
-                mode = permissions(stat.S_IMODE(st.st_mode), write.mode, umask)
-                owner = (st.st_uid, st.st_gid)
+            if i in renamed:
+                mode, owner = renamed[i]
             else:
                 executable = write.mode is not None and bool(int(write.mode, 8) & stat.S_IXUSR)
                 mode = (0o777 if executable else 0o666) & ~umask
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)  # a folder emptied before (git's create_one_file removes it)
             path.parent.mkdir(parents=True, exist_ok=True)
             _write_file(path, write.after or b"", mode, False, owner)
-        if old is not None:
-            with _naming(tree, target, write.old):  # type: ignore[arg-type]
-                _delete(old, root)
 
 
 def permissions(before: int, mode: str | None, umask: int = 0o022) -> int:
