@@ -104,6 +104,29 @@ def test_progress_in_a_terminal_session(tmp_path: Path) -> None:
     assert "applied rebuild" in plain
 
 
+def test_a_long_step_title_leaves_the_elapsed_time_and_last_line_on_a_narrow_terminal(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "tree"
+    (root / "demo_engine").mkdir(parents=True)
+    long_argv = "echo pass-one-of-the-kernel-build; sleep 2; touch built.so # " + "x" * 120
+    ps = write_patchset(tmp_path / "ps", [
+        {"id": "rebuild", "kind": "command", "shell": True, "argv": [long_argv],
+         "cwd": "demo_engine", "output": "demo_engine/built.so"},
+    ])  # fmt: skip
+    env = {**os.environ, "COLUMNS": "60", "TERM": "xterm-256color"}
+    env.pop("NO_COLOR", None)
+    code, screen = _run_in_pty([str(PATCHBAY), "apply", str(ps), "--root", str(root)], env)
+    assert code == 0, screen
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
+    drawn = [ln for ln in re.split(r"[\r\n]+", plain) if "rebuild: echo" in ln and "\u2026" in ln]
+    # the live line: the title cut with an ellipsis, then the elapsed time and the start of
+    # the last line of output, all within the terminal's 60 columns
+    live = [ln for ln in drawn if re.search(r"\d:\d\d:\d\d pass-one", ln)]
+    assert live, plain
+    assert all(len(ln.rstrip()) <= 60 for ln in live), live
+
+
 def test_plain_progress_lines_off_a_terminal_and_quiet(tmp_path: Path) -> None:
     with Server() as server:
         server.add("/k.co", Response(body=KERNEL, delay=0.5))

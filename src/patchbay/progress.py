@@ -127,7 +127,7 @@ class Step:
         if self._live is not None:
             from .redaction import redact
 
-            self._live.update(self._task, last=redact(text)[-120:])
+            self._live.update(self._task, last=_start_of(redact(text), 300))
 
     def note(self, text: str) -> None:
         """Announce something about this step at once (a retry, a wait)."""
@@ -190,7 +190,7 @@ class Step:
             return f"{self.title}: {self.done}{of} {how} {elapsed:.1f} s"
         if self.exit_code:
             failed, how = True, f"exited with status {self.exit_code} after"
-        last = f"; last line: {self.last[-200:]}" if failed and self.last else ""
+        last = f"; last line: {_start_of(self.last, 200)}" if failed and self.last else ""
         log = f" (log: {self.log})" if self.log else ""
         return f"{self.title}: {how} {elapsed:.1f} s{log}{last}"
 
@@ -206,20 +206,40 @@ class Step:
             TimeElapsedColumn,
             TransferSpeedColumn,
         )
+        from rich.table import Column
 
         from .redaction import RedactedStream
 
-        columns: list[Any] = [SpinnerColumn(), TextColumn("{task.description}")]
-        if self.kind == "download":
-            columns += [BarColumn(), DownloadColumn(), TransferSpeedColumn()]
-        elif self.kind == "count":
-            columns += [BarColumn(), MofNCompleteColumn()]
-        columns += [
-            TimeElapsedColumn(),
-            TextColumn("{task.fields[last]}", style="dim", markup=False),
-        ]
         # the stream as it is now: while live, rich sends sys.stderr to the display itself
         console = Console(file=RedactedStream("stderr", target=sys.stderr), highlight=False)
+        # one line that always shows the elapsed time: a long title (a rebuild's whole argv)
+        # and the last line of output are cut, with an ellipsis, to what is left of the width
+        fixed = 12  # the spinner, the elapsed time and the gaps between columns
+        if self.kind == "download":
+            fixed += 24 + 22 + 12  # bar, bytes of total, rate
+        elif self.kind == "count":
+            fixed += 24 + 12  # bar, n/m
+        room = max(console.width - fixed, 20)
+        title_width = max(min(len(self.title), room * 3 // 5), 10)
+        last_width = max(room - title_width, 8)
+
+        def cut(width: int) -> Column:
+            return Column(no_wrap=True, overflow="ellipsis", max_width=width, min_width=0)
+
+        columns: list[Any] = [
+            SpinnerColumn(),
+            TextColumn("{task.description}", table_column=cut(title_width)),
+        ]
+        if self.kind == "download":
+            columns += [BarColumn(bar_width=24), DownloadColumn(), TransferSpeedColumn()]
+        elif self.kind == "count":
+            columns += [BarColumn(bar_width=24), MofNCompleteColumn()]
+        columns += [
+            TimeElapsedColumn(),
+            TextColumn(
+                "{task.fields[last]}", style="dim", markup=False, table_column=cut(last_width)
+            ),
+        ]
         # stdout stays stdout (a command's own lines, --format json); stderr lines print above
         self._live = Progress(*columns, console=console, transient=True, redirect_stdout=False)
         if self.log:
@@ -231,6 +251,12 @@ class Step:
         else:
             self._live = None
             _write(self._start_text())
+
+
+def _start_of(text: str, n: int) -> str:
+    """``text``, cut to its first ``n`` characters with an ellipsis: a line is read from its
+    start (pip's ``WARNING: Retrying ...``, a compiler's ``file:line: error``)."""
+    return text if len(text) <= n else text[: n - 1] + "\u2026"
 
 
 def step(title: str, *, log: Any = None) -> Step:
