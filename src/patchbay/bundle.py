@@ -59,15 +59,21 @@ def make_bundle(
         The manifest: relative path -> sha256.
 
     Raises:
-        InputError: ``out`` exists and is not empty; a remote source or artifact is unlocked.
+        InputError: ``out`` exists and is not empty, or cannot be made; a remote source or
+            artifact is unlocked.
         RefusedError: pip or a download failed; a VCS pin (not bundled: its commit could not
             be checked offline).
     """
     options = options or RunOptions()
     if out.exists() and any(out.iterdir()):
         raise InputError("bundle folder exists and is not empty", file=out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as exc:  # e.g. a folder of /proc, which no file can be made in
+        raise InputError(
+            f"bundle folder cannot be made in {out.parent}: {exc.strerror or exc}", file=out
+        ) from None
     try:
         manifest = _fill(patchset, env, work, options, with_patchbay)
         if out.exists():
