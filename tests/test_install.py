@@ -19,7 +19,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from conftest import REPO, Engine, make_engine
+from conftest import REPO, Engine, make_engine, write_patchset
+from inprocess import run_main
 from patchbay import selfcarry
 from patchbay.bundle import MANIFEST
 from servers import Server
@@ -147,6 +148,40 @@ def test_a_bundle_whose_dependencies_cannot_be_downloaded_quotes_pip(
     assert "patchbay's own dependencies" in res.stderr
     assert "No matching distribution" in res.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_a_bundle_for_an_engine_without_pip_says_how_else_to_carry_patchbay(
+    tmp_path: Path, engine: Engine
+) -> None:
+    out = tmp_path / "b"
+    res = run_main("bundle", DEMO, out, "--python", engine.python)
+    assert res.crash is None, res.crash
+    assert res.code == 1, res.err
+    assert res.err.startswith(
+        f"patchbay: error: the engine interpreter {engine.python} has no pip (No module named "
+        "pip): patchbay's own wheels are downloaded with it"
+    ), res.err
+    assert "bundle --without-patchbay" in res.err
+    assert len(res.err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_bundle_of_pins_for_an_engine_without_pip_says_it_needs_one(
+    tmp_path: Path, engine: Engine
+) -> None:
+    ps = write_patchset(tmp_path / "ps", [{"id": "pin", "kind": "pip",
+                                           "requirement": "tinypkg==2.0"}])  # fmt: skip
+    res = run_main("bundle", ps, tmp_path / "b", "--python", engine.python, "--without-patchbay")
+    assert res.crash is None, res.crash
+    assert res.code == 1, res.err
+    assert (
+        f"pip download tinypkg==2.0: the engine interpreter {engine.python} has no pip (No module "
+        "named pip)" in res.err
+    ), res.err
+    assert "give as --python an interpreter of the same version and platform that has pip" in (
+        res.err
+    )
+    assert len(res.err.strip().splitlines()) == 1
 
 
 # -- the CI examples, run as a GitHub runner runs them -------------------------------------------

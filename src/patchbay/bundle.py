@@ -36,6 +36,7 @@ from .ledger import sha256_bytes
 from .lockfile import Lock
 from .model import ArtifactPatch, Patchset, PipPatch
 from .options import RunOptions
+from .selfcarry import NO_PIP
 from .targets import Environment
 from .tree import Tree
 
@@ -167,6 +168,14 @@ def _download(
         args.append("--no-deps")
     proc = subprocess.run([*args, requirement], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
+        if NO_PIP in proc.stderr:
+            raise RefusedError(
+                f"pip download {requirement}: the engine interpreter {python} has no pip "
+                f"({NO_PIP}); the pins' wheels are downloaded with it, for the engine's Python "
+                "and platform: give as --python an interpreter of the same version and "
+                "platform that has pip",
+                patch_id=patch.id,
+            )
         last = (proc.stderr.strip().splitlines() or ["pip download failed"])[-1]
         raise RefusedError(f"pip download {requirement}: {last}", patch_id=patch.id)
 

@@ -35,6 +35,8 @@ from .errors import InputError, RefusedError
 DIST = "engine-patchbay"
 INSTALLER = "install-patchbay.sh"
 WHEELS = Path("patchbay") / "wheels"
+#: what an interpreter without pip says to ``python -m pip``
+NO_PIP = "No module named pip"
 
 # dist-info files that describe one installation, not the distribution (PEP 376, PEP 610)
 _INSTALL_ONLY = {"INSTALLER", "REQUESTED", "RECORD", "direct_url.json"}
@@ -125,8 +127,9 @@ def carry(out: Path, python: str) -> list[Path]:
         The wheels written.
 
     Raises:
-        RefusedError: pip could not download a dependency (its error lines are quoted), e.g. the
-            container's Python is older than patchbay supports.
+        RefusedError: ``python`` has no pip (the message says how else to get the wheels); pip
+            could not download a dependency (its error lines are quoted), e.g. the container's
+            Python is older than patchbay supports.
     """
     wheels = out / WHEELS
     wheels.mkdir(parents=True)
@@ -134,6 +137,14 @@ def carry(out: Path, python: str) -> list[Path]:
     args = [python, "-m", "pip", "--no-input", "--disable-pip-version-check", "download"]
     args += ["--quiet", "--only-binary=:all:", "--dest", str(wheels), str(own)]
     proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 and NO_PIP in proc.stderr:
+        raise RefusedError(
+            f"the engine interpreter {python} has no pip ({NO_PIP}): patchbay's own wheels are "
+            "downloaded with it, for the container's Python and platform; give as --python an "
+            "interpreter of the same version and platform that has pip, or bundle "
+            "--without-patchbay and carry patchbay's wheels another way (pip download "
+            "--only-binary=:all: --python-version X.Y --platform TAG engine-patchbay)"
+        )
     if proc.returncode != 0:
         errors = [ln.strip() for ln in proc.stderr.splitlines() if "error" in ln.lower()]
         raise RefusedError(
