@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -96,26 +98,88 @@ def test_the_wheel_of_the_running_patchbay_installs_into_a_fresh_environment(
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
-    tmp_path: Path, demo_wheel: Path, wheelhouse: list[Path], pip_env: None
-) -> None:
-    engine: Engine = make_engine(tmp_path / "engine", demo_wheel, with_pip=True)
-    out = tmp_path / "bundle"
+@dataclass
+class Carried:
+    """A bundle of the demo patchset for an engine with pip, carrying patchbay."""
+
+    engine: Engine
+    bundle: Path
+    stdout: str
+
+
+@pytest.fixture(scope="module")
+def carried(
+    tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path, wheelhouse: list[Path]
+) -> Carried:
+    """``patchbay bundle`` run once for the module, against the index of :func:`wheelhouse`
+    (tests that change the bundle change a copy: :func:`_copy`)."""
+    tmp = tmp_path_factory.mktemp("carried")
+    engine = make_engine(tmp / "engine", demo_wheel, with_pip=True)
+    out = tmp / "bundle"
     with Server() as server:
-        env = {**os.environ, "PIP_INDEX_URL": server.serve_index(wheelhouse)}
+        env = {
+            **os.environ,
+            "PIP_CONFIG_FILE": os.devnull,
+            "PIP_NO_CACHE_DIR": "1",
+            "PIP_INDEX_URL": server.serve_index(wheelhouse),
+        }
         res = _run(sys.executable, "-m", "patchbay", "bundle", DEMO, out, "--python",
                    engine.python, env=env)  # fmt: skip
-        assert res.returncode == 0, res.stdout + res.stderr
-    assert "install-patchbay.sh" in res.stdout
-    carried = {w.name.split("-")[0] for w in (out / "patchbay" / "wheels").glob("*.whl")}
-    assert {"engine_patchbay", "argcomplete", "msgspec"} <= carried  # msgspec: compiled
+    assert res.returncode == 0, res.stdout + res.stderr
+    return Carried(engine, out, res.stdout)
+
+
+def _copy(bundle: Path, dest: Path) -> Path:
+    shutil.copytree(bundle, dest, symlinks=True)
+    return dest
+
+
+def _offline(home: Path, **extra: str) -> dict[str, str]:
+    """The container's environment: no network (the index is a closed port), no pip mirror."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home)}
+    return {**env, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", **extra}
+
+
+def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
+    tmp_path: Path, carried: Carried, wheelhouse: list[Path]
+) -> None:
+    engine, out = carried.engine, _copy(carried.bundle, tmp_path / "bundle")
+    assert "install-patchbay.sh" in carried.stdout
+    wheels = out / "patchbay" / "wheels"
+    carried_names = {w.name.split("-")[0] for w in wheels.glob("*.whl")}
+    assert {"engine_patchbay", "argcomplete", "msgspec"} <= carried_names  # msgspec: compiled
     assert f"patchbay/wheels/{wheelhouse[0].name}" in (out / MANIFEST).read_text()
 
-    # inside the container: the servers are gone, the installer makes a private environment
-    res = _run("sh", out / "install-patchbay.sh")
+    # inside the container: the servers are gone, the installer makes a private environment;
+    # pip variables and PYTHONPATH that point at other packages are not followed
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    pwned = tmp_path / "pwned"
+    info = "packaging-99.0.dist-info"
+    selfcarry.write_wheel(
+        evil / "packaging-99.0-py3-none-any.whl",
+        {
+            "packaging/__init__.py": f"open({str(pwned)!r}, 'w').close()\n".encode(),
+            f"{info}/METADATA": b"Metadata-Version: 2.1\nName: packaging\nVersion: 99.0\n",
+            f"{info}/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        },
+        info,
+    )
+    (evil / "sitecustomize.py").write_text(f"open({str(pwned)!r}, 'w').close()\n")
+    (evil / "more.txt").write_text(f"{evil / 'packaging-99.0-py3-none-any.whl'}\n")
+    env = _offline(tmp_path / "home", PIP_FIND_LINKS=str(evil), PIP_PRE="1",
+                   PIP_REQUIREMENT=str(evil / "more.txt"), PYTHONPATH=str(evil))  # fmt: skip
+    res = _run("sh", out / "install-patchbay.sh", env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     patchbay = Path(res.stdout.strip().splitlines()[-1])
     assert patchbay == out / "patchbay-env" / "bin" / "patchbay"
+    tool_python = out / "patchbay-env" / "bin" / "python"
+    res = _run(
+        tool_python, "-c", "from importlib.metadata import version; print(version('packaging'))"
+    )
+    assert res.stdout.strip() == next(wheels.glob("packaging-*.whl")).name.split("-")[1]
+    assert not pwned.exists()
     res = _run(patchbay, "apply", out / "patchset", "--python", engine.python, "--bundle", out,
                "--offline")  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
@@ -126,14 +190,14 @@ def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
     assert not _finds(engine.python, "patchbay")
     assert not _finds(engine.python, "argcomplete")
     # and the engine stays out of patchbay's
-    assert not _finds(out / "patchbay-env" / "bin" / "python", "demo_engine")
+    assert not _finds(tool_python, "demo_engine")
     # the carried wheels are under the bundle's manifest like everything else
-    carried = out / "patchbay" / "wheels" / wheelhouse[0].name
-    carried.write_bytes(carried.read_bytes() + b"\0")
+    own = wheels / wheelhouse[0].name
+    own.write_bytes(own.read_bytes() + b"\0")
     res = _run(patchbay, "apply", out / "patchset", "--python", engine.python, "--bundle", out,
                "--offline")  # fmt: skip
     assert res.returncode == 2
-    assert f"bundle file patchbay/wheels/{carried.name} does not match the manifest" in res.stderr
+    assert f"bundle file patchbay/wheels/{own.name} does not match the manifest" in res.stderr
 
 
 def test_a_bundle_whose_dependencies_cannot_be_downloaded_quotes_pip(
