@@ -8,11 +8,14 @@ internet and the machine's pip configuration is switched off.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -141,6 +144,16 @@ def _offline(home: Path, **extra: str) -> dict[str, str]:
     return {**env, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", **extra}
 
 
+def _remanifest(bundle: Path) -> None:
+    """Write the bundle's manifest again for its files as they are now (a bundle made so)."""
+    files = {
+        str(p.relative_to(bundle)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(bundle.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
+    (bundle / MANIFEST).write_text(json.dumps({"format": 1, "files": files}))
+
+
 def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
     tmp_path: Path, carried: Carried, wheelhouse: list[Path]
 ) -> None:
@@ -198,6 +211,49 @@ def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
                "--offline")  # fmt: skip
     assert res.returncode == 2
     assert f"bundle file patchbay/wheels/{own.name} does not match the manifest" in res.stderr
+
+
+def test_the_installer_refuses_a_wheel_that_does_not_match_the_manifest(
+    tmp_path: Path, carried: Carried
+) -> None:
+    out = _copy(carried.bundle, tmp_path / "bundle")
+    own = next((out / "patchbay" / "wheels").glob("engine_patchbay-*.whl"))
+    with zipfile.ZipFile(own) as zf:  # rezipped with a line more in patchbay/__init__.py
+        files = {item: zf.read(item) for item in zf.namelist()}
+    files["patchbay/__init__.py"] += b"print('tampered')\n"
+    with zipfile.ZipFile(own, "w") as zf:
+        for item, data in files.items():
+            zf.writestr(item, data)
+    dest = tmp_path / "env"
+    res = _run("sh", out / "install-patchbay.sh", "", dest, env=_offline(tmp_path / "home"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr == (
+        f"install-patchbay.sh: {own} does not match the bundle's manifest.json (sha256): "
+        "refusing to install anything\n"
+    )
+    assert not dest.exists()
+
+
+def test_the_installer_refuses_a_python_the_compiled_wheels_do_not_fit(
+    tmp_path: Path, carried: Carried
+) -> None:
+    out = _copy(carried.bundle, tmp_path / "bundle")
+    (compiled,) = (out / "patchbay" / "wheels").glob("msgspec-*.whl")
+    mine = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    other = f"cp{sys.version_info.major}{sys.version_info.minor + 1}"
+    assert f"-{mine}-{mine}-" in compiled.name
+    moved = compiled.with_name(compiled.name.replace(f"-{mine}-{mine}-", f"-{other}-{other}-"))
+    compiled.rename(moved)
+    _remanifest(out)
+    res = _run("sh", out / "install-patchbay.sh", env=_offline(tmp_path / "home"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert res.stderr == (
+        f"install-patchbay.sh: the bundle holds wheels for {other} ({moved.name}) and PYTHON "
+        f"{carried.engine.python} is cpython {version}: give the interpreter of the engine the "
+        "bundle was made for\n"
+    )
+    assert not (out / "patchbay-env").exists()
 
 
 def test_a_bundle_whose_dependencies_cannot_be_downloaded_quotes_pip(

@@ -3,9 +3,11 @@
 #   sh install-patchbay.sh [PYTHON [DEST]]
 # PYTHON: the interpreter the environment is made from (default: the engine interpreter the
 # bundle was made for, else python3). DEST: the environment (default: <bundle>/patchbay-env).
-# Only the bundle's wheels are installed: pip runs isolated (no index, no configuration file,
-# no PIP_* variable) and the interpreter with -I (no PYTHON* variable, no user site).
+# Every wheel is checked against the bundle's manifest.json before anything is made, and only
+# the bundle's wheels are installed: pip runs isolated (no index, no configuration file, no
+# PIP_* variable) and the interpreter with -I (no PYTHON* variable, no user site).
 # The engine's own environment is not touched. Prints the path of the patchbay command.
+# Exit 2: refused (nothing made).
 set -eu
 bundle=$(cd "$(dirname "$0")" && pwd)
 wheels=$bundle/patchbay/wheels
@@ -14,6 +16,68 @@ command -v "$python" >/dev/null 2>&1 || python=python3
 dest=${2:-$bundle/patchbay-env}
 case $dest in /*) ;; *) dest=$(pwd)/$dest ;; esac
 unset PYTHONPATH PYTHONHOME  # also for the pip that --python starts in the environment
+
+# every wheel against the manifest, and the compiled ones against PYTHON's version
+"$python" -I - "$bundle" "$python" <<'CHECK' || exit 2
+import hashlib, json, os, sys
+
+bundle, given = sys.argv[1], sys.argv[2]
+folder = "patchbay/wheels/"
+
+
+def refuse(message):
+    sys.stderr.write("install-patchbay.sh: " + message + "\n")
+    sys.exit(2)
+
+
+manifest = os.path.join(bundle, "manifest.json")
+try:
+    with open(manifest, encoding="utf-8") as f:
+        files = json.load(f)["files"]
+    carried = sorted(rel for rel in files if rel.startswith(folder))
+except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    refuse(manifest + ": missing or unreadable: not a patchbay bundle")
+try:
+    present = sorted(folder + name for name in os.listdir(os.path.join(bundle, folder)))
+except OSError:
+    present = []
+for rel in present:
+    if rel not in files:
+        refuse(os.path.join(bundle, rel) + " is not in the bundle's manifest.json: "
+               "refusing to install anything")
+if not carried:
+    refuse(bundle + " carries no wheels of patchbay (bundled --without-patchbay?)")
+for rel in carried:
+    digest = hashlib.sha256()
+    try:
+        with open(os.path.join(bundle, rel), "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError:
+        refuse(os.path.join(bundle, rel) + " is missing (listed in the bundle's manifest.json)")
+    if digest.hexdigest() != files[rel]:
+        refuse(os.path.join(bundle, rel) + " does not match the bundle's manifest.json "
+               "(sha256): refusing to install anything")
+# wheel file names: name-version[-build]-python-abi-platform.whl (PEP 427, PEP 425 tags)
+major, minor = sys.version_info[:2]
+for rel in carried:
+    parts = rel[len(folder):-len(".whl")].split("-")
+    pythons, abis = parts[-3].split("."), parts[-2].split(".")
+    cpython = [t for t in pythons if t.startswith("cp")]
+    if not cpython or any(t.startswith("py") for t in pythons):
+        continue
+    fits = sys.implementation.name == "cpython" and any(
+        t == "cp%d%d" % (major, minor)
+        or ("abi3" in abis and t[2:3] == str(major) and t[3:].isdigit() and int(t[3:]) <= minor)
+        for t in cpython
+    )
+    if not fits:
+        refuse("the bundle holds wheels for %s (%s) and PYTHON %s is %s %d.%d: give the "
+               "interpreter of the engine the bundle was made for"
+               % (".".join(cpython), rel[len(folder):], given, sys.implementation.name,
+                  major, minor))
+CHECK
+
 if "$python" -I -m venv "$dest" >/dev/null 2>&1 && [ -x "$dest/bin/pip" ]; then
   set -- "$dest/bin/python" -I -m pip
 else  # no ensurepip in this Python: the interpreter's own pip installs into the environment
