@@ -256,6 +256,16 @@ def test_the_installer_refuses_a_python_the_compiled_wheels_do_not_fit(
     assert not (out / "patchbay-env").exists()
 
 
+def test_the_installer_refuses_a_python_that_is_not_there(tmp_path: Path, carried: Carried) -> None:
+    dest = tmp_path / "env"
+    missing = tmp_path / "typo" / "python"
+    res = _run("sh", carried.bundle / "install-patchbay.sh", missing, dest,
+               env=_offline(tmp_path / "home"))  # fmt: skip
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr == f"install-patchbay.sh: PYTHON {missing}: no such interpreter\n"
+    assert not dest.exists()
+
+
 def test_a_bundle_whose_dependencies_cannot_be_downloaded_quotes_pip(
     tmp_path: Path, demo_wheel: Path, pip_env: None
 ) -> None:

@@ -9,10 +9,24 @@
 # The engine's own environment is not touched. Prints the path of the patchbay command.
 # Exit 2: refused (nothing made).
 set -eu
+me=install-patchbay.sh
+refuse() {
+  echo "$me: $*" >&2
+  exit 2
+}
 bundle=$(cd "$(dirname "$0")" && pwd)
 wheels=$bundle/patchbay/wheels
-python=${1:-@PYTHON@}
-command -v "$python" >/dev/null 2>&1 || python=python3
+if [ -n "${1:-}" ]; then
+  python=$1
+  command -v "$python" >/dev/null 2>&1 || refuse "PYTHON $python: no such interpreter"
+else
+  python=@PYTHON@
+  if ! command -v "$python" >/dev/null 2>&1; then
+    echo "$me: $python (the engine interpreter of the bundle) is not here; using python3" >&2
+    python=python3
+    command -v "$python" >/dev/null 2>&1 || refuse "no python3 here: give PYTHON ($me PYTHON)"
+  fi
+fi
 dest=${2:-$bundle/patchbay-env}
 case $dest in /*) ;; *) dest=$(pwd)/$dest ;; esac
 unset PYTHONPATH PYTHONHOME  # also for the pip that --python starts in the environment
