@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from conftest import REPO, Engine, make_engine, write_patchset
+from conftest import REPO, Engine, make_engine, snapshot, write_patchset
 from inprocess import run_main
 from patchbay import selfcarry
 from patchbay.bundle import MANIFEST
@@ -256,6 +257,24 @@ def test_the_installer_refuses_a_python_the_compiled_wheels_do_not_fit(
     assert not (out / "patchbay-env").exists()
 
 
+def test_the_installer_refuses_a_folder_it_did_not_make(tmp_path: Path, carried: Carried) -> None:
+    dest = tmp_path / "mine"
+    (dest / "notes").mkdir(parents=True)
+    (dest / "notes" / "todo.txt").write_text("keep me\n")
+    (dest / ".hidden").write_bytes(b"\0\1")
+    (dest / "link").symlink_to("notes/todo.txt")
+    before = snapshot(dest)
+    res = _run("sh", carried.bundle / "install-patchbay.sh", "", dest,
+               env=_offline(tmp_path / "home"))  # fmt: skip
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr == (
+        f"install-patchbay.sh: DEST {dest} exists, is not empty and is not an environment this "
+        "installer made: refusing to touch it (give another DEST)\n"
+    )
+    assert snapshot(dest) == before
+    assert os.readlink(dest / "link") == "notes/todo.txt"
+
+
 def test_the_installer_refuses_a_python_that_is_not_there(tmp_path: Path, carried: Carried) -> None:
     dest = tmp_path / "env"
     missing = tmp_path / "typo" / "python"
@@ -264,6 +283,51 @@ def test_the_installer_refuses_a_python_that_is_not_there(tmp_path: Path, carrie
     assert res.returncode == 2, res.stdout + res.stderr
     assert res.stderr == f"install-patchbay.sh: PYTHON {missing}: no such interpreter\n"
     assert not dest.exists()
+
+
+# a Python whose venv cannot install pip (Debian's python3 without ensurepip): the environment
+# is made, then venv fails
+NO_ENSUREPIP = """\
+#!/bin/sh
+case " $* " in
+*" --without-pip "*) ;;
+*" -m venv "*) {real} "$@" --without-pip; echo "ensurepip is not available" >&2; exit 1 ;;
+esac
+exec {real} "$@"
+"""
+
+
+def test_a_failed_install_leaves_nothing_and_a_rerun_makes_the_environment(
+    tmp_path: Path, carried: Carried
+) -> None:
+    out = _copy(carried.bundle, tmp_path / "bundle")
+    (rich,) = (out / "patchbay" / "wheels").glob("rich-*.whl")
+    kept = rich.rename(tmp_path / rich.name)
+    _remanifest(out)  # a bundle made without one of patchbay's dependencies
+    dest = out / "patchbay-env"
+    res = _run("sh", out / "install-patchbay.sh", env=_offline(tmp_path / "home"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert (
+        f"install-patchbay.sh: the new environment {dest} is unusable: rich is not " in res.stderr
+    )
+    assert not dest.exists()
+
+    # the bundle repaired; an environment of an interrupted run is left (its python gone), and
+    # the interpreter given has no ensurepip
+    kept.rename(rich)
+    shutil.copyfile(carried.bundle / MANIFEST, out / MANIFEST)
+    (dest / "bin").mkdir(parents=True)
+    (dest / "bin" / "python3").symlink_to(tmp_path / "gone" / "python3.12")
+    (dest / ".made-by-install-patchbay").write_text("made by install-patchbay.sh\n")
+    python = tmp_path / "python3"
+    python.write_text(NO_ENSUREPIP.format(real=shlex.quote(str(carried.engine.python))))
+    python.chmod(0o755)
+    res = _run("sh", out / "install-patchbay.sh", python, env=_offline(tmp_path / "home"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.strip() == str(dest / "bin" / "patchbay")
+    assert not (dest / "bin" / "pip").exists()  # made by the fallback: the interpreter's pip
+    res = _run(dest / "bin" / "patchbay", "validate", out / "patchset")
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 def test_a_bundle_whose_dependencies_cannot_be_downloaded_quotes_pip(

@@ -2,14 +2,16 @@
 # Install patchbay from this bundle into a private virtual environment, with no network.
 #   sh install-patchbay.sh [PYTHON [DEST]]
 # PYTHON: the interpreter the environment is made from (default: the engine interpreter the
-# bundle was made for, else python3). DEST: the environment (default: <bundle>/patchbay-env).
+# bundle was made for, else python3). DEST: the environment (default: <bundle>/patchbay-env);
+# it must be missing, empty, or an environment this installer made (then it is made again).
 # Every wheel is checked against the bundle's manifest.json before anything is made, and only
 # the bundle's wheels are installed: pip runs isolated (no index, no configuration file, no
 # PIP_* variable) and the interpreter with -I (no PYTHON* variable, no user site).
-# The engine's own environment is not touched. Prints the path of the patchbay command.
-# Exit 2: refused (nothing made).
+# A failed install removes what it made. The engine's own environment is not touched.
+# Prints the path of the patchbay command. Exit 2: refused (nothing made); 1: the install failed.
 set -eu
 me=install-patchbay.sh
+marker=.made-by-install-patchbay
 refuse() {
   echo "$me: $*" >&2
   exit 2
@@ -30,6 +32,20 @@ fi
 dest=${2:-$bundle/patchbay-env}
 case $dest in /*) ;; *) dest=$(pwd)/$dest ;; esac
 unset PYTHONPATH PYTHONHOME  # also for the pip that --python starts in the environment
+
+# DEST: made here, or empty, or one this installer made; nothing else is ever touched
+made=
+if [ -d "$dest" ]; then
+  if [ ! -f "$dest/$marker" ]; then
+    entries=$(ls -A "$dest") || refuse "DEST $dest cannot be read"
+    [ -z "$entries" ] || refuse "DEST $dest exists, is not empty and is not an environment" \
+      "this installer made: refusing to touch it (give another DEST)"
+  fi
+elif [ -e "$dest" ] || [ -L "$dest" ]; then
+  refuse "DEST $dest exists and is not a folder: refusing to touch it"
+else
+  made=1
+fi
 
 # every wheel against the manifest, and the compiled ones against PYTHON's version
 "$python" -I - "$bundle" "$python" <<'CHECK' || exit 2
@@ -92,17 +108,41 @@ for rel in carried:
                   major, minor))
 CHECK
 
+# from here on, a failure removes what this run made (and only that)
+empty_dest() {
+  for entry in "$dest"/* "$dest"/.[!.]* "$dest"/..?*; do
+    if [ -e "$entry" ] || [ -L "$entry" ]; then rm -rf "$entry"; fi
+  done
+}
+undo() {
+  if [ -n "$made" ]; then rm -rf "$dest"; else empty_dest; fi
+}
+mark() {
+  echo "made by $me from $bundle; $me may remove its content and make it again" >"$dest/$marker"
+}
+finished=
+trap '[ -n "$finished" ] || undo' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [ -n "$made" ]; then mkdir -p "$dest"; else empty_dest; fi
+mark
 if "$python" -I -m venv "$dest" >/dev/null 2>&1 && [ -x "$dest/bin/pip" ]; then
   set -- "$dest/bin/python" -I -m pip
 else  # no ensurepip in this Python: the interpreter's own pip installs into the environment
-  rm -rf "$dest"
+  empty_dest
+  mark
   "$python" -I -m venv --without-pip "$dest"
   set -- "$python" -I -m pip --python "$dest/bin/python"
 fi
-PIP_CONFIG_FILE=/dev/null "$@" --isolated install --quiet --no-index --no-deps \
-  --no-cache-dir --disable-pip-version-check "$wheels"/*.whl
+if ! PIP_CONFIG_FILE=/dev/null "$@" --isolated install --quiet --no-index --no-deps \
+  --no-cache-dir --disable-pip-version-check "$wheels"/*.whl; then
+  echo "$me: pip could not install the bundle's wheels with PYTHON $python (its error is" \
+    "above); what it made at $dest is removed" >&2
+  exit 1
+fi
 # patchbay and every dependency it declares import in the new environment
 "$dest/bin/python" -I -c 'import sys; from patchbay.selfcarry import check_environment as c
-sys.exit(c())'
+sys.exit(c())' || exit 1
 "$dest/bin/patchbay" --version >/dev/null
+finished=1
 echo "$dest/bin/patchbay"
