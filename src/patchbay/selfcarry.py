@@ -6,7 +6,13 @@ container's Python, with no network. ``patchbay bundle`` (see :mod:`patchbay.bun
 
     OUT/patchbay/wheels/     patchbay's wheel and every dependency, downloaded by the engine
                              interpreter's pip, so they fit the container's Python and platform
-    OUT/install-patchbay.sh  the one-line installer: ``sh OUT/install-patchbay.sh``
+    OUT/install-patchbay.sh  the one-line installer: ``sh OUT/install-patchbay.sh``, made from
+                             the POSIX sh template ``installer.sh`` of this package
+
+The installer checks every wheel against the bundle's ``manifest.json`` before it makes
+anything, installs only those wheels (pip isolated from its configuration and ``PIP_*``
+variables), never touches a folder it did not make, removes what it made when the install fails,
+and ends with :func:`check_environment` run in the new environment.
 
 The wheel of patchbay itself is made from the running installation (a regular install or an
 editable one from a checkout): the package files and the installed ``.dist-info`` metadata are
