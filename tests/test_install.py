@@ -8,10 +8,16 @@ internet and the machine's pip configuration is switched off.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
+import zipfile
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -19,7 +25,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from conftest import REPO, Engine, make_engine
+from conftest import REPO, Engine, make_engine, snapshot, write_patchset
+from inprocess import run_main
 from patchbay import selfcarry
 from patchbay.bundle import MANIFEST
 from servers import Server
@@ -95,26 +102,98 @@ def test_the_wheel_of_the_running_patchbay_installs_into_a_fresh_environment(
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
-    tmp_path: Path, demo_wheel: Path, wheelhouse: list[Path], pip_env: None
-) -> None:
-    engine: Engine = make_engine(tmp_path / "engine", demo_wheel, with_pip=True)
-    out = tmp_path / "bundle"
+@dataclass
+class Carried:
+    """A bundle of the demo patchset for an engine with pip, carrying patchbay."""
+
+    engine: Engine
+    bundle: Path
+    stdout: str
+
+
+@pytest.fixture(scope="module")
+def carried(
+    tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path, wheelhouse: list[Path]
+) -> Carried:
+    """``patchbay bundle`` run once for the module, against the index of :func:`wheelhouse`
+    (tests that change the bundle change a copy: :func:`_copy`)."""
+    tmp = tmp_path_factory.mktemp("carried")
+    engine = make_engine(tmp / "engine", demo_wheel, with_pip=True)
+    out = tmp / "bundle"
     with Server() as server:
-        env = {**os.environ, "PIP_INDEX_URL": server.serve_index(wheelhouse)}
+        env = {
+            **os.environ,
+            "PIP_CONFIG_FILE": os.devnull,
+            "PIP_NO_CACHE_DIR": "1",
+            "PIP_INDEX_URL": server.serve_index(wheelhouse),
+        }
         res = _run(sys.executable, "-m", "patchbay", "bundle", DEMO, out, "--python",
                    engine.python, env=env)  # fmt: skip
-        assert res.returncode == 0, res.stdout + res.stderr
-    assert "install-patchbay.sh" in res.stdout
-    carried = {w.name.split("-")[0] for w in (out / "patchbay" / "wheels").glob("*.whl")}
-    assert {"engine_patchbay", "argcomplete", "msgspec"} <= carried  # msgspec: compiled
+    assert res.returncode == 0, res.stdout + res.stderr
+    return Carried(engine, out, res.stdout)
+
+
+def _copy(bundle: Path, dest: Path) -> Path:
+    shutil.copytree(bundle, dest, symlinks=True)
+    return dest
+
+
+def _offline(home: Path, **extra: str) -> dict[str, str]:
+    """The container's environment: no network (the index is a closed port), no pip mirror."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home)}
+    return {**env, "PIP_INDEX_URL": "http://127.0.0.1:9/simple", **extra}
+
+
+def _remanifest(bundle: Path) -> None:
+    """Write the bundle's manifest again for its files as they are now (a bundle made so)."""
+    files = {
+        str(p.relative_to(bundle)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(bundle.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
+    (bundle / MANIFEST).write_text(json.dumps({"format": 1, "files": files}))
+
+
+def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
+    tmp_path: Path, carried: Carried, wheelhouse: list[Path]
+) -> None:
+    engine, out = carried.engine, _copy(carried.bundle, tmp_path / "bundle")
+    assert "install-patchbay.sh" in carried.stdout
+    wheels = out / "patchbay" / "wheels"
+    carried_names = {w.name.split("-")[0] for w in wheels.glob("*.whl")}
+    assert {"engine_patchbay", "argcomplete", "msgspec"} <= carried_names  # msgspec: compiled
     assert f"patchbay/wheels/{wheelhouse[0].name}" in (out / MANIFEST).read_text()
 
-    # inside the container: the servers are gone, the installer makes a private environment
-    res = _run("sh", out / "install-patchbay.sh")
+    # inside the container: the servers are gone, the installer makes a private environment;
+    # pip variables and PYTHONPATH that point at other packages are not followed
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    pwned = tmp_path / "pwned"
+    info = "packaging-99.0.dist-info"
+    selfcarry.write_wheel(
+        evil / "packaging-99.0-py3-none-any.whl",
+        {
+            "packaging/__init__.py": f"open({str(pwned)!r}, 'w').close()\n".encode(),
+            f"{info}/METADATA": b"Metadata-Version: 2.1\nName: packaging\nVersion: 99.0\n",
+            f"{info}/WHEEL": b"Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        },
+        info,
+    )
+    (evil / "sitecustomize.py").write_text(f"open({str(pwned)!r}, 'w').close()\n")
+    (evil / "more.txt").write_text(f"{evil / 'packaging-99.0-py3-none-any.whl'}\n")
+    env = _offline(tmp_path / "home", PIP_FIND_LINKS=str(evil), PIP_PRE="1",
+                   PIP_REQUIREMENT=str(evil / "more.txt"), PYTHONPATH=str(evil))  # fmt: skip
+    res = _run("sh", out / "install-patchbay.sh", env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     patchbay = Path(res.stdout.strip().splitlines()[-1])
     assert patchbay == out / "patchbay-env" / "bin" / "patchbay"
+    tool_python = out / "patchbay-env" / "bin" / "python"
+    res = _run(
+        tool_python, "-c", "from importlib.metadata import version; print(version('packaging'))"
+    )
+    assert res.stdout.strip() == next(wheels.glob("packaging-*.whl")).name.split("-")[1]
+    assert not pwned.exists()
     res = _run(patchbay, "apply", out / "patchset", "--python", engine.python, "--bundle", out,
                "--offline")  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
@@ -125,14 +204,130 @@ def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
     assert not _finds(engine.python, "patchbay")
     assert not _finds(engine.python, "argcomplete")
     # and the engine stays out of patchbay's
-    assert not _finds(out / "patchbay-env" / "bin" / "python", "demo_engine")
+    assert not _finds(tool_python, "demo_engine")
     # the carried wheels are under the bundle's manifest like everything else
-    carried = out / "patchbay" / "wheels" / wheelhouse[0].name
-    carried.write_bytes(carried.read_bytes() + b"\0")
+    own = wheels / wheelhouse[0].name
+    own.write_bytes(own.read_bytes() + b"\0")
     res = _run(patchbay, "apply", out / "patchset", "--python", engine.python, "--bundle", out,
                "--offline")  # fmt: skip
     assert res.returncode == 2
-    assert f"bundle file patchbay/wheels/{carried.name} does not match the manifest" in res.stderr
+    assert f"bundle file patchbay/wheels/{own.name} does not match the manifest" in res.stderr
+
+
+def test_the_installer_refuses_a_wheel_that_does_not_match_the_manifest(
+    tmp_path: Path, carried: Carried
+) -> None:
+    out = _copy(carried.bundle, tmp_path / "bundle")
+    own = next((out / "patchbay" / "wheels").glob("engine_patchbay-*.whl"))
+    with zipfile.ZipFile(own) as zf:  # rezipped with a line more in patchbay/__init__.py
+        files = {item: zf.read(item) for item in zf.namelist()}
+    files["patchbay/__init__.py"] += b"print('tampered')\n"
+    with zipfile.ZipFile(own, "w") as zf:
+        for item, data in files.items():
+            zf.writestr(item, data)
+    dest = tmp_path / "env"
+    res = _run("sh", out / "install-patchbay.sh", "", dest, env=_offline(tmp_path / "home"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr == (
+        f"install-patchbay.sh: {own} does not match the bundle's manifest.json (sha256): "
+        "refusing to install anything\n"
+    )
+    assert not dest.exists()
+
+
+def test_the_installer_refuses_a_python_the_compiled_wheels_do_not_fit(
+    tmp_path: Path, carried: Carried
+) -> None:
+    out = _copy(carried.bundle, tmp_path / "bundle")
+    (compiled,) = (out / "patchbay" / "wheels").glob("msgspec-*.whl")
+    mine = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    other = f"cp{sys.version_info.major}{sys.version_info.minor + 1}"
+    assert f"-{mine}-{mine}-" in compiled.name
+    moved = compiled.with_name(compiled.name.replace(f"-{mine}-{mine}-", f"-{other}-{other}-"))
+    compiled.rename(moved)
+    _remanifest(out)
+    res = _run("sh", out / "install-patchbay.sh", env=_offline(tmp_path / "home"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert res.stderr == (
+        f"install-patchbay.sh: the bundle holds wheels for {other} ({moved.name}) and PYTHON "
+        f"{carried.engine.python} is cpython {version}: give the interpreter of the engine the "
+        "bundle was made for\n"
+    )
+    assert not (out / "patchbay-env").exists()
+
+
+def test_the_installer_refuses_a_folder_it_did_not_make(tmp_path: Path, carried: Carried) -> None:
+    dest = tmp_path / "mine"
+    (dest / "notes").mkdir(parents=True)
+    (dest / "notes" / "todo.txt").write_text("keep me\n")
+    (dest / ".hidden").write_bytes(b"\0\1")
+    (dest / "link").symlink_to("notes/todo.txt")
+    before = snapshot(dest)
+    res = _run("sh", carried.bundle / "install-patchbay.sh", "", dest,
+               env=_offline(tmp_path / "home"))  # fmt: skip
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr == (
+        f"install-patchbay.sh: DEST {dest} exists, is not empty and is not an environment this "
+        "installer made: refusing to touch it (give another DEST)\n"
+    )
+    assert snapshot(dest) == before
+    assert os.readlink(dest / "link") == "notes/todo.txt"
+
+
+def test_the_installer_refuses_a_python_that_is_not_there(tmp_path: Path, carried: Carried) -> None:
+    dest = tmp_path / "env"
+    missing = tmp_path / "typo" / "python"
+    res = _run("sh", carried.bundle / "install-patchbay.sh", missing, dest,
+               env=_offline(tmp_path / "home"))  # fmt: skip
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr == f"install-patchbay.sh: PYTHON {missing}: no such interpreter\n"
+    assert not dest.exists()
+
+
+# a Python whose venv cannot install pip (Debian's python3 without ensurepip): the environment
+# is made, then venv fails
+NO_ENSUREPIP = """\
+#!/bin/sh
+case " $* " in
+*" --without-pip "*) ;;
+*" -m venv "*) {real} "$@" --without-pip; echo "ensurepip is not available" >&2; exit 1 ;;
+esac
+exec {real} "$@"
+"""
+
+
+def test_a_failed_install_leaves_nothing_and_a_rerun_makes_the_environment(
+    tmp_path: Path, carried: Carried
+) -> None:
+    out = _copy(carried.bundle, tmp_path / "bundle")
+    (rich,) = (out / "patchbay" / "wheels").glob("rich-*.whl")
+    kept = rich.rename(tmp_path / rich.name)
+    _remanifest(out)  # a bundle made without one of patchbay's dependencies
+    dest = out / "patchbay-env"
+    res = _run("sh", out / "install-patchbay.sh", env=_offline(tmp_path / "home"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert (
+        f"install-patchbay.sh: the new environment {dest} is unusable: rich is not " in res.stderr
+    )
+    assert not dest.exists()
+
+    # the bundle repaired; an environment of an interrupted run is left (its python gone), and
+    # the interpreter given has no ensurepip
+    kept.rename(rich)
+    shutil.copyfile(carried.bundle / MANIFEST, out / MANIFEST)
+    (dest / "bin").mkdir(parents=True)
+    (dest / "bin" / "python3").symlink_to(tmp_path / "gone" / "python3.12")
+    (dest / ".made-by-install-patchbay").write_text("made by install-patchbay.sh\n")
+    python = tmp_path / "python3"
+    python.write_text(NO_ENSUREPIP.format(real=shlex.quote(str(carried.engine.python))))
+    python.chmod(0o755)
+    res = _run("sh", out / "install-patchbay.sh", python, env=_offline(tmp_path / "home"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.strip() == str(dest / "bin" / "patchbay")
+    assert not (dest / "bin" / "pip").exists()  # made by the fallback: the interpreter's pip
+    res = _run(dest / "bin" / "patchbay", "validate", out / "patchset")
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 def test_a_bundle_whose_dependencies_cannot_be_downloaded_quotes_pip(
@@ -147,6 +342,40 @@ def test_a_bundle_whose_dependencies_cannot_be_downloaded_quotes_pip(
     assert "patchbay's own dependencies" in res.stderr
     assert "No matching distribution" in res.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_a_bundle_for_an_engine_without_pip_says_how_else_to_carry_patchbay(
+    tmp_path: Path, engine: Engine
+) -> None:
+    out = tmp_path / "b"
+    res = run_main("bundle", DEMO, out, "--python", engine.python)
+    assert res.crash is None, res.crash
+    assert res.code == 1, res.err
+    assert res.err.startswith(
+        f"patchbay: error: the engine interpreter {engine.python} has no pip (No module named "
+        "pip): patchbay's own wheels are downloaded with it"
+    ), res.err
+    assert "bundle --without-patchbay" in res.err
+    assert len(res.err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_bundle_of_pins_for_an_engine_without_pip_says_it_needs_one(
+    tmp_path: Path, engine: Engine
+) -> None:
+    ps = write_patchset(tmp_path / "ps", [{"id": "pin", "kind": "pip",
+                                           "requirement": "tinypkg==2.0"}])  # fmt: skip
+    res = run_main("bundle", ps, tmp_path / "b", "--python", engine.python, "--without-patchbay")
+    assert res.crash is None, res.crash
+    assert res.code == 1, res.err
+    assert (
+        f"pip download tinypkg==2.0: the engine interpreter {engine.python} has no pip (No module "
+        "named pip)" in res.err
+    ), res.err
+    assert "give as --python an interpreter of the same version and platform that has pip" in (
+        res.err
+    )
+    assert len(res.err.strip().splitlines()) == 1
 
 
 # -- the CI examples, run as a GitHub runner runs them -------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_patchset
+from conftest import Engine, write_patchset
 from inprocess import run_main
 from patchbay.errors import InputError
 from patchbay.outputs import check_input_folder, check_output_file, check_output_folder
@@ -57,6 +57,17 @@ def test_a_bad_output_path_is_one_line_exit_2(place: Path, args: list[str], said
     assert res.err.startswith("patchbay: error: " + said.format(tmp=place)), res.err
     assert len(res.err.strip().splitlines()) == 1
     assert sorted(p.relative_to(place) for p in place.rglob("*")) == before  # nothing made
+
+
+def test_a_bundle_folder_no_file_can_be_made_in_is_one_line_exit_2(
+    place: Path, engine: Engine
+) -> None:
+    # /proc takes no new file even for root, whom the access check lets through
+    res = run_main("bundle", "ps", "/proc/patchbay-bundle", "--python", engine.python, cwd=place)
+    assert res.crash is None, res.crash
+    assert res.code == 2, res.err
+    assert res.err.startswith("patchbay: error: /proc/patchbay-bundle: "), res.err
+    assert len(res.err.strip().splitlines()) == 1
 
 
 def test_the_checks_accept_what_can_be_written(tmp_path: Path) -> None:

@@ -36,6 +36,7 @@ from .ledger import sha256_bytes
 from .lockfile import Lock
 from .model import ArtifactPatch, Patchset, PipPatch
 from .options import RunOptions
+from .selfcarry import NO_PIP
 from .targets import Environment
 from .tree import Tree
 
@@ -59,15 +60,21 @@ def make_bundle(
         The manifest: relative path -> sha256.
 
     Raises:
-        InputError: ``out`` exists and is not empty; a remote source or artifact is unlocked.
+        InputError: ``out`` exists and is not empty, or cannot be made; a remote source or
+            artifact is unlocked.
         RefusedError: pip or a download failed; a VCS pin (not bundled: its commit could not
             be checked offline).
     """
     options = options or RunOptions()
     if out.exists() and any(out.iterdir()):
         raise InputError("bundle folder exists and is not empty", file=out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as exc:  # e.g. a folder of /proc, which no file can be made in
+        raise InputError(
+            f"bundle folder cannot be made in {out.parent}: {exc.strerror or exc}", file=out
+        ) from None
     try:
         manifest = _fill(patchset, env, work, options, with_patchbay)
         if out.exists():
@@ -161,6 +168,14 @@ def _download(
         args.append("--no-deps")
     proc = subprocess.run([*args, requirement], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
+        if NO_PIP in proc.stderr:
+            raise RefusedError(
+                f"pip download {requirement}: the engine interpreter {python} has no pip "
+                f"({NO_PIP}); the pins' wheels are downloaded with it, for the engine's Python "
+                "and platform: give as --python an interpreter of the same version and "
+                "platform that has pip",
+                patch_id=patch.id,
+            )
         last = (proc.stderr.strip().splitlines() or ["pip download failed"])[-1]
         raise RefusedError(f"pip download {requirement}: {last}", patch_id=patch.id)
 

@@ -6,7 +6,13 @@ container's Python, with no network. ``patchbay bundle`` (see :mod:`patchbay.bun
 
     OUT/patchbay/wheels/     patchbay's wheel and every dependency, downloaded by the engine
                              interpreter's pip, so they fit the container's Python and platform
-    OUT/install-patchbay.sh  the one-line installer: ``sh OUT/install-patchbay.sh``
+    OUT/install-patchbay.sh  the one-line installer: ``sh OUT/install-patchbay.sh``, made from
+                             the POSIX sh template ``installer.sh`` of this package
+
+The installer checks every wheel against the bundle's ``manifest.json`` before it makes
+anything, installs only those wheels (pip isolated from its configuration and ``PIP_*``
+variables), never touches a folder it did not make, removes what it made when the install fails,
+and ends with :func:`check_environment` run in the new environment.
 
 The wheel of patchbay itself is made from the running installation (a regular install or an
 editable one from a checkout): the package files and the installed ``.dist-info`` metadata are
@@ -24,10 +30,9 @@ import json
 import shlex
 import subprocess
 import zipfile
-from importlib import metadata
+from importlib import import_module, metadata, resources
 from pathlib import Path
 
-from . import __version__
 from .errors import InputError, RefusedError
 
 #: patchbay's distribution name. The public index's ``patchbay`` is an unrelated project, so
@@ -35,6 +40,8 @@ from .errors import InputError, RefusedError
 DIST = "engine-patchbay"
 INSTALLER = "install-patchbay.sh"
 WHEELS = Path("patchbay") / "wheels"
+#: what an interpreter without pip says to ``python -m pip``
+NO_PIP = "No module named pip"
 
 # dist-info files that describe one installation, not the distribution (PEP 376, PEP 610)
 _INSTALL_ONLY = {"INSTALLER", "REQUESTED", "RECORD", "direct_url.json"}
@@ -125,8 +132,9 @@ def carry(out: Path, python: str) -> list[Path]:
         The wheels written.
 
     Raises:
-        RefusedError: pip could not download a dependency (its error lines are quoted), e.g. the
-            container's Python is older than patchbay supports.
+        RefusedError: ``python`` has no pip (the message says how else to get the wheels); pip
+            could not download a dependency (its error lines are quoted), e.g. the container's
+            Python is older than patchbay supports.
     """
     wheels = out / WHEELS
     wheels.mkdir(parents=True)
@@ -134,6 +142,14 @@ def carry(out: Path, python: str) -> list[Path]:
     args = [python, "-m", "pip", "--no-input", "--disable-pip-version-check", "download"]
     args += ["--quiet", "--only-binary=:all:", "--dest", str(wheels), str(own)]
     proc = subprocess.run(args, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 and NO_PIP in proc.stderr:
+        raise RefusedError(
+            f"the engine interpreter {python} has no pip ({NO_PIP}): patchbay's own wheels are "
+            "downloaded with it, for the container's Python and platform; give as --python an "
+            "interpreter of the same version and platform that has pip, or bundle "
+            "--without-patchbay and carry patchbay's wheels another way (pip download "
+            "--only-binary=:all: --python-version X.Y --platform TAG engine-patchbay)"
+        )
     if proc.returncode != 0:
         errors = [ln.strip() for ln in proc.stderr.splitlines() if "error" in ln.lower()]
         raise RefusedError(
@@ -141,40 +157,86 @@ def carry(out: Path, python: str) -> list[Path]:
             + ("; ".join(errors[:3]) or proc.stderr.strip()[-300:] or f"exit {proc.returncode}")
         )
     installer = out / INSTALLER
-    installer.write_text(
-        _INSTALLER.replace("@PYTHON@", shlex.quote(python)).replace(
-            "@REQUIREMENT@", f"{DIST}=={__version__}"
-        )
-    )
+    # the installer runs in the container, where patchbay is not installed yet: plain POSIX sh
+    template = resources.files(__package__).joinpath("installer.sh").read_text(encoding="utf-8")
+    installer.write_text(template.replace("@PYTHON@", shlex.quote(python)))
     installer.chmod(0o755)
     return sorted(wheels.glob("*.whl"))
 
 
-# The installer runs in the container, where patchbay is not installed yet: plain POSIX sh.
-_INSTALLER = """\
-#!/bin/sh
-# Install patchbay from this bundle into a private virtual environment, with no network.
-#   sh install-patchbay.sh [PYTHON [DEST]]
-# PYTHON: the interpreter the environment is made from (default: the engine interpreter the
-# bundle was made for, else python3). DEST: the environment (default: <bundle>/patchbay-env).
-# The engine's own environment is not touched. Prints the path of the patchbay command.
-set -eu
-bundle=$(cd "$(dirname "$0")" && pwd)
-python=${1:-@PYTHON@}
-command -v "$python" >/dev/null 2>&1 || python=python3
-dest=${2:-$bundle/patchbay-env}
-if "$python" -m venv "$dest" >/dev/null 2>&1 && [ -x "$dest/bin/pip" ]; then
-  set -- "$dest/bin/python" -m pip
-else  # no ensurepip in this Python: the interpreter's own pip installs into the environment
-  rm -rf "$dest"
-  "$python" -m venv --without-pip "$dest"
-  set -- "$python" -m pip --python "$dest/bin/python"
-fi
-PIP_CONFIG_FILE=/dev/null "$@" install --quiet --no-index --disable-pip-version-check \\
-  --find-links "$bundle/patchbay/wheels" "@REQUIREMENT@"
-"$dest/bin/patchbay" --version >/dev/null
-echo "$dest/bin/patchbay"
-"""
+def check_environment() -> int:
+    """The installer's last step, run by the new environment's interpreter: patchbay and every
+    distribution it requires at run time (markers evaluated for that interpreter) are installed
+    in versions that satisfy the requirements, and their top-level modules import.
+
+    Returns:
+        0, or 1 after one line on stderr naming the distribution and what is wrong.
+    """
+    import os
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    # GitPython looks for a git executable when imported; patchbay runs git only where needed
+    os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+    seen: set[str] = set()
+    todo: list[tuple[str, Requirement | None]] = [(DIST, None)]
+    while todo:
+        name, required = todo.pop()
+        key = canonicalize_name(name)
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            return _unfit(f"{name} is not installed (required as {required})")
+        if required is not None and not required.specifier.contains(dist.version, prereleases=True):
+            return _unfit(f"{name} {dist.version} is installed and {required} is required")
+        for module in _top_level(dist):
+            try:
+                import_module(module)
+            except Exception as exc:  # any failure of the import is the finding
+                first = (str(exc).strip().splitlines() or [""])[0]
+                return _unfit(
+                    f"module {module} of {name} does not import: {exc.__class__.__name__}: {first}"
+                )
+        for spec in dist.requires or []:
+            req = Requirement(spec)
+            if req.marker is None or req.marker.evaluate({"extra": ""}):
+                todo.append((req.name, req))
+    return 0
+
+
+def _unfit(reason: str) -> int:
+    import sys
+
+    print(
+        f"install-patchbay.sh: the new environment {sys.prefix} is unusable: {reason}",
+        file=sys.stderr,
+    )
+    return 1
+
+
+def _top_level(dist: metadata.Distribution) -> list[str]:
+    """The importable top-level names a distribution installs: ``top_level.txt`` when it has
+    one, else the first components of its ``RECORD`` (packages, modules, extension modules)."""
+    text = dist.read_text("top_level.txt")
+    if text:
+        names = {line.strip() for line in text.splitlines()}
+    else:
+        names = set()
+        for entry in dist.files or []:
+            first = entry.parts[0]
+            if len(entry.parts) > 1:
+                if not first.endswith((".dist-info", ".data")) and first not in (
+                    "..",
+                    "__pycache__",
+                ):
+                    names.add(first)
+            elif first.endswith(".py") or ".so" in first or first.endswith(".pyd"):
+                names.add(first.split(".")[0])
+    return sorted(n for n in names if n.isidentifier() and not n.startswith("_"))
 
 
 def _editable(info: Path) -> bool:
