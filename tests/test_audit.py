@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -970,3 +971,75 @@ def test_patch_files_are_found_as_rglob_finds_them(tmp_path: Path) -> None:
     expected = sorted(p for p in tmp_path.rglob("*") if p.suffix in PATCH_SUFFIXES)
     assert len(expected) == 9
     assert _patch_files(tmp_path) == expected
+
+
+def _strict_json(text: str) -> object:
+    """``json.loads`` as a strict parser reads JSON: no lone surrogate, escaped or not."""
+    doc = json.loads(text)
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            value.encode("utf-8")  # raises on a lone surrogate
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(k)
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(doc)
+    return doc
+
+
+def test_file_names_that_are_not_utf8_in_every_format(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A patch script and a waiver whose names are Latin-1 bytes (``q\\xe9.sh``, as a file
+    system gives them): every format prints them, undecodable bytes as ``\\xe9`` (percent-
+    encoded in SARIF's URI), as valid UTF-8 and strict JSON; the script cache keys them by
+    their bytes (a second run, from the cache, says the same); ``--changed-since`` too."""
+    from inprocess import run_main
+
+    root = _adoption_repo(
+        tmp_path / "repo", {"2508.md": _legacy_waiver(f"- **Patch script:** `{INNER}`")}
+    )
+    script = os.fsdecode(os.fsencode(str(root / "benchmarks")) + b"/q\xe9.sh")
+    Path(script).write_text(
+        "#!/usr/bin/env bash\n" + SITE_LINE + "sed -i 's/A = 1/A = 2/' \"$SITE/vllm/y.py\"\n"
+    )
+    waiver = os.fsdecode(os.fsencode(str(root / "docs" / "waiver")) + b"/w\xe9.md")
+    Path(waiver).write_text(
+        _legacy_waiver("- **Patch script:** `benchmarks/other.sh`", number="2509")
+    )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    outputs: dict[str, str] = {}
+    for run in ("cold", "cached"):
+        for fmt in ("table", "concise", "json", "github", "sarif"):
+            r = run_main("audit", "--repo", root, "-f", fmt)
+            assert r.crash is None, r.crash
+            assert r.code == 1, r.err  # the unwaived script is an error
+            r.out.encode("utf-8")
+            r.err.encode("utf-8")
+            if run == "cached":
+                assert r.out == outputs[fmt], fmt
+            outputs[fmt] = r.out
+    for fmt in ("table", "concise", "github"):
+        assert "benchmarks/q\\xe9.sh" in outputs[fmt], fmt
+        assert "docs/waiver/w\\xe9.md" in outputs[fmt], fmt
+    doc = _strict_json(outputs["json"])
+    paths = {f["path"] for f in doc["findings"]}  # type: ignore[index]
+    assert {"benchmarks/q\\xe9.sh", "docs/waiver/w\\xe9.md"} <= paths
+    sarif = _strict_json(outputs["sarif"])
+    uris = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for res in sarif["runs"][0]["results"]  # type: ignore[index]
+        for loc in res["locations"]
+    }
+    assert {"benchmarks/q%E9.sh", "docs/waiver/w%E9.md"} <= uris
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "latin-1 names")
+    (root / OTHER).write_text((root / OTHER).read_text() + "# changed\n")
+    r = run_main("audit", "--repo", root, "--json", "--changed-since", "HEAD")
+    assert r.crash is None, r.crash
+    _strict_json(r.out)

@@ -117,7 +117,9 @@ class _ReaderMayLeave:
     SIGPIPE), the rest of the output is dropped and the command runs to its end and returns
     its own status (an apply that committed still exits 0). The stream's descriptor is pointed
     at ``/dev/null`` then, so that the interpreter's last flush finds no closed pipe either
-    (the recipe of Python's documentation of SIGPIPE). Everything else is the wrapped stream."""
+    (the recipe of Python's documentation of SIGPIPE). Text with a file name that is not UTF-8
+    is written by :func:`patchbay.printable.printable` (``\\xNN`` per undecodable byte), never
+    as a crash of the encoder. Everything else is the wrapped stream."""
 
     def __init__(self, stream: object) -> None:
         self._stream = stream
@@ -128,6 +130,10 @@ class _ReaderMayLeave:
 
     def write(self, text: str) -> int:
         if not self._gone:
+            if not text.isascii():
+                from .printable import printable
+
+                text = printable(text)
             try:
                 self._stream.write(text)  # type: ignore[attr-defined]
             except BrokenPipeError:

@@ -87,19 +87,18 @@ def run(
             with output.open("w", encoding="utf-8") as fh:
                 print_table(result, Console(file=fh, width=160, soft_wrap=True), threshold)
     else:
-        import json
-
         from ..audit import formats
+        from ..printable import dumps
 
         if output_format == "json":
-            text = json.dumps(result.to_json(), indent=2)
+            text = dumps(result.to_json(), indent=2)
         elif output_format == "concise":
             lines = formats.concise_lines(result)
             if output is None:  # as ruff does: the summary ends the list
                 lines.append(formats.summary(result, threshold))
             text = "\n".join(lines)
         elif output_format == "sarif":
-            text = json.dumps(formats.sarif(result), indent=2)
+            text = dumps(formats.sarif(result), indent=2)
         else:
             text = "\n".join(formats.github_lines(result))
         if output is None:

@@ -162,13 +162,12 @@ def document(data: dict[str, Any]) -> dict[str, Any]:
 
 def print_json(data: Any) -> None:
     """JSON to stdout, for machines (a dict gets ``schema_version``, see :func:`document`)."""
-    import json
-
+    from ..printable import dumps
     from ..redaction import redact
 
     if isinstance(data, dict) and "schema_version" not in data:
         data = document(data)
-    sys.stdout.write(redact(json.dumps(data, indent=2)) + "\n")
+    sys.stdout.write(redact(dumps(data, indent=2)) + "\n")
 
 
 def read_format(requested: str | None, table: Any = None) -> str:
