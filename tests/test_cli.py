@@ -98,6 +98,32 @@ def test_no_arguments_prints_the_help_and_exits_2() -> None:
     assert res.code == 2 and "commands:" in res.out and "apply" in res.out
 
 
+def test_a_bug_prints_its_traceback_and_exits_with_the_internal_error_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An exception no command expects (here: the schema command, made to raise) is no
+    result: its traceback, one line asking for a report, and exit 70 (EX_SOFTWARE), which no
+    command returns, so `|| [ "$?" -eq 1 ]` in docs/examples/audit.yml does not let it pass."""
+    from patchbay import cli
+    from patchbay.commands import schema
+
+    def broken() -> int:
+        raise RuntimeError("the schema went missing")
+
+    monkeypatch.setattr(schema, "run", broken)
+    res = run_main("schema")
+    assert res.code == cli.INTERNAL_ERROR == 70
+    assert "Traceback (most recent call last)" in res.err
+    assert res.err.splitlines()[-1].startswith(
+        "patchbay: internal error (RuntimeError: the schema went missing); this is a bug"
+    )
+    assert res.out == ""
+    documented = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "exit 70" in documented
+    codes = set(re.findall(r"\b(\d+)\b", "".join(re.findall(r"\| ([^|]*) \|\n", documented))))
+    assert "70" not in codes  # no command's documented result
+
+
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completion_script(shell: str) -> None:
     res = run_main("completion", shell)
