@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import InputError, RefusedError
 from ..options import default_cache_dir
+from ..outputs import write_output_file
 from ..provenance import check_record_path
 from ..report import (
     Report,
@@ -134,7 +135,7 @@ def run(
         for path in outputs or []:
             text = render(report, SUFFIXES.get(path.suffix.lower(), output_format))
             try:
-                path.write_text(text, encoding="utf-8")
+                write_output_file(path, text)
             except OSError as exc:
                 raise InputError(f"cannot write the report: {exc}", file=path) from None
         counts = ", ".join(f"{n} {v}" for v, n in report.counts.items())
