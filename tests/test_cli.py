@@ -197,6 +197,61 @@ def test_every_json_document_has_schema_version_and_matches_its_schema(
     _schema_check("audit", json.loads(res.out))
 
 
+def _enums(node: object, where: str = "") -> dict[str, list[object]]:
+    """Every ``enum`` of a JSON Schema, by the JSON pointer of the node that holds it."""
+    found: dict[str, list[object]] = {}
+    if isinstance(node, dict):
+        if "enum" in node:
+            found[where] = node["enum"]
+        for key, value in node.items():
+            found.update(_enums(value, f"{where}/{key}"))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found.update(_enums(value, f"{where}/{i}"))
+    return found
+
+
+def test_every_enum_of_every_schema_is_the_codes_enum() -> None:
+    """Each ``enum`` of docs/schemas/*.json holds exactly the values of the code's enum that
+    produces the field (a verdict the code can give is never refused by its own schema), and
+    every ``enum`` of every schema is listed here, so a new one cannot escape the check."""
+    from patchbay.audit.rules import Severity
+    from patchbay.check import Verdict
+    from patchbay.engine import PatchStatus
+    from patchbay.hunks import HunkState
+    from patchbay.kinds.base import ContentState
+
+    hunk_state = "/$defs/hunk/properties/state"
+    guard_kind = "/$defs/guard/properties/checks/items/properties/kind"
+    patch = "/properties/patches/items/properties"
+    # literals of one function each (engine.check_guard; PatchReport.applied_by), no enum
+    guard = ["distribution", "file"]
+    source: dict[tuple[str, str], object] = {
+        ("audit", "/properties/findings/items/properties/severity"): Severity,
+        ("check", f"{patch}/verdict"): Verdict,
+        ("check", guard_kind): guard,
+        ("check", hunk_state): HunkState,
+        ("status", f"{patch}/status"): PatchStatus,
+        ("status", f"{patch}/content_state"): ContentState,
+        ("status", f"{patch}/applied_by"): ["patchbay", "image", None],
+        ("status", guard_kind): guard,
+        ("status", hunk_state): HunkState,
+        ("record", f"{patch}/status"): PatchStatus,
+        ("record", guard_kind): guard,
+        ("record", hunk_state): HunkState,
+    }
+    seen = set()
+    for file in sorted(SCHEMAS.glob("*.schema.json")):
+        name = file.name.removesuffix(".schema.json")
+        for where, values in _enums(json.loads(file.read_text())).items():
+            assert (name, where) in source, f"{file.name}{where}: which enum of the code is it?"
+            seen.add((name, where))
+            code = source[name, where]
+            expected = code if isinstance(code, list) else [m.value for m in code]  # type: ignore[attr-defined]
+            assert sorted(values, key=str) == sorted(expected, key=str), f"{file.name}{where}"
+    assert seen == set(source)
+
+
 def test_validate_reports_bad_input_as_json_with_exit_2(tmp_path: Path) -> None:
     ps = write_patchset(tmp_path / "ps", [{"id": "x", "kind": "diff", "file": "missing.patch"}])
     res = run_main("validate", ps, "--format", "json")
