@@ -76,13 +76,9 @@ def find_patchsets(repo: Path, names: Sequence[str] = ()) -> list[Patchset]:
         InputError: a named patchset does not exist, any patchset does not load, or there is
             no patchset at all.
     """
-    paths: list[Path] = []
-    for name in names:
-        path = Path(name)
-        named = repo / "patchsets" / name
-        if not path.exists() and "/" not in name and named.exists():
-            path = named
-        paths.append(path)
+    from .commands.common import patchset_location  # the rule of every command
+
+    paths = [Path(patchset_location(name, os.fspath(repo))) for name in names]
     if not names:
         folder = repo / "patchsets"
         if folder.is_dir():

@@ -105,12 +105,19 @@ def say_each(head: str | tuple[str, str], items: list[str], *, err: bool = False
     _stream(err).write(redact("".join(f"{text}{item}\n" for item in items)))
 
 
-def patchset_location(arg: str) -> str:
+def patchset_location(arg: str, repo: str = "") -> str:
     """A PATCHSET argument: a folder holding ``patchset.yaml``, a YAML file, or a bare name
-    under ``./patchsets`` (tried when ``arg`` itself is no patchset)."""
-    is_patchset = os.path.isfile(arg) or os.path.isfile(os.path.join(arg, "patchset.yaml"))
-    named = os.path.join("patchsets", arg)
-    if not is_patchset and "/" not in arg and os.path.isfile(os.path.join(named, "patchset.yaml")):
+    under ``./patchsets`` (``REPO/patchsets`` with ``repo``; tried when ``arg`` itself is no
+    patchset, e.g. ``demo`` beside a ``demo/`` folder of other files). The one rule of every
+    command (``report`` too)."""
+    from ..inputfiles import PATCHSET_FILENAMES
+
+    def holds(folder: str) -> bool:
+        return any(os.path.isfile(os.path.join(folder, n)) for n in PATCHSET_FILENAMES)
+
+    is_patchset = os.path.isfile(arg) or holds(arg)
+    named = os.path.join(repo, "patchsets", arg)
+    if not is_patchset and "/" not in arg and holds(named):
         return named
     return arg
 
