@@ -12,6 +12,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import get_args
 
 import jsonschema
 import pytest
@@ -220,11 +221,16 @@ def test_every_enum_of_every_schema_is_the_codes_enum() -> None:
     from patchbay.engine import PatchStatus
     from patchbay.hunks import HunkState
     from patchbay.kinds.base import ContentState
+    from patchbay.upstream.refs import RefKind
+    from patchbay.upstream.status import RefState
+    from patchbay.upstream.status import Verdict as ReportVerdict
 
     hunk_state = "/$defs/hunk/properties/state"
     guard_kind = "/$defs/guard/properties/checks/items/properties/kind"
     patch = "/properties/patches/items/properties"
-    # literals of one function each (engine.check_guard; PatchReport.applied_by), no enum
+    row = "/properties/rows/items/properties"
+    # literals of one function each (engine.check_guard; PatchReport.applied_by;
+    # upstream.evidence.evidence_of's callers), no enum
     guard = ["distribution", "file"]
     source: dict[tuple[str, str], object] = {
         ("audit", "/properties/findings/items/properties/severity"): Severity,
@@ -239,6 +245,11 @@ def test_every_enum_of_every_schema_is_the_codes_enum() -> None:
         ("record", f"{patch}/status"): PatchStatus,
         ("record", guard_kind): guard,
         ("record", hunk_state): HunkState,
+        ("report", f"{row}/verdict"): ReportVerdict,
+        ("report", f"{row}/refs/items/properties/verdict"): ReportVerdict,
+        ("report", f"{row}/refs/items/properties/state"): RefState,
+        ("report", f"{row}/refs/items/properties/kind"): list(get_args(RefKind)),
+        ("report", f"{row}/evidence/items/properties/image"): ["pinned", "candidate"],
     }
     seen = set()
     for file in sorted(SCHEMAS.glob("*.schema.json")):

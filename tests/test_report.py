@@ -11,9 +11,10 @@ import time
 from datetime import date
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from conftest import PATCHBAY
+from conftest import PATCHBAY, REPO
 from github_standin import (
     Fault,
     GitHubStandIn,
@@ -436,11 +437,12 @@ def test_wrong_shaped_answers_are_unknown_and_an_unanswered_run_is_an_error(
     assert "answered for none" in proc.stderr
 
 
-def test_report_by_name_into_a_new_folder(
+def test_report_by_name_into_a_new_folder_validates_against_its_schema(
     standin: GitHubStandIn, engine_history: tuple[Path, dict[str, str]], tmp_path: Path
 ) -> None:
     """``report NAME`` takes a patchset by its name under ./patchsets, as every command does;
-    ``-o`` into folders that do not exist yet creates them (the rule of every result file)."""
+    ``-o`` into folders that do not exist yet creates them (the rule of every result file);
+    the JSON document validates against docs/schemas/report.schema.json."""
     from inprocess import run_main
 
     _, ids = engine_history
@@ -453,3 +455,5 @@ def test_report_by_name_into_a_new_folder(
     assert res.code == 0, res.err
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert len(doc["rows"]) == 6
+    schema = json.loads((REPO / "docs/schemas/report.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(doc, schema)
