@@ -1043,3 +1043,30 @@ def test_file_names_that_are_not_utf8_in_every_format(
     r = run_main("audit", "--repo", root, "--json", "--changed-since", "HEAD")
     assert r.crash is None, r.crash
     _strict_json(r.out)
+
+
+def test_off_a_terminal_a_table_that_would_wrap_is_concise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule of status and check: off a terminal, the default table is printed when every
+    table fits ``$COLUMNS`` without wrapping a cell, else the audit is concise (one finding a
+    line, its patch id whole); ``--format table`` is a table whatever the width."""
+    from inprocess import run_main
+    from patchbay.commands import common
+
+    def width(columns: str) -> None:  # the console is made once a process: made again
+        monkeypatch.setenv("COLUMNS", columns)
+        common._console.cache_clear()
+
+    root = _adoption_repo(tmp_path / "repo", {})
+    width("40")
+    narrow = run_main("audit", "--repo", root)
+    assert narrow.code == 1, narrow.err
+    assert "┃" not in narrow.out
+    assert f"{OTHER}:3: PB402 in-place edit" in narrow.out
+    assert "┃" in run_main("audit", "--repo", root, "--format", "table").out
+    width("1000")
+    wide = run_main("audit", "--repo", root)
+    monkeypatch.undo()  # the process's own width again, for the tests after this one
+    common._console.cache_clear()
+    assert "┃" in wide.out and f"{OTHER}:3:" not in wide.out
