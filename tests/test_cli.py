@@ -125,6 +125,26 @@ def test_a_bug_prints_its_traceback_and_exits_with_the_internal_error_code(
     assert "70" not in codes  # no command's documented result
 
 
+def test_every_command_that_can_print_progress_takes_quiet(tmp_path: Path) -> None:
+    """``-q``/``--quiet`` on every command but the few that print only their result
+    (schema, version, completion, waiver new); it silences progress and notes, never the
+    result: ``validate -q`` drops its ``note:`` lines and keeps ``valid``."""
+    _, listing = _build("")
+    quiet_less = {"schema", "version", "completion", "waiver"}
+    for name, _text in listing:
+        if name not in quiet_less:
+            assert "--quiet" in run_main(name, "-h").out, name
+    edits = [{"file": "demo_engine/worker.py", "old": "a", "new": "b"}]
+    ps = write_patchset(tmp_path / "ps", [
+        {"id": "one", "kind": "replace", "edits": edits},
+        {"id": "two", "kind": "replace", "edits": [{**edits[0], "old": "c", "new": "d"}]},
+    ])  # fmt: skip
+    loud = run_main("validate", ps)
+    assert loud.code == 0 and "note: " in loud.out, loud.err
+    quiet = run_main("validate", ps, "-q")
+    assert quiet.code == 0 and "note: " not in quiet.out and "valid (2 patch(es))" in quiet.out
+
+
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
 def test_completion_script(shell: str) -> None:
     res = run_main("completion", shell)

@@ -455,5 +455,8 @@ def test_report_by_name_into_a_new_folder_validates_against_its_schema(
     assert res.code == 0, res.err
     doc = json.loads(out.read_text(encoding="utf-8"))
     assert len(doc["rows"]) == 6
+    assert "patchbay: 6 patches: " in res.err  # the summary of the run, a note
+    quiet = run_main("report", "engine", *common(standin, tmp_path), "-o", out, "-q", cwd=project)
+    assert quiet.code == 0 and quiet.err == "", quiet.err
     schema = json.loads((REPO / "docs/schemas/report.schema.json").read_text(encoding="utf-8"))
     jsonschema.validate(doc, schema)

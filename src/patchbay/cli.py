@@ -242,6 +242,7 @@ def _verified_noop(words: list[str]) -> bool | None:
     """
     found: dict[str, str] = {}
     patchset = None
+    quiet = False
     i = 0
     while i < len(words):
         word = words[i]
@@ -256,7 +257,7 @@ def _verified_noop(words: list[str]) -> bool | None:
                 return None  # argparse's business: its message, not ours
             found[_NOOP_OPTIONS[name]] = value
         elif word in ("--quiet", "-q"):
-            pass  # the no-op prints no progress either way
+            quiet = True  # no progress either way; no notes
         elif word.startswith("-") or patchset is not None or not word:
             return None
         else:
@@ -271,7 +272,7 @@ def _verified_noop(words: list[str]) -> bool | None:
         return False
     from .commands.apply import print_noop
 
-    print_noop(verified)
+    print_noop(verified, quiet=quiet)
     return True
 
 

@@ -254,7 +254,10 @@ def _format(
 
 def _quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--quiet", "-q", action="store_true", help="no progress lines (errors are still printed)"
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress lines and no notes (results, warnings and errors are still printed)",
     )
 
 
@@ -358,6 +361,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
     _format(p)
     _record(p)
     _probe(p)
+    _quiet(p)
 
     p = command("revert", "Undo what the ledger says patchbay applied, newest first.", h.revert)
     _patchset(p)
@@ -397,12 +401,14 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
     )
     _record(p)
     _probe(p)
+    _quiet(p)
 
     p = command(
         "validate", "Check a patchset's schema, consistency and patch files, offline.", h.validate
     )
     _patchset(p)
     _format(p)
+    _quiet(p)
 
     p = command(
         "check",
@@ -414,6 +420,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
     _root(p)
     _format(p)
     _probe(p)
+    _quiet(p)
 
     p = command(
         "vendor",
@@ -654,6 +661,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
         action="append",
         help="upstream PR, issue or commit (repeatable)",
     )
+    _quiet(p)
 
     p = command(
         "edit",
@@ -665,6 +673,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
     _python(p)
     _root(p)
     _state(p)
+    _quiet(p)
 
     p = command(
         "refresh",
@@ -679,6 +688,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
     _state(p)
     _wheel(p)
     _from_git(p)
+    _quiet(p)
 
     p = command(
         "rebase",
@@ -712,6 +722,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
         type=_path,
         help="a conflicts folder of an earlier run, merged by hand: take its files",
     )
+    _quiet(p)
 
     p = command(
         "import",
@@ -740,6 +751,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
         action="store_true",
         help="write into a folder that is not empty (replaces patches/)",
     )
+    _quiet(p)
 
     command("schema", "Print the JSON Schema of patchset.yaml.", h.schema)
     command("version", "Print patchbay's version.", h.version)

@@ -84,6 +84,16 @@ def say(*parts: str | tuple[str, str], err: bool = False) -> None:
     _stream(err).write(redact(text) + "\n")
 
 
+def note(line: str, *, err: bool = False) -> None:
+    """Print a note (apply's ``note: ...`` lines, report's summary of its run) as
+    :func:`say` does, unless ``--quiet`` silenced progress and notes
+    (:func:`patchbay.progress.quiet`); results, warnings and errors are never notes."""
+    from .. import progress
+
+    if not progress.quiet():
+        say(line, err=err)
+
+
 def say_each(head: str | tuple[str, str], items: list[str], *, err: bool = False) -> None:
     """Print one line per item, each ``head`` then the item, as :func:`say` would print
     ``say(head, item)`` for each, in one write (one redaction, one rich print on a terminal):

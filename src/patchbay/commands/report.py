@@ -25,7 +25,7 @@ from ..report import (
 from ..upstream.evidence import pinned_evidence
 from ..upstream.github import GitHubClient
 from ..upstream.status import RefState
-from .common import say
+from .common import note, say
 
 DEFAULT_HISTORY = Path(".patchbay") / "upstream-history.jsonl"
 SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".html": "html"}
@@ -140,7 +140,7 @@ def run(
                 raise InputError(f"cannot write the report: {exc}", file=path) from None
         counts = ", ".join(f"{n} {v}" for v, n in report.counts.items())
         stats = client.stats
-        say(
+        note(
             f"patchbay: {len(report.rows)} patches: {counts}; {stats.requests} requests to the "
             f"forge, {stats.not_modified} answered 304 from the cache",
             err=True,
