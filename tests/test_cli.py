@@ -95,8 +95,28 @@ def test_a_dry_run_with_a_record_is_a_usage_error_and_writes_nothing(tmp_path: P
 
 
 def test_no_arguments_prints_the_help_and_exits_2() -> None:
+    """A usage error: the help on stderr (as argparse prints a usage), nothing on stdout."""
     res = run_main()
-    assert res.code == 2 and "commands:" in res.out and "apply" in res.out
+    assert res.code == 2 and "commands:" in res.err and "apply" in res.err
+    assert res.out == ""
+
+
+def test_json_and_format_together_are_a_usage_error() -> None:
+    """``--json --format table`` asks for two formats: a usage error, not the last one."""
+    for command in ("status", "check", "verify", "validate", "audit", "report"):
+        other = "html" if command == "report" else "table"
+        res = run_main(command, "x", "--json", "--format", other)
+        assert res.code == 2, (command, res.err)
+        assert "not allowed with argument" in res.err and len(res.err.splitlines()) == 1
+
+
+def test_a_folder_given_as_python_is_named_a_folder(tmp_path: Path) -> None:
+    ps = write_patchset(tmp_path / "ps", [])
+    res = run_main("status", ps, "--python", tmp_path)
+    assert res.code == 2, res.err
+    assert res.err.startswith(f"patchbay: error: {tmp_path}: engine interpreter is a folder"), (
+        res.err
+    )
 
 
 def test_a_bug_prints_its_traceback_and_exits_with_the_internal_error_code(

@@ -201,9 +201,12 @@ def _main(args_list: list[str]) -> int:
 
     try:
         first = args_list[0] if args_list else None
-        if first is None or first in ("-h", "--help"):
+        if first is None:  # a usage error: the help, on stderr
+            print(_top_help(), end="", file=sys.stderr)
+            return 2
+        if first in ("-h", "--help"):
             print(_top_help(), end="")
-            return 0 if first else 2
+            return 0
         if first == "--version":
             print(__version__)
             return 0

@@ -234,7 +234,9 @@ def _format(
     text: str = "table (people), concise (one line per item, for CI logs) or json; default: "
     "table on a terminal, elsewhere table when it fits the width, else concise",
 ) -> None:
-    p.add_argument(
+    # one or the other: `--json --format table` is a usage error, not the last one silently
+    one = p.add_mutually_exclusive_group()
+    one.add_argument(
         "--format",
         "-f",
         dest="output_format",
@@ -243,7 +245,7 @@ def _format(
         default=default,
         help=text,
     )
-    p.add_argument(
+    one.add_argument(
         "--json",
         dest="output_format",
         action="store_const",
