@@ -560,6 +560,28 @@ def test_bare_patch_id_shared_by_patchsets_covers_nothing(tmp_path: Path) -> Non
     assert not [f for f in found if f[0] in ("PB103", "PB104")]
 
 
+def test_two_patchsets_of_one_name_are_an_error_naming_both(tmp_path: Path) -> None:
+    """Two folders whose patchsets have the same ``name:``: PB108 names both folders, and the
+    PB106 of a bare id they share names the name once and says to rename, never
+    "write a/pad or a/pad"."""
+    from inprocess import run_main
+
+    _two_patchsets(tmp_path)
+    yaml_b = tmp_path / "patchsets" / "b" / "patchset.yaml"
+    yaml_b.write_text(yaml_b.read_text().replace("name: b\n", "name: a\n"))
+    _write_waiver(tmp_path, "w1", "[pad]")
+    res = run_main("audit", "--repo", tmp_path, "--format", "json", "--today", TODAY)
+    assert res.code == 1, res.err
+    found = {f["code"]: f for f in json.loads(res.out)["findings"]}
+    pb108 = found["PB108"]
+    assert pb108["path"] == "patchsets/b/patchset.yaml" and pb108["severity"] == "error"
+    assert pb108["line"] == yaml_b.read_text().splitlines().index("name: a") + 1
+    assert "patchset name a is also used by patchsets/a/patchset.yaml" in pb108["message"]
+    message = found["PB106"]["message"]
+    assert "2 patchsets named a have" in message and "rename one of the patchsets" in message
+    assert "a/pad or a/pad" not in message
+
+
 def test_qualified_and_unique_ids_cover(tmp_path: Path) -> None:
     _two_patchsets(tmp_path)
     _write_waiver(tmp_path, "w1", "[a/pad, b/pad, solo]")
