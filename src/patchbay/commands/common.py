@@ -88,9 +88,9 @@ def note(line: str, *, err: bool = False) -> None:
     """Print a note (apply's ``note: ...`` lines, report's summary of its run) as
     :func:`say` does, unless ``--quiet`` silenced progress and notes
     (:func:`patchbay.progress.quiet`); results, warnings and errors are never notes."""
-    from .. import progress
-
-    if not progress.quiet():
+    # not imported for this (it imports subprocess): a run with --quiet has imported it
+    progress = sys.modules.get("patchbay.progress")
+    if progress is None or not progress.quiet():
         say(line, err=err)
 
 
