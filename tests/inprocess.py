@@ -2,7 +2,8 @@
 
 ``run_main`` goes through :func:`patchbay.cli.main` exactly as the console script does, with
 stdout and stderr swapped for buffers (neither is a terminal, as in CI). An exception that
-escapes (a bug: the console script would print a traceback) is kept in ``Result.crash``.
+escapes (a bug: :func:`patchbay.cli.main` prints its traceback and returns
+:data:`patchbay.cli.INTERNAL_ERROR`) is kept in ``Result.crash`` (what it printed on stderr).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchbay.cli import main
+from patchbay.cli import INTERNAL_ERROR, main
 
 
 @dataclass
@@ -50,4 +51,6 @@ def run_main(*args: str | Path, cwd: Path | None = None) -> Result:
     finally:
         os.chdir(old)
     code = 0 if code is None else code if isinstance(code, int) else 1
+    if crash is None and code == INTERNAL_ERROR:
+        crash = err.getvalue()
     return Result(code, out.getvalue(), err.getvalue(), crash)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -559,6 +560,28 @@ def test_bare_patch_id_shared_by_patchsets_covers_nothing(tmp_path: Path) -> Non
     assert not [f for f in found if f[0] in ("PB103", "PB104")]
 
 
+def test_two_patchsets_of_one_name_are_an_error_naming_both(tmp_path: Path) -> None:
+    """Two folders whose patchsets have the same ``name:``: PB108 names both folders, and the
+    PB106 of a bare id they share names the name once and says to rename, never
+    "write a/pad or a/pad"."""
+    from inprocess import run_main
+
+    _two_patchsets(tmp_path)
+    yaml_b = tmp_path / "patchsets" / "b" / "patchset.yaml"
+    yaml_b.write_text(yaml_b.read_text().replace("name: b\n", "name: a\n"))
+    _write_waiver(tmp_path, "w1", "[pad]")
+    res = run_main("audit", "--repo", tmp_path, "--format", "json", "--today", TODAY)
+    assert res.code == 1, res.err
+    found = {f["code"]: f for f in json.loads(res.out)["findings"]}
+    pb108 = found["PB108"]
+    assert pb108["path"] == "patchsets/b/patchset.yaml" and pb108["severity"] == "error"
+    assert pb108["line"] == yaml_b.read_text().splitlines().index("name: a") + 1
+    assert "patchset name a is also used by patchsets/a/patchset.yaml" in pb108["message"]
+    message = found["PB106"]["message"]
+    assert "2 patchsets named a have" in message and "rename one of the patchsets" in message
+    assert "a/pad or a/pad" not in message
+
+
 def test_qualified_and_unique_ids_cover(tmp_path: Path) -> None:
     _two_patchsets(tmp_path)
     _write_waiver(tmp_path, "w1", "[a/pad, b/pad, solo]")
@@ -970,3 +993,102 @@ def test_patch_files_are_found_as_rglob_finds_them(tmp_path: Path) -> None:
     expected = sorted(p for p in tmp_path.rglob("*") if p.suffix in PATCH_SUFFIXES)
     assert len(expected) == 9
     assert _patch_files(tmp_path) == expected
+
+
+def _strict_json(text: str) -> object:
+    """``json.loads`` as a strict parser reads JSON: no lone surrogate, escaped or not."""
+    doc = json.loads(text)
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            value.encode("utf-8")  # raises on a lone surrogate
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(k)
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk(doc)
+    return doc
+
+
+def test_file_names_that_are_not_utf8_in_every_format(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A patch script and a waiver whose names are Latin-1 bytes (``q\\xe9.sh``, as a file
+    system gives them): every format prints them, undecodable bytes as ``\\xe9`` (percent-
+    encoded in SARIF's URI), as valid UTF-8 and strict JSON; the script cache keys them by
+    their bytes (a second run, from the cache, says the same); ``--changed-since`` too."""
+    from inprocess import run_main
+
+    root = _adoption_repo(
+        tmp_path / "repo", {"2508.md": _legacy_waiver(f"- **Patch script:** `{INNER}`")}
+    )
+    script = os.fsdecode(os.fsencode(str(root / "benchmarks")) + b"/q\xe9.sh")
+    Path(script).write_text(
+        "#!/usr/bin/env bash\n" + SITE_LINE + "sed -i 's/A = 1/A = 2/' \"$SITE/vllm/y.py\"\n"
+    )
+    waiver = os.fsdecode(os.fsencode(str(root / "docs" / "waiver")) + b"/w\xe9.md")
+    Path(waiver).write_text(
+        _legacy_waiver("- **Patch script:** `benchmarks/other.sh`", number="2509")
+    )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    outputs: dict[str, str] = {}
+    for run in ("cold", "cached"):
+        for fmt in ("table", "concise", "json", "github", "sarif"):
+            r = run_main("audit", "--repo", root, "-f", fmt)
+            assert r.crash is None, r.crash
+            assert r.code == 1, r.err  # the unwaived script is an error
+            r.out.encode("utf-8")
+            r.err.encode("utf-8")
+            if run == "cached":
+                assert r.out == outputs[fmt], fmt
+            outputs[fmt] = r.out
+    for fmt in ("table", "concise", "github"):
+        assert "benchmarks/q\\xe9.sh" in outputs[fmt], fmt
+        assert "docs/waiver/w\\xe9.md" in outputs[fmt], fmt
+    doc = _strict_json(outputs["json"])
+    paths = {f["path"] for f in doc["findings"]}  # type: ignore[index]
+    assert {"benchmarks/q\\xe9.sh", "docs/waiver/w\\xe9.md"} <= paths
+    sarif = _strict_json(outputs["sarif"])
+    uris = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for res in sarif["runs"][0]["results"]  # type: ignore[index]
+        for loc in res["locations"]
+    }
+    assert {"benchmarks/q%E9.sh", "docs/waiver/w%E9.md"} <= uris
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "latin-1 names")
+    (root / OTHER).write_text((root / OTHER).read_text() + "# changed\n")
+    r = run_main("audit", "--repo", root, "--json", "--changed-since", "HEAD")
+    assert r.crash is None, r.crash
+    _strict_json(r.out)
+
+
+def test_off_a_terminal_a_table_that_would_wrap_is_concise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rule of status and check: off a terminal, the default table is printed when every
+    table fits ``$COLUMNS`` without wrapping a cell, else the audit is concise (one finding a
+    line, its patch id whole); ``--format table`` is a table whatever the width."""
+    from inprocess import run_main
+    from patchbay.commands import common
+
+    def width(columns: str) -> None:  # the console is made once a process: made again
+        monkeypatch.setenv("COLUMNS", columns)
+        common._console.cache_clear()
+
+    root = _adoption_repo(tmp_path / "repo", {})
+    width("40")
+    narrow = run_main("audit", "--repo", root)
+    assert narrow.code == 1, narrow.err
+    assert "┃" not in narrow.out
+    assert f"{OTHER}:3: PB402 in-place edit" in narrow.out
+    assert "┃" in run_main("audit", "--repo", root, "--format", "table").out
+    width("1000")
+    wide = run_main("audit", "--repo", root)
+    monkeypatch.undo()  # the process's own width again, for the tests after this one
+    common._console.cache_clear()
+    assert "┃" in wide.out and f"{OTHER}:3:" not in wide.out

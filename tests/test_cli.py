@@ -12,6 +12,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import get_args
 
 import jsonschema
 import pytest
@@ -94,8 +95,74 @@ def test_a_dry_run_with_a_record_is_a_usage_error_and_writes_nothing(tmp_path: P
 
 
 def test_no_arguments_prints_the_help_and_exits_2() -> None:
+    """A usage error: the help on stderr (as argparse prints a usage), nothing on stdout."""
     res = run_main()
-    assert res.code == 2 and "commands:" in res.out and "apply" in res.out
+    assert res.code == 2 and "commands:" in res.err and "apply" in res.err
+    assert res.out == ""
+
+
+def test_json_and_format_together_are_a_usage_error() -> None:
+    """``--json --format table`` asks for two formats: a usage error, not the last one."""
+    for command in ("status", "check", "verify", "validate", "audit", "report"):
+        other = "html" if command == "report" else "table"
+        res = run_main(command, "x", "--json", "--format", other)
+        assert res.code == 2, (command, res.err)
+        assert "not allowed with argument" in res.err and len(res.err.splitlines()) == 1
+
+
+def test_a_folder_given_as_python_is_named_a_folder(tmp_path: Path) -> None:
+    ps = write_patchset(tmp_path / "ps", [])
+    res = run_main("status", ps, "--python", tmp_path)
+    assert res.code == 2, res.err
+    assert res.err.startswith(f"patchbay: error: {tmp_path}: engine interpreter is a folder"), (
+        res.err
+    )
+
+
+def test_a_bug_prints_its_traceback_and_exits_with_the_internal_error_code(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An exception no command expects (here: the schema command, made to raise) is no
+    result: its traceback, one line asking for a report, and exit 70 (EX_SOFTWARE), which no
+    command returns, so `|| [ "$?" -eq 1 ]` in docs/examples/audit.yml does not let it pass."""
+    from patchbay import cli
+    from patchbay.commands import schema
+
+    def broken() -> int:
+        raise RuntimeError("the schema went missing")
+
+    monkeypatch.setattr(schema, "run", broken)
+    res = run_main("schema")
+    assert res.code == cli.INTERNAL_ERROR == 70
+    assert "Traceback (most recent call last)" in res.err
+    assert res.err.splitlines()[-1].startswith(
+        "patchbay: internal error (RuntimeError: the schema went missing); this is a bug"
+    )
+    assert res.out == ""
+    documented = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "exit 70" in documented
+    codes = set(re.findall(r"\b(\d+)\b", "".join(re.findall(r"\| ([^|]*) \|\n", documented))))
+    assert "70" not in codes  # no command's documented result
+
+
+def test_every_command_that_can_print_progress_takes_quiet(tmp_path: Path) -> None:
+    """``-q``/``--quiet`` on every command but the few that print only their result
+    (schema, version, completion, waiver new); it silences progress and notes, never the
+    result: ``validate -q`` drops its ``note:`` lines and keeps ``valid``."""
+    _, listing = _build("")
+    quiet_less = {"schema", "version", "completion", "waiver"}
+    for name, _text in listing:
+        if name not in quiet_less:
+            assert "--quiet" in run_main(name, "-h").out, name
+    edits = [{"file": "demo_engine/worker.py", "old": "a", "new": "b"}]
+    ps = write_patchset(tmp_path / "ps", [
+        {"id": "one", "kind": "replace", "edits": edits},
+        {"id": "two", "kind": "replace", "edits": [{**edits[0], "old": "c", "new": "d"}]},
+    ])  # fmt: skip
+    loud = run_main("validate", ps)
+    assert loud.code == 0 and "note: " in loud.out, loud.err
+    quiet = run_main("validate", ps, "-q")
+    assert quiet.code == 0 and "note: " not in quiet.out and "valid (2 patch(es))" in quiet.out
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
@@ -169,6 +236,71 @@ def test_every_json_document_has_schema_version_and_matches_its_schema(
     _schema_check("verify-installed", json.loads(res.out))
     res = run_main("audit", "--repo", REPO, "--format", "json")
     _schema_check("audit", json.loads(res.out))
+
+
+def _enums(node: object, where: str = "") -> dict[str, list[object]]:
+    """Every ``enum`` of a JSON Schema, by the JSON pointer of the node that holds it."""
+    found: dict[str, list[object]] = {}
+    if isinstance(node, dict):
+        if "enum" in node:
+            found[where] = node["enum"]
+        for key, value in node.items():
+            found.update(_enums(value, f"{where}/{key}"))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found.update(_enums(value, f"{where}/{i}"))
+    return found
+
+
+def test_every_enum_of_every_schema_is_the_codes_enum() -> None:
+    """Each ``enum`` of docs/schemas/*.json holds exactly the values of the code's enum that
+    produces the field (a verdict the code can give is never refused by its own schema), and
+    every ``enum`` of every schema is listed here, so a new one cannot escape the check."""
+    from patchbay.audit.rules import Severity
+    from patchbay.check import Verdict
+    from patchbay.engine import PatchStatus
+    from patchbay.hunks import HunkState
+    from patchbay.kinds.base import ContentState
+    from patchbay.upstream.refs import RefKind
+    from patchbay.upstream.status import RefState
+    from patchbay.upstream.status import Verdict as ReportVerdict
+
+    hunk_state = "/$defs/hunk/properties/state"
+    guard_kind = "/$defs/guard/properties/checks/items/properties/kind"
+    patch = "/properties/patches/items/properties"
+    row = "/properties/rows/items/properties"
+    # literals of one function each (engine.check_guard; PatchReport.applied_by;
+    # upstream.evidence.evidence_of's callers), no enum
+    guard = ["distribution", "file"]
+    source: dict[tuple[str, str], object] = {
+        ("audit", "/properties/findings/items/properties/severity"): Severity,
+        ("check", f"{patch}/verdict"): Verdict,
+        ("check", guard_kind): guard,
+        ("check", hunk_state): HunkState,
+        ("status", f"{patch}/status"): PatchStatus,
+        ("status", f"{patch}/content_state"): ContentState,
+        ("status", f"{patch}/applied_by"): ["patchbay", "image", None],
+        ("status", guard_kind): guard,
+        ("status", hunk_state): HunkState,
+        ("record", f"{patch}/status"): PatchStatus,
+        ("record", guard_kind): guard,
+        ("record", hunk_state): HunkState,
+        ("report", f"{row}/verdict"): ReportVerdict,
+        ("report", f"{row}/refs/items/properties/verdict"): ReportVerdict,
+        ("report", f"{row}/refs/items/properties/state"): RefState,
+        ("report", f"{row}/refs/items/properties/kind"): list(get_args(RefKind)),
+        ("report", f"{row}/evidence/items/properties/image"): ["pinned", "candidate"],
+    }
+    seen = set()
+    for file in sorted(SCHEMAS.glob("*.schema.json")):
+        name = file.name.removesuffix(".schema.json")
+        for where, values in _enums(json.loads(file.read_text())).items():
+            assert (name, where) in source, f"{file.name}{where}: which enum of the code is it?"
+            seen.add((name, where))
+            code = source[name, where]
+            expected = code if isinstance(code, list) else [m.value for m in code]  # type: ignore[attr-defined]
+            assert sorted(values, key=str) == sorted(expected, key=str), f"{file.name}{where}"
+    assert seen == set(source)
 
 
 def test_validate_reports_bad_input_as_json_with_exit_2(tmp_path: Path) -> None:

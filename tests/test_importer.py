@@ -994,3 +994,21 @@ def test_a_numbered_heredoc_delimiter_does_not_name_the_patch(
     _result, doc, _notes = _import(tmp_path, text)
     ids = [p["id"] for p in doc["patches"]]  # type: ignore[index]
     assert len(ids) == 1 and delimiter.lower() not in ids[0], ids
+
+
+def test_a_script_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    """A script named by Latin-1 bytes (``q\\xe9.sh``) imports: the draft and its notes name
+    it ``q\\xe9.sh`` (patchbay.printable's rule), and the draft validates."""
+    from inprocess import run_main
+
+    script = os.fsdecode(os.fsencode(str(tmp_path)) + b"/q\xe9.sh")
+    Path(script).write_text(
+        "#!/bin/bash\nSITE=/usr/lib/python3/site-packages\n"
+        "sed -i 's/MAX = 8/MAX = 16/' $SITE/vllm/envs.py\n"
+    )
+    res = run_main("import", script, "--out", tmp_path / "out")
+    assert res.crash is None, res.crash
+    assert res.code in (0, 1), res.err
+    assert "q\\xe9.sh" in (tmp_path / "out" / "patchset.yaml").read_text(encoding="utf-8")
+    assert "q\\xe9.sh" in (tmp_path / "out" / "IMPORT-NOTES.md").read_text(encoding="utf-8")
+    assert run_main("validate", tmp_path / "out").code == 0

@@ -45,6 +45,8 @@ CASES = [
     (["report", "ps", "-o", "adir"], "adir: -o/--output names a folder, not a file"),
     (["import", "/dev/null", "--out", "afile/x"], "afile/x: --out cannot be created: {tmp}/afile"),
     (["status", "ps", "--root", "tree", "--record", "adir"], "adir: --record names a folder"),
+    (["audit", "--repo", "ps", "-o", "afile/x.sarif"], "afile/x.sarif: --output cannot be created"),
+    (["audit", "--repo", "ps", "-f", "json", "-o", "adir"], "adir: --output names a folder"),
 ]
 
 
@@ -78,3 +80,27 @@ def test_the_checks_accept_what_can_be_written(tmp_path: Path) -> None:
     assert not (tmp_path / "new").exists()  # a check creates nothing
     with pytest.raises(InputError, match="--out already exists"):
         check_output_folder(tmp_path, "--out", exist_ok=False)
+
+
+# every option that names a result file, and what it writes there
+WRITERS = [
+    (["audit", "--repo", "ps", "-f", "sarif", "-o", "new/deeper/audit.sarif"], '"2.1.0"'),
+    (["audit", "--repo", "ps", "-o", "new/deeper/audit.txt"], "audit clean"),
+    (["waiver", "new", "ps", "-o", "new/deeper/w.md"], "Removal"),
+    (["status", "ps", "--root", "tree", "--record", "new/deeper/r.json"], '"schema_version"'),
+    (["apply", "ps", "--root", "tree", "--record", "new/deeper/r.json"], '"schema_version"'),
+    (["verify", "ps", "--root", "tree", "--record", "new/deeper/r.json"], '"schema_version"'),
+]  # report -o: tests/test_report.py (it needs the forge's stand-in)
+
+
+@pytest.mark.parametrize(("args", "written"), WRITERS, ids=[" ".join(a) for a, _ in WRITERS])
+def test_every_result_file_gets_its_missing_folders(
+    place: Path, args: list[str], written: str
+) -> None:
+    """One rule for every result file (patchbay.outputs.write_output_file): the folders
+    missing above it are created, as ``mkdir -p`` would, and the file is written whole."""
+    res = run_main(*args, cwd=place)
+    assert res.crash is None, res.crash
+    assert res.code in (0, 1), res.err
+    out = next((place / "new" / "deeper").iterdir())
+    assert written in out.read_text(encoding="utf-8")

@@ -11,9 +11,10 @@ import time
 from datetime import date
 from pathlib import Path
 
+import jsonschema
 import pytest
 
-from conftest import PATCHBAY
+from conftest import PATCHBAY, REPO
 from github_standin import (
     Fault,
     GitHubStandIn,
@@ -434,3 +435,28 @@ def test_wrong_shaped_answers_are_unknown_and_an_unanswered_run_is_an_error(
     )
     assert proc.returncode == 1
     assert "answered for none" in proc.stderr
+
+
+def test_report_by_name_into_a_new_folder_validates_against_its_schema(
+    standin: GitHubStandIn, engine_history: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    """``report NAME`` takes a patchset by its name under ./patchsets, as every command does;
+    ``-o`` into folders that do not exist yet creates them (the rule of every result file);
+    the JSON document validates against docs/schemas/report.schema.json."""
+    from inprocess import run_main
+
+    _, ids = engine_history
+    project = make_project(tmp_path / "project", ids["P"])
+    (project / "engine").mkdir()  # a folder of the same name, no patchset: not the one meant
+    (project / "engine" / "README.md").write_text("the engine's sources\n")
+    out = tmp_path / "new" / "deeper" / "report.json"
+    res = run_main("report", "engine", *common(standin, tmp_path), "-o", out, cwd=project)
+    assert res.crash is None, res.crash
+    assert res.code == 0, res.err
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert len(doc["rows"]) == 6
+    assert "patchbay: 6 patches: " in res.err  # the summary of the run, a note
+    quiet = run_main("report", "engine", *common(standin, tmp_path), "-o", out, "-q", cwd=project)
+    assert quiet.code == 0 and quiet.err == "", quiet.err
+    schema = json.loads((REPO / "docs/schemas/report.schema.json").read_text(encoding="utf-8"))
+    jsonschema.validate(doc, schema)

@@ -12,10 +12,13 @@ entrypoint then costs an interpreter start, ``json`` and ``hashlib``, and the ha
 
 Conventions, the same for every command: ``-h``/``--help``; ``--version``; a usage error is one
 line ``patchbay: error: ...`` and exit 2, as patchbay's own errors are one line each
-(:class:`~patchbay.errors.PatchbayError`, exit 1 or 2, secrets redacted); anything else is a bug
-and keeps its traceback. Read commands take ``--format table|concise|json`` (``--json`` is
-``--format json``); commands with long steps report progress on stderr (``--quiet`` silences
-it). Shell completion: ``patchbay completion bash|zsh|fish`` prints the script (argcomplete).
+(:class:`~patchbay.errors.PatchbayError`, exit 1 or 2, secrets redacted); anything else is a bug:
+its traceback, one line ``patchbay: internal error ...`` and exit :data:`INTERNAL_ERROR` (70,
+``EX_SOFTWARE`` of BSD's ``sysexits.h``), a code no command gives as a result, so that a CI step
+that accepts audit's 1 ("findings") never takes a crash for one. Read commands take
+``--format table|concise|json`` (``--json`` is ``--format json``); commands with long steps
+report progress on stderr (``--quiet`` silences it). Shell completion: ``patchbay completion
+bash|zsh|fish`` prints the script (argcomplete).
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ if TYPE_CHECKING:
 
     from .cliparser import UsageError, build_parser
 
-__all__ = ["UsageError", "build_parser", "main"]
+__all__ = ["INTERNAL_ERROR", "UsageError", "build_parser", "main"]
+
+INTERNAL_ERROR = 70  # EX_SOFTWARE (sysexits.h): a bug; no command returns it as a result
 
 
 def __getattr__(name: str) -> object:
@@ -54,7 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``--help`` and ``--version`` print and return 0; a usage error prints one line and
     returns 2; an expected failure (:class:`~patchbay.errors.PatchbayError`) prints one line
     (and detail lines) and returns its exit code; Ctrl-C returns 130, SIGTERM 143
-    (one line; see :func:`_catch_sigterm`).
+    (one line; see :func:`_catch_sigterm`); any other exception is a bug: its traceback and
+    one line, and :data:`INTERNAL_ERROR` (see :func:`_internal_error`).
     """
     from .errors import Terminated
 
@@ -67,6 +73,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(list(sys.argv[1:] if argv is None else argv))
     except Terminated:  # before the command ran (the verified no-op, the parser)
         return _terminated()
+    except Exception as exc:
+        return _internal_error(exc)
     finally:
         if previous is not None:
             import signal
@@ -111,13 +119,35 @@ def _terminated() -> int:
     return 128 + 15  # 128 plus SIGTERM, as a shell reports it
 
 
+def _internal_error(exc: Exception) -> int:
+    """Report a bug: the traceback (for the report), then one line saying what it is, on
+    stderr; returns :data:`INTERNAL_ERROR`."""
+    import traceback
+
+    from .redaction import redact
+
+    text = "".join(traceback.format_exception(exc))
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    print(redact(text), end="", file=sys.stderr)
+    print(
+        redact(
+            f"patchbay: internal error ({what}); this is a bug of patchbay {__version__}, "
+            "please report it with the traceback above"
+        ),
+        file=sys.stderr,
+    )
+    return INTERNAL_ERROR
+
+
 class _ReaderMayLeave:
     """``sys.stdout``/``sys.stderr`` for one run: when the reader of the pipe has gone
     (``patchbay status | head -1``: EPIPE, a ``BrokenPipeError`` in Python, which ignores
     SIGPIPE), the rest of the output is dropped and the command runs to its end and returns
     its own status (an apply that committed still exits 0). The stream's descriptor is pointed
     at ``/dev/null`` then, so that the interpreter's last flush finds no closed pipe either
-    (the recipe of Python's documentation of SIGPIPE). Everything else is the wrapped stream."""
+    (the recipe of Python's documentation of SIGPIPE). Text with a file name that is not UTF-8
+    is written by :func:`patchbay.printable.printable` (``\\xNN`` per undecodable byte), never
+    as a crash of the encoder. Everything else is the wrapped stream."""
 
     def __init__(self, stream: object) -> None:
         self._stream = stream
@@ -128,6 +158,10 @@ class _ReaderMayLeave:
 
     def write(self, text: str) -> int:
         if not self._gone:
+            if not text.isascii():
+                from .printable import printable
+
+                text = printable(text)
             try:
                 self._stream.write(text)  # type: ignore[attr-defined]
             except BrokenPipeError:
@@ -167,9 +201,12 @@ def _main(args_list: list[str]) -> int:
 
     try:
         first = args_list[0] if args_list else None
-        if first is None or first in ("-h", "--help"):
+        if first is None:  # a usage error: the help, on stderr
+            print(_top_help(), end="", file=sys.stderr)
+            return 2
+        if first in ("-h", "--help"):
             print(_top_help(), end="")
-            return 0 if first else 2
+            return 0
         if first == "--version":
             print(__version__)
             return 0
@@ -208,6 +245,7 @@ def _verified_noop(words: list[str]) -> bool | None:
     """
     found: dict[str, str] = {}
     patchset = None
+    quiet = False
     i = 0
     while i < len(words):
         word = words[i]
@@ -222,7 +260,7 @@ def _verified_noop(words: list[str]) -> bool | None:
                 return None  # argparse's business: its message, not ours
             found[_NOOP_OPTIONS[name]] = value
         elif word in ("--quiet", "-q"):
-            pass  # the no-op prints no progress either way
+            quiet = True  # no progress either way; no notes
         elif word.startswith("-") or patchset is not None or not word:
             return None
         else:
@@ -237,7 +275,7 @@ def _verified_noop(words: list[str]) -> bool | None:
         return False
     from .commands.apply import print_noop
 
-    print_noop(verified)
+    print_noop(verified, quiet=quiet)
     return True
 
 

@@ -159,7 +159,7 @@ def audit(args: argparse.Namespace) -> int:
 
     return audit.run(
         args.repo or args.root or Path("."),
-        output_format=args.output_format or "table",
+        output_format=args.output_format,
         fail_on=args.fail_on,
         config=args.config,
         output=args.output,

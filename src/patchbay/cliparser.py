@@ -234,7 +234,9 @@ def _format(
     text: str = "table (people), concise (one line per item, for CI logs) or json; default: "
     "table on a terminal, elsewhere table when it fits the width, else concise",
 ) -> None:
-    p.add_argument(
+    # one or the other: `--json --format table` is a usage error, not the last one silently
+    one = p.add_mutually_exclusive_group()
+    one.add_argument(
         "--format",
         "-f",
         dest="output_format",
@@ -243,7 +245,7 @@ def _format(
         default=default,
         help=text,
     )
-    p.add_argument(
+    one.add_argument(
         "--json",
         dest="output_format",
         action="store_const",
@@ -254,7 +256,10 @@ def _format(
 
 def _quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--quiet", "-q", action="store_true", help="no progress lines (errors are still printed)"
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress lines and no notes (results, warnings and errors are still printed)",
     )
 
 
@@ -358,6 +363,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
     _format(p)
     _record(p)
     _probe(p)
+    _quiet(p)
 
     p = command("revert", "Undo what the ledger says patchbay applied, newest first.", h.revert)
     _patchset(p)
@@ -397,12 +403,14 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
     )
     _record(p)
     _probe(p)
+    _quiet(p)
 
     p = command(
         "validate", "Check a patchset's schema, consistency and patch files, offline.", h.validate
     )
     _patchset(p)
     _format(p)
+    _quiet(p)
 
     p = command(
         "check",
@@ -414,6 +422,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
     _root(p)
     _format(p)
     _probe(p)
+    _quiet(p)
 
     p = command(
         "vendor",
@@ -654,6 +663,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
         action="append",
         help="upstream PR, issue or commit (repeatable)",
     )
+    _quiet(p)
 
     p = command(
         "edit",
@@ -665,6 +675,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
     _python(p)
     _root(p)
     _state(p)
+    _quiet(p)
 
     p = command(
         "refresh",
@@ -679,6 +690,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
     _state(p)
     _wheel(p)
     _from_git(p)
+    _quiet(p)
 
     p = command(
         "rebase",
@@ -712,6 +724,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
         type=_path,
         help="a conflicts folder of an earlier run, merged by hand: take its files",
     )
+    _quiet(p)
 
     p = command(
         "import",
@@ -740,6 +753,7 @@ def build(only: str | None) -> tuple[argparse.ArgumentParser | None, list[tuple[
         action="store_true",
         help="write into a folder that is not empty (replaces patches/)",
     )
+    _quiet(p)
 
     command("schema", "Print the JSON Schema of patchset.yaml.", h.schema)
     command("version", "Print patchbay's version.", h.version)

@@ -11,6 +11,11 @@ Each error names the option as the user gave it (``option``), the path, and the 
 - ``OPTION cannot be written: <reason>``: the nearest existing folder is not writable.
 
 Nothing is created by a check: a refused command leaves the disk as it was.
+
+The rule of every result file (``audit -o``, ``report -o``, ``waiver new -o``, the
+``--record`` of ``apply``/``status``/``verify``): it is checked by :func:`check_output_file`
+before the command's work, and written by :func:`write_output_file` after it, which creates the
+missing folders above it (as ``mkdir -p``) and replaces the file in one rename.
 """
 
 from __future__ import annotations
@@ -58,6 +63,24 @@ def check_output_file(path: Path, option: str) -> None:
             raise InputError(f"{option} names a dangling symbolic link", file=path)
         raise InputError(f"{option} names something that is not a regular file", file=path)
     _check_ancestors(path, option)
+
+
+def write_output_file(path: Path, data: str | bytes) -> None:
+    """Write a result file the user named (checked by :func:`check_output_file` before the
+    work): the missing folders above it are created, and the file is replaced through a
+    temporary file and a rename (a reader never sees half of it); ``str`` is written as UTF-8
+    (its file names made printable by :func:`patchbay.printable.printable`).
+
+    Raises:
+        OSError: the folder or the file could not be written (the caller names the option).
+    """
+    from .printable import printable
+    from .transaction import write_atomic
+
+    if isinstance(data, str):
+        data = printable(data).encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, data, mode=0o644)
 
 
 def check_output_folder(path: Path, option: str, *, exist_ok: bool = True) -> None:

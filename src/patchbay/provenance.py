@@ -6,7 +6,6 @@ with its sha256 and outcome, so a result can carry "image as shipped + exactly t
 
 from __future__ import annotations
 
-import json
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -17,8 +16,8 @@ import msgspec
 from . import __version__
 from .engine import Plan
 from .errors import ApplyFailed, InputError
-from .outputs import check_output_file
-from .transaction import write_atomic
+from .outputs import check_output_file, write_output_file
+from .printable import dumps
 
 PROVENANCE_FORMAT = 1
 
@@ -81,8 +80,7 @@ def write_record(path: Path, document: dict[str, Any]) -> None:
         ApplyFailed: the file could not be written (the command's own work stands).
     """
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, (json.dumps(document, indent=2) + "\n").encode(), mode=0o644)
+        write_output_file(path, dumps(document, indent=2) + "\n")
     except OSError as exc:
         raise ApplyFailed(
             f"the command succeeded, but its record could not be written: {exc.strerror or exc}",

@@ -33,6 +33,7 @@ from . import __version__
 from .errors import InputError, PatchbayError
 from .hunkview import counts_text
 from .model import PATCHSET_FILENAMES, Patchset, load_patchset
+from .printable import dumps
 from .redaction import redact
 from .upstream.evidence import ContentEvidence
 from .upstream.github import GitHubClient, GitHubError, RequestStats
@@ -75,13 +76,9 @@ def find_patchsets(repo: Path, names: Sequence[str] = ()) -> list[Patchset]:
         InputError: a named patchset does not exist, any patchset does not load, or there is
             no patchset at all.
     """
-    paths: list[Path] = []
-    for name in names:
-        path = Path(name)
-        named = repo / "patchsets" / name
-        if not path.exists() and "/" not in name and named.exists():
-            path = named
-        paths.append(path)
+    from .commands.common import patchset_location  # the rule of every command
+
+    paths = [Path(patchset_location(name, os.fspath(repo))) for name in names]
     if not names:
         folder = repo / "patchsets"
         if folder.is_dir():
@@ -509,7 +506,7 @@ def append_history(path: Path, entry: Mapping[str, Any]) -> None:
     Raises:
         InputError: the file cannot be written.
     """
-    line = redact(json.dumps(entry, sort_keys=True, separators=(",", ":"))) + "\n"
+    line = redact(dumps(entry, sort_keys=True, separators=(",", ":"))) + "\n"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
@@ -897,7 +894,7 @@ def render(report: Report, output_format: str) -> str:
     if output_format == "markdown":
         return redact(render_markdown(report))
     if output_format == "json":
-        return redact(json.dumps(report.to_json(), indent=2) + "\n")
+        return redact(dumps(report.to_json(), indent=2) + "\n")
     if output_format == "html":
         return redact(render_html(report))
     raise InputError(f"unknown report format {output_format!r} (markdown, json, html)")

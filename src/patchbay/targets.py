@@ -269,6 +269,11 @@ def probe(
     except FileNotFoundError:
         raise EnvironmentProbeError("engine interpreter not found", file=python) from None
     except PermissionError:
+        if os.path.isdir(python):  # exec of a folder is EACCES: say what it is
+            raise EnvironmentProbeError(
+                "engine interpreter is a folder, not an interpreter (give its bin/python)",
+                file=python,
+            ) from None
         raise EnvironmentProbeError("engine interpreter is not executable", file=python) from None
     except OSError as exc:
         raise EnvironmentProbeError(

@@ -155,7 +155,8 @@ class ScriptCache:
     def __init__(self, folder: Path, root: Path, engines: EngineNames) -> None:
         self.folder = folder
         self.root = str(root.resolve())
-        self.path = folder / f"scripts-{hashlib.sha256(self.root.encode()).hexdigest()[:24]}.json"
+        digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()[:24]
+        self.path = folder / f"scripts-{digest}.json"
         self.analyser = analyser_digest(engines)
         self.entries: dict[str, dict[str, object]] = {}
         self.used: set[str] = set()
@@ -239,7 +240,8 @@ class ScriptCache:
     @staticmethod
     def key(rel: str, kind: str, data: bytes) -> str:
         """The entry of one script: its path, kind and bytes."""
-        h = hashlib.sha256(f"{kind}\0{rel}\0".encode())
+        # from the name's bytes: a name that is not UTF-8 has lone surrogates (surrogateescape)
+        h = hashlib.sha256(kind.encode() + b"\0" + os.fsencode(rel) + b"\0")
         h.update(data)
         return h.hexdigest()
 

@@ -186,7 +186,8 @@ def check_coverage(
     *,
     scripts: Mapping[str, list[ScriptLink]] | None = None,
 ) -> list[Finding]:
-    """PB101-PB106 and PB208: every patch covered by a waiver, every waiver by a patch.
+    """PB101-PB106, PB108 and PB208: every patch covered by a waiver, every waiver by a
+    patch; patchset names and waiver ids each used once.
 
     A waiver covers a patch when the patch names it (``waiver: <id>``) or its front matter
     lists the patch (``patches: [<id> | <patchset>/<id>]``). A waiver that links a script of
@@ -208,6 +209,19 @@ def check_coverage(
             )
             continue
         by_id[w.id] = w
+    first_of: dict[str, Patchset] = {}
+    for ps in patchsets:
+        other = first_of.setdefault(ps.name, ps)
+        if other is not ps:
+            out.append(
+                Finding.of(
+                    "PB108",
+                    relative(ps.path, root),
+                    ps.document.line_of(("name",)),
+                    f"patchset name {ps.name} is also used by {relative(other.path, root)}; "
+                    "give each patchset a name of its own",
+                )
+            )
     patches: dict[str, list[tuple[Patchset, str]]] = {}
     for ps in patchsets:
         for patch in ps.patches:
@@ -219,15 +233,20 @@ def check_coverage(
             found = patches.get(ref, [])
             if "/" not in ref and len(found) > 1:
                 # a bare id several patchsets have covers none of them: which one is meant?
-                names = [ps.name for ps, _ in found]
+                names = list(dict.fromkeys(ps.name for ps, _ in found))
+                if len(names) > 1:
+                    fix = f"write {' or '.join(f'{name}/{ref}' for name in names)}"
+                    which = f"patchsets {', '.join(names)} all have"
+                else:  # the same name twice: no qualified reference tells them apart
+                    fix = "rename one of the patchsets (PB108)"
+                    which = f"{len(found)} patchsets named {names[0]} have"
                 out.append(
                     Finding.of(
                         "PB106",
                         relative(w.path, root),
                         w.line_of(("patches", n), w.line_of("patches")),
-                        f"waiver {w.id} lists patch {ref}, which patchsets "
-                        f"{', '.join(names)} all have; it covers none of them: write "
-                        f"{' or '.join(f'{name}/{ref}' for name in names)}",
+                        f"waiver {w.id} lists patch {ref}, which {which}; it covers none of "
+                        f"them: {fix}",
                     )
                 )
                 continue

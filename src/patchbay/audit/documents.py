@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
+import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
@@ -93,7 +94,7 @@ class DocumentCache:
     def __init__(self, folder: Path, root: Path) -> None:
         self.folder = folder
         self.root = str(root.resolve())
-        digest = hashlib.sha256(self.root.encode()).hexdigest()[:24]
+        digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()[:24]
         self.path = folder / f"documents-{digest}.json"
         self.code = _code_digest()
         self.entries: dict[str, object] = {}

@@ -9,6 +9,9 @@ and SARIF 2.1.0 for machines.
   against the repository); suppressed findings carry ``suppressions`` (``inSource`` for review
   annotations, ``external`` for configured ignores), so viewers show them as such.
 
+A file name that is not UTF-8 is shown by :mod:`patchbay.printable`'s rule in every format
+(``\\xNN`` per undecodable byte; percent-encoded bytes in a SARIF URI).
+
 Waived findings (script findings a waiver covers, :mod:`.waived`) are in every format, at level
 ``note``, with the waiver's id: a ``waived by ID`` mark in the table and the GitHub title, a
 ``waived`` object in JSON, and in SARIF an ``external`` suppression whose ``status`` is
@@ -19,9 +22,9 @@ from __future__ import annotations
 
 from itertools import groupby
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from .. import __version__
+from ..printable import printable, uri_path
 from .checks import relative
 from .rules import RULES, Finding, Severity
 from .run import AuditResult
@@ -73,7 +76,9 @@ def finding_tables(result: AuditResult) -> list[Table]:
 
     tables = []
     for path, group in groupby(result.shown, key=lambda f: f.path):
-        table = Table(title=path, title_justify="left", title_style="bold", expand=False)
+        table = Table(
+            title=escape(printable(path)), title_justify="left", title_style="bold", expand=False
+        )
         table.add_column("line", justify="right", no_wrap=True)
         table.add_column("code", no_wrap=True)
         table.add_column("severity")
@@ -84,7 +89,7 @@ def finding_tables(result: AuditResult) -> list[Table]:
                 line += f"-{f.end_line}"
             style = _STYLE[f.severity]
             severity = f"[{style}]{f.severity.value}[/]{escape(_waived_mark(f))}"
-            table.add_row(line, f.code, severity, escape(f.message))
+            table.add_row(line, f.code, severity, escape(printable(f.message)))
         tables.append(table)
     return tables
 
@@ -104,7 +109,11 @@ def print_table(
     for t in result.translations:
         original = relative(t.original, result.root)
         console.print(
-            escape(f"{relative(t.path, result.root)}: translation ({t.language}) of {original}"),
+            escape(
+                printable(
+                    f"{relative(t.path, result.root)}: translation ({t.language}) of {original}"
+                )
+            ),
             "not audited as a waiver",
         )
     console.print(summary(result, fail_on))
@@ -119,7 +128,7 @@ def concise_lines(result: AuditResult) -> list[str]:
         where = f"{f.path}:{f.line}" if f.line else f.path
         level = "" if f.severity is Severity.ERROR else f" [{f.severity.value}]"
         message = f.message.replace("\n", " ")
-        out.append(f"{where}: {f.code}{level} {message}{_waived_mark(f)}")
+        out.append(printable(f"{where}: {f.code}{level} {message}{_waived_mark(f)}"))
     return out
 
 
@@ -134,7 +143,8 @@ def github_lines(result: AuditResult) -> list[str]:
         if f.end_line:
             props.append(f"endLine={f.end_line}")
         props.append(f"title={_prop(f'{f.code} {f.rule.name}{_waived_mark(f)}')}")
-        out.append(f"::{_GITHUB_LEVEL[f.severity]} {','.join(props)}::{_data(f.message)}")
+        line = f"::{_GITHUB_LEVEL[f.severity]} {','.join(props)}::{_data(f.message)}"
+        out.append(printable(line))
     return out
 
 
@@ -179,7 +189,7 @@ def sarif(result: AuditResult) -> dict[str, Any]:
 
 
 def _sarif_result(f: Finding, rule_index: int) -> dict[str, Any]:
-    location: dict[str, Any] = {"artifactLocation": {"uri": quote(f.path)}}
+    location: dict[str, Any] = {"artifactLocation": {"uri": uri_path(f.path)}}
     if f.line:
         region: dict[str, Any] = {"startLine": f.line}
         if f.end_line:

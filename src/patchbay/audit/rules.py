@@ -84,6 +84,13 @@ RULES: dict[str, Rule] = {
             "patching that a change adds (`--changed-since`: new patches, new script lines "
             "that patch the engine) and no waiver added or changed in the same change covers",
         ),
+        Rule(
+            "PB108",
+            "duplicate-patchset-name",
+            _E,
+            "two patchsets of the repository have the same `name:` (a `patchset/id` reference "
+            "and the ledger cannot tell them apart)",
+        ),
         # waiver documents
         Rule(
             "PB201",

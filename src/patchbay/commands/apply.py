@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import environment, load, say, say_each
+from .common import environment, load, note, say, say_each
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the no-op path)
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def run(
     redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
     already = [r.id for r in plan.with_status(PatchStatus.APPLIED)]
     for line in apply_notes(plan):
-        say(line)
+        note(line)
     if result.nothing_to_do:
         _print_nothing_to_do(redundant, len(already) + len(redundant))
     else:
@@ -112,12 +112,12 @@ _UNRECOVERED = (
 )
 
 
-def print_noop(verified: NoOp) -> None:
+def print_noop(verified: NoOp, *, quiet: bool = False) -> None:
     """Print the answer of a verified no-op (:func:`patchbay.noop.check`): the notes the
-    engine's no-op printed, the redundant patches, if any, and "nothing to do: N patch(es)
-    already present" on stdout."""
-    for line in verified.notes:
-        say(line)  # as the engine's no-op prints them (redacted)
+    engine's no-op printed (not with ``quiet``, or after ``--quiet`` silenced them), the
+    redundant patches, if any, and "nothing to do: N patch(es) already present" on stdout."""
+    for line in [] if quiet else verified.notes:
+        note(line)  # as the engine's no-op prints them (redacted)
     # plain: the ids are checked names and the rest are counts (nothing to redact)
     if verified.redundant:
         _print_redundant(verified.redundant)

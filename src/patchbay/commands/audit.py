@@ -47,6 +47,10 @@ def run(
     from ..audit import Severity, run_audit
     from ..errors import InputError
 
+    if output is not None:  # before the audit: a path that cannot be written is bad input
+        from ..outputs import check_output_file
+
+        check_output_file(output, "--output")
     if changed_since is not None and pull_request is None:
         import os
 
@@ -82,34 +86,50 @@ def run(
         if output is None:
             print_table(result, _console(), threshold, tables)
         else:
+            import io
+
             from rich.console import Console
 
-            with output.open("w", encoding="utf-8") as fh:
-                print_table(result, Console(file=fh, width=160, soft_wrap=True), threshold)
+            buffer = io.StringIO()
+            print_table(result, Console(file=buffer, width=160, soft_wrap=True), threshold)
+            _write(output, buffer.getvalue())
     else:
-        import json
-
         from ..audit import formats
+        from ..printable import dumps
 
         if output_format == "json":
-            text = json.dumps(result.to_json(), indent=2)
+            text = dumps(result.to_json(), indent=2)
         elif output_format == "concise":
             lines = formats.concise_lines(result)
             if output is None:  # as ruff does: the summary ends the list
                 lines.append(formats.summary(result, threshold))
             text = "\n".join(lines)
         elif output_format == "sarif":
-            text = json.dumps(formats.sarif(result), indent=2)
+            text = dumps(formats.sarif(result), indent=2)
         else:
             text = "\n".join(formats.github_lines(result))
         if output is None:
             if text:
                 sys.stdout.write(text + "\n")
         else:
-            output.write_text(text + "\n" if text else "", encoding="utf-8")
+            _write(output, text + "\n" if text else "")
         if output_format not in ("json", "concise") or output is not None:
             _console(stderr=True).print(formats.summary(result, threshold))
     return 1 if result.failing(threshold) else 0
+
+
+def _write(output: Path, text: str) -> None:
+    """Write the report file (its missing folders created: the rule of every result file,
+    :func:`patchbay.outputs.write_output_file`)."""
+    from ..errors import InputError
+    from ..outputs import write_output_file
+
+    try:
+        write_output_file(output, text)
+    except OSError as exc:
+        raise InputError(
+            f"--output cannot be written: {exc.strerror or exc}", file=output
+        ) from None
 
 
 def _console(*, stderr: bool = False) -> Console:

@@ -84,6 +84,16 @@ def say(*parts: str | tuple[str, str], err: bool = False) -> None:
     _stream(err).write(redact(text) + "\n")
 
 
+def note(line: str, *, err: bool = False) -> None:
+    """Print a note (apply's ``note: ...`` lines, report's summary of its run) as
+    :func:`say` does, unless ``--quiet`` silenced progress and notes
+    (:func:`patchbay.progress.quiet`); results, warnings and errors are never notes."""
+    # not imported for this (it imports subprocess): a run with --quiet has imported it
+    progress = sys.modules.get("patchbay.progress")
+    if progress is None or not progress.quiet():
+        say(line, err=err)
+
+
 def say_each(head: str | tuple[str, str], items: list[str], *, err: bool = False) -> None:
     """Print one line per item, each ``head`` then the item, as :func:`say` would print
     ``say(head, item)`` for each, in one write (one redaction, one rich print on a terminal):
@@ -105,12 +115,19 @@ def say_each(head: str | tuple[str, str], items: list[str], *, err: bool = False
     _stream(err).write(redact("".join(f"{text}{item}\n" for item in items)))
 
 
-def patchset_location(arg: str) -> str:
+def patchset_location(arg: str, repo: str = "") -> str:
     """A PATCHSET argument: a folder holding ``patchset.yaml``, a YAML file, or a bare name
-    under ``./patchsets`` (tried when ``arg`` itself is no patchset)."""
-    is_patchset = os.path.isfile(arg) or os.path.isfile(os.path.join(arg, "patchset.yaml"))
-    named = os.path.join("patchsets", arg)
-    if not is_patchset and "/" not in arg and os.path.isfile(os.path.join(named, "patchset.yaml")):
+    under ``./patchsets`` (``REPO/patchsets`` with ``repo``; tried when ``arg`` itself is no
+    patchset, e.g. ``demo`` beside a ``demo/`` folder of other files). The one rule of every
+    command (``report`` too)."""
+    from ..inputfiles import PATCHSET_FILENAMES
+
+    def holds(folder: str) -> bool:
+        return any(os.path.isfile(os.path.join(folder, n)) for n in PATCHSET_FILENAMES)
+
+    is_patchset = os.path.isfile(arg) or holds(arg)
+    named = os.path.join(repo, "patchsets", arg)
+    if not is_patchset and "/" not in arg and holds(named):
         return named
     return arg
 
@@ -162,13 +179,12 @@ def document(data: dict[str, Any]) -> dict[str, Any]:
 
 def print_json(data: Any) -> None:
     """JSON to stdout, for machines (a dict gets ``schema_version``, see :func:`document`)."""
-    import json
-
+    from ..printable import dumps
     from ..redaction import redact
 
     if isinstance(data, dict) and "schema_version" not in data:
         data = document(data)
-    sys.stdout.write(redact(json.dumps(data, indent=2)) + "\n")
+    sys.stdout.write(redact(dumps(data, indent=2)) + "\n")
 
 
 def read_format(requested: str | None, table: Any = None) -> str:

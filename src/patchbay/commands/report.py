@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import InputError, RefusedError
 from ..options import default_cache_dir
+from ..outputs import write_output_file
 from ..provenance import check_record_path
 from ..report import (
     Report,
@@ -24,7 +25,7 @@ from ..report import (
 from ..upstream.evidence import pinned_evidence
 from ..upstream.github import GitHubClient
 from ..upstream.status import RefState
-from .common import say
+from .common import note, say
 
 DEFAULT_HISTORY = Path(".patchbay") / "upstream-history.jsonl"
 SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".json": "json", ".html": "html"}
@@ -134,12 +135,12 @@ def run(
         for path in outputs or []:
             text = render(report, SUFFIXES.get(path.suffix.lower(), output_format))
             try:
-                path.write_text(text, encoding="utf-8")
+                write_output_file(path, text)
             except OSError as exc:
                 raise InputError(f"cannot write the report: {exc}", file=path) from None
         counts = ", ".join(f"{n} {v}" for v, n in report.counts.items())
         stats = client.stats
-        say(
+        note(
             f"patchbay: {len(report.rows)} patches: {counts}; {stats.requests} requests to the "
             f"forge, {stats.not_modified} answered 304 from the cache",
             err=True,

@@ -8,6 +8,7 @@ from ..blanks import blank_items
 from ..engine import load_patches
 from ..ordering import unordered_overlaps
 from .common import load, print_json, say
+from .common import note as note_line
 
 if TYPE_CHECKING:
     from ..model import Patchset
@@ -38,10 +39,10 @@ def run(patchset_arg: str, *, output_format: str | None = None) -> int:
     pairs = list(zip(patchset.patches, loaded, strict=True))
     for patch, lp in pairs:
         for note in lp.notes:
-            say(f"note: {patch.id}: {note}")
+            note_line(f"note: {patch.id}: {note}")
     for overlap in unordered_overlaps(patchset, loaded):
         line = patchset.patch_line(overlap.index, "id")
-        say(
+        note_line(
             f"note: {patchset.path}:{line}: {overlap.later} and {overlap.earlier} both change "
             f"{overlap.path}; if {overlap.later} was made on top of {overlap.earlier}, declare "
             f"`after: [{overlap.earlier}]` so that their order is checked"

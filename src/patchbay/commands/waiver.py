@@ -10,7 +10,7 @@ from ..audit.config import load_config
 from ..errors import InputError, PatchbayError, RefusedError
 from ..kinds import KINDS
 from ..model import PATCHSET_FILENAMES, Patchset, load_patchset
-from ..outputs import check_output_file
+from ..outputs import check_output_file, write_output_file
 from ..waivers import PatchSummary, waiver_template
 from .common import load, say
 
@@ -96,8 +96,10 @@ def new(
         patches=summaries,
         today=today or date.today(),
     )
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(text, encoding="utf-8")
+    try:
+        write_output_file(output, text)
+    except OSError as exc:
+        raise InputError(f"cannot write the waiver: {exc.strerror or exc}", file=output) from None
     say(
         f"wrote {output}: waiver {wid} for {len(summaries)} patch(es); fill in every "
         "<TODO: ...> (`patchbay audit` lists the ones left)"

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from ..errors import InputError
+from ..printable import printable
 from .drafts import (
     ArtifactDraft,
     CommandDraft,
@@ -311,8 +312,11 @@ def write_patchset(
     entries: list[tuple[Draft, dict[str, Any]]] = []
     files: dict[str, bytes | Path] = {}
     name = _slug(out.resolve().name) or "imported"
+    # the script's name may be bytes that are not UTF-8: the draft names it the way every
+    # output names such a name (patchbay.printable)
+    shown = Path(printable(str(script)))
     for draft in result.drafts:
-        for item in _entries(draft, targets, used, files, len(entries), script):
+        for item in _entries(draft, targets, used, files, len(entries), shown):
             entries.append((draft, item))
     # a rebuild runs after the file patches before it
     for n, (draft, item) in enumerate(entries):
@@ -371,11 +375,11 @@ def write_patchset(
     for outcome in result.outcomes:
         if outcome.kind == "review":
             review.append((f"lines {outcome.start}-{outcome.end}", outcome.text))
-    yaml_text = _patchset_yaml(result, script, name, targets, entries)
+    yaml_text = _patchset_yaml(result, shown, name, targets, entries)
     todo, invalid = _blanks_to_fill(yaml_text, out / "patchset.yaml")
     if invalid:
         review.append(("patchset.yaml", f"the draft does not validate: {invalid}"))
-    notes = _notes(result, script, entries, unconverted, review, todo)
+    notes = printable(_notes(result, script, entries, unconverted, review, todo))
     _write(out, yaml_text, notes, files, force)
     drafts = [draft for draft, _ in entries]
     return ImportResult(out, drafts, unconverted, review, todo)
