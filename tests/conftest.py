@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import pty
+import select
 import shutil
 import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -248,3 +251,25 @@ def count_inspections(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
 
     monkeypatch.setattr(kind, "inspect", counting)
     return calls
+
+
+def run_in_pty(args: list[str], env: dict[str, str], timeout: float = 120.0) -> tuple[int, str]:
+    """Run ``args`` with stdin, stdout and stderr on a new pseudo-terminal; what it drew."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: exec the real console script
+        os.execve(args[0], args, env)
+    out = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")

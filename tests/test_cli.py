@@ -17,7 +17,7 @@ from typing import get_args
 import jsonschema
 import pytest
 
-from conftest import PATCHBAY, REPO, Engine, diff_patch, run_cli, write_patchset
+from conftest import PATCHBAY, REPO, Engine, diff_patch, run_cli, run_in_pty, write_patchset
 from inprocess import run_main
 from patchbay.cliparser import build as _build
 
@@ -216,6 +216,23 @@ def test_off_a_terminal_a_table_that_would_wrap_is_concise_and_ids_are_never_cut
     # folded over lines when the terminal is narrower than the id, never cut
     flat = "".join(c for c in forced.stdout if c.isalnum() or c == "-")
     assert "a-rather-long-patch-identifier-number-1" in flat
+
+
+def test_on_a_terminal_a_table_whose_columns_would_be_cut_is_concise(tmp_path: Path) -> None:
+    """On a terminal a table may wrap its detail cells, but a status cut to ``appli…`` (or a
+    kind to ``repl…``) would be misread: when the columns that are never wrapped do not fit,
+    status prints its concise lines instead."""
+    root, ps = _tree(tmp_path)
+    env = {**os.environ, "TERM": "xterm-256color"}
+    shown = {}
+    for width in ("40", "120"):
+        args = [str(PATCHBAY), "status", str(ps), "--root", str(root)]
+        code, screen = run_in_pty(args, {**env, "COLUMNS": width})
+        assert code == 0, screen
+        shown[width] = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
+    assert "…" not in shown["40"] and "┃" not in shown["40"]
+    assert "a-rather-long-patch-identifier-number-1: pending" in shown["40"]
+    assert "┃ patch" in shown["120"]  # wide enough: the table
 
 
 def test_every_json_document_has_schema_version_and_matches_its_schema(

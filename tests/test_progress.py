@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pty
 import re
-import select
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import PATCHBAY, write_patchset
+from conftest import PATCHBAY, run_in_pty, write_patchset
 from inprocess import run_main
 from patchbay import progress
 from patchbay.upstream.github import GitHubClient
@@ -56,28 +53,6 @@ def _slow_patchset(tmp_path: Path, url: str, body: bytes = KERNEL) -> tuple[Path
     return root, write_patchset(tmp_path / "ps", patches)
 
 
-def _run_in_pty(args: list[str], env: dict[str, str], timeout: float = 120.0) -> tuple[int, str]:
-    """Run ``args`` with stdin, stdout and stderr on a new pseudo-terminal; what it drew."""
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: exec the real console script
-        os.execve(args[0], args, env)
-    out = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")
-
-
 def test_progress_in_a_terminal_session(tmp_path: Path) -> None:
     with Server() as server:
         # 512 KiB over ~2 s: the bar advances and shows a rate while it runs
@@ -87,7 +62,7 @@ def test_progress_in_a_terminal_session(tmp_path: Path) -> None:
         env.pop("NO_COLOR", None)
         args = [str(PATCHBAY), "apply", str(ps), "--root", str(root),
                 "--cache-dir", str(tmp_path / "cache")]  # fmt: skip
-        code, screen = _run_in_pty(args, env)
+        code, screen = run_in_pty(args, env)
     assert code == 0, screen
     assert "\x1b[" in screen  # drawn live (rich), not only plain lines
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
@@ -116,7 +91,7 @@ def test_a_long_step_title_leaves_the_elapsed_time_and_last_line_on_a_narrow_ter
     ])  # fmt: skip
     env = {**os.environ, "COLUMNS": "60", "TERM": "xterm-256color"}
     env.pop("NO_COLOR", None)
-    code, screen = _run_in_pty([str(PATCHBAY), "apply", str(ps), "--root", str(root)], env)
+    code, screen = run_in_pty([str(PATCHBAY), "apply", str(ps), "--root", str(root)], env)
     assert code == 0, screen
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)
     drawn = [ln for ln in re.split(r"[\r\n]+", plain) if "rebuild: echo" in ln and "\u2026" in ln]

@@ -74,12 +74,13 @@ def run(
     )
     threshold = Severity(fail_on or result.config.config.fail_on)
     tables = None
-    if output_format is None and output is None and not _console().is_terminal:
+    if output_format is None and output is None:  # the rule of every read command
         from ..audit.formats import finding_tables
         from .common import fits
 
         tables = finding_tables(result)
-        output_format = "table" if all(fits(t) for t in tables) else "concise"
+        wrapping = _console().is_terminal  # (see commands.common.read_format)
+        output_format = "table" if all(fits(t, wrapping=wrapping) for t in tables) else "concise"
     if output_format in (None, "table"):
         from ..audit.formats import print_table
 

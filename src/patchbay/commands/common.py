@@ -188,21 +188,24 @@ def print_json(data: Any) -> None:
 
 
 def read_format(requested: str | None, table: Any = None) -> str:
-    """The output format of a read command: ``requested``, else ``table`` on a terminal; off
-    one (a CI log, a pipe), ``table`` when ``table`` (a rich renderable) fits the width without
-    wrapping a cell, else ``concise`` (one line per item)."""
+    """The output format of a read command: ``requested``, else ``table`` when ``table`` (a
+    rich renderable) fits the width, else ``concise`` (one line per item). On a terminal a
+    table fits when no column must be cut (a cell may wrap; a status cut to ``appli…`` would
+    be misread); off one (a CI log, a pipe) only when no cell wraps either."""
     if requested is not None:
         return requested
-    if is_terminal() or table is None:
+    if table is None:
         return "table"
-    return "table" if fits(table) else "concise"
+    return "table" if fits(table, wrapping=is_terminal()) else "concise"
 
 
-def fits(table: Any) -> bool:
-    """Whether the rich ``table`` is drawn at the console's width without wrapping a cell
-    (off a terminal the width is ``$COLUMNS``, else 80)."""
+def fits(table: Any, *, wrapping: bool = False) -> bool:
+    """Whether the rich ``table`` is drawn at the console's width (on a terminal its width,
+    off one ``$COLUMNS``, else 80) without wrapping a cell, or, with ``wrapping``, without
+    cutting one (every column gets at least its widest unbreakable content)."""
     from rich.measure import Measurement
 
     c = _console(False)
     unbounded = c.options.update(max_width=1 << 16)  # get() clamps to the options' width
-    return Measurement.get(c, unbounded, table).maximum <= c.width
+    measured = Measurement.get(c, unbounded, table)
+    return (measured.minimum if wrapping else measured.maximum) <= c.width
