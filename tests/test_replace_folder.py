@@ -187,28 +187,8 @@ def test_a_fault_at_any_point_of_the_apply_leaves_the_pristine_tree_once_recover
     points = _points(lambda: _apply(ps, clean), tmp_path / "points.log", monkeypatch)
     committed = points.index("journal-committed:1")
     assert {"file-deleted:1", "file-written:1", "batch-written:1"} <= set(points[:committed])
-    pristine = _state(site)
-    patched = _state(clean)
-    for i, point in enumerate(points):
-        for action in ("fail", "kill"):
-            run = _pristine(tmp_path / f"{action}-{i}", direction)
-            killable(f"{action}@{point}")
-            patchset = load_patchset(ps)
-            env = resolve_environment(patchset, root=run)
-            with pytest.raises((PatchbayError, OSError, _Killed)):
-                apply_patchset(patchset, env)
-            monkeypatch.delenv("PATCHBAY_TEST_FAULT")
-            outcome = recover(env.state_dir / "journal", [run])
-            assert outcome.complete, (point, action, outcome.problems())
-            entry = Ledger(env.state_dir).find(patchset.name, "swap")
-            expected = pristine if i < committed else patched
-            assert _state(run) == expected, (point, action)
-            assert (entry is not None) == (i >= committed), (point, action)
-            assert not _leftovers(run), (point, action)
-            if entry is not None:
-                revert_patchset(load_patchset(ps), env)
-                assert _state(run) == pristine, (point, action)
-            shutil.rmtree(run)
+    _sweep(tmp_path, direction, ps, points, killable, monkeypatch, command="apply",
+           before=_state(site), after=_state(clean), pristine=_state(site))  # fmt: skip
 
 
 @pytest.mark.parametrize("direction", list(DIRECTIONS))
@@ -227,23 +207,46 @@ def test_a_fault_at_any_point_of_the_revert_leaves_the_applied_tree_once_recover
     _apply(ps, clean)
     patched = _state(clean)
     points = _points(lambda: _revert(ps, clean), tmp_path / "points.log", monkeypatch)
-    committed = points.index("journal-committed:1")
     assert _state(clean) == pristine
+    _sweep(tmp_path, direction, ps, points, killable, monkeypatch, command="revert",
+           before=patched, after=pristine, pristine=pristine)  # fmt: skip
+
+
+def _sweep(
+    tmp_path: Path,
+    direction: str,
+    ps: Path,
+    points: list[str],
+    killable: Callable[[str], None],
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    command: str,
+    before: dict[str, object],
+    after: dict[str, object],
+    pristine: dict[str, object],
+) -> None:
+    """At every point of ``points``, a failure and a kill during ``command`` (apply, or a
+    revert of an applied tree) of a fresh tree, then recovery: the tree is ``before`` (with
+    the ledger entry only for a revert) up to the commit mark and ``after`` from it, nothing
+    of the journal is left, and a ledger entry left is reverted to ``pristine``."""
+    committed = points.index("journal-committed:1")
     for i, point in enumerate(points):
         for action in ("fail", "kill"):
             run = _pristine(tmp_path / f"{action}-{i}", direction)
-            _apply(ps, run)
+            if command == "revert":
+                _apply(ps, run)
             killable(f"{action}@{point}")
             patchset = load_patchset(ps)
             env = resolve_environment(patchset, root=run)
             with pytest.raises((PatchbayError, OSError, _Killed)):
-                revert_patchset(patchset, env)
+                (apply_patchset if command == "apply" else revert_patchset)(patchset, env)
             monkeypatch.delenv("PATCHBAY_TEST_FAULT")
             outcome = recover(env.state_dir / "journal", [run])
             assert outcome.complete, (point, action, outcome.problems())
             entry = Ledger(env.state_dir).find(patchset.name, "swap")
-            assert _state(run) == (patched if i < committed else pristine), (point, action)
-            assert (entry is not None) == (i < committed), (point, action)
+            assert _state(run) == (before if i < committed else after), (point, action)
+            applied = (i >= committed) if command == "apply" else (i < committed)
+            assert (entry is not None) == applied, (point, action)
             assert not _leftovers(run), (point, action)
             if entry is not None:
                 revert_patchset(load_patchset(ps), env)
