@@ -166,7 +166,8 @@ def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
     assert f"patchbay/wheels/{wheelhouse[0].name}" in (out / MANIFEST).read_text()
 
     # inside the container: the servers are gone, the installer makes a private environment;
-    # pip variables and PYTHONPATH that point at other packages are not followed
+    # pip variables and PYTHONPATH that point at other packages (or environments) are not
+    # followed
     evil = tmp_path / "evil"
     evil.mkdir()
     pwned = tmp_path / "pwned"
@@ -182,8 +183,14 @@ def test_a_bundle_carries_patchbay_into_a_container_with_no_network(
     )
     (evil / "sitecustomize.py").write_text(f"open({str(pwned)!r}, 'w').close()\n")
     (evil / "more.txt").write_text(f"{evil / 'packaging-99.0-py3-none-any.whl'}\n")
-    env = _offline(tmp_path / "home", PIP_FIND_LINKS=str(evil), PIP_PRE="1",
-                   PIP_REQUIREMENT=str(evil / "more.txt"), PYTHONPATH=str(evil))  # fmt: skip
+    env = _offline(
+        tmp_path / "home",
+        PIP_FIND_LINKS=str(evil),
+        PIP_PRE="1",
+        PIP_REQUIREMENT=str(evil / "more.txt"),
+        PYTHONPATH=str(evil),
+        PIP_PYTHON=str(engine.python),
+    )  # fmt: skip (not into the engine)
     res = _run("sh", out / "install-patchbay.sh", env=env)
     assert res.returncode == 0, res.stdout + res.stderr
     patchbay = Path(res.stdout.strip().splitlines()[-1])

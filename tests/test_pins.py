@@ -162,11 +162,15 @@ def test_a_run_killed_after_the_install_is_undone_by_the_next_run_pins_included(
         assert f"run again with --python {pengine.python} to undo that install" in res.err
         assert journal.exists()
         assert _versions(pengine) == {"torchx": "2.0", "torchrec": "1.0"}
-        res = run_main("revert", ps, "--python", pengine.python)
+        # the next apply undoes the killed run's install, then judges the packages as they
+        # are now (not as read before the recovery: "redundant"), and installs the pin
+        res = run_main("apply", ps, "--python", pengine.python)
         assert res.code == 0, res.err
+        assert "pip uninstall torchrec" in res.err and "applied torchrec" in res.out, res.out
+        assert not journal.exists()
+        assert _versions(pengine) == {"torchx": "2.0", "torchrec": "1.0"}
+        assert run_main("revert", ps, "--python", pengine.python).code == 0
     assert _versions(pengine) == {"torchx": "1.0"}
-    assert not journal.exists()
-    assert not (pengine.state_dir / "ledger.json").exists()  # as before the killed run
 
 
 def test_a_journaled_undo_runs_only_pips_index_options(tmp_path: Path) -> None:

@@ -755,6 +755,8 @@ def apply_patchset(
         # a killed run left its journal: put its files back before judging the tree
         with state_lock(env.state_dir, lock_timeout):
             recovered = _recover(env, patchset)
+        # the environment was read before the recovery, which may have put packages back
+        env = read_again(env)
     plan = make_plan(patchset, env, loaded, options=options)
     _refuse_blocking(plan, upgrade)
     if not plan.with_status(PatchStatus.PENDING) and not plan.stale:

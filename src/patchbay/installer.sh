@@ -32,6 +32,11 @@ fi
 dest=${2:-$bundle/patchbay-env}
 case $dest in /*) ;; *) dest=$(pwd)/$dest ;; esac
 unset PYTHONPATH PYTHONHOME  # also for the pip that --python starts in the environment
+# no PIP_* variable of the caller's applies: pip's --isolated ignores most of them, but not
+# all (PIP_PYTHON would send the install into another environment)
+for var in $(env | sed -n 's/^\(PIP_[A-Za-z0-9_]*\)=.*/\1/p'); do
+  unset "$var"
+done
 
 # DEST: made here, or empty, or one this installer made; nothing else is ever touched
 made=
