@@ -528,7 +528,7 @@ def test_sigterm_before_the_transaction_ends_the_run_as_one_inside_it(tmp_path: 
     assert res.crash is None, res.crash
     assert res.code == 143, res.err
     assert res.err == (
-        "patchbay: error: terminated by SIGTERM; every file this run touched was restored\n"
+        "patchbay: error: terminated by SIGTERM; no write was under way, none is left half done\n"
     )
     after = {str(p): p.read_bytes() for p in root.rglob("*") if p.is_file() and p != lock}
     assert after == before

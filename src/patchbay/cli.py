@@ -109,11 +109,11 @@ def _raise_terminated(signum: int, frame: object) -> None:
 
 
 def _terminated() -> int:
-    """Report a run stopped by SIGTERM outside a transaction, as the transaction reports one
-    stopped inside it (:meth:`patchbay.transaction.Transaction.__exit__`); nothing was written
-    (or every file was restored: a transaction that was open said so itself)."""
+    """Report a run stopped by SIGTERM outside a transaction, in the line and exit code of one
+    stopped inside it (:meth:`patchbay.transaction.Transaction.__exit__`); no transaction was
+    open, so no write was under way (one that was open reports the stop itself)."""
     print(
-        "patchbay: error: terminated by SIGTERM; every file this run touched was restored",
+        "patchbay: error: terminated by SIGTERM; no write was under way, none is left half done",
         file=sys.stderr,
     )
     return 128 + 15  # 128 plus SIGTERM, as a shell reports it
