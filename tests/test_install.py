@@ -280,6 +280,14 @@ def test_the_installer_refuses_a_folder_it_did_not_make(tmp_path: Path, carried:
     )
     assert snapshot(dest) == before
     assert os.readlink(dest / "link") == "notes/todo.txt"
+    # nor a link to a folder, even an empty one (a venv cannot be made there)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "to-empty").symlink_to("empty")
+    res = _run("sh", carried.bundle / "install-patchbay.sh", "", tmp_path / "to-empty",
+               env=_offline(tmp_path / "home"))  # fmt: skip
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "is a link: give the folder itself" in res.stderr
+    assert os.listdir(tmp_path / "empty") == []
 
 
 def test_the_installer_refuses_a_python_that_is_not_there(tmp_path: Path, carried: Carried) -> None:

@@ -40,7 +40,9 @@ done
 
 # DEST: made here, or empty, or one this installer made; nothing else is ever touched
 made=
-if [ -d "$dest" ]; then
+if [ -L "$dest" ]; then
+  refuse "DEST $dest is a link: give the folder itself (or a new path)"
+elif [ -d "$dest" ]; then
   if [ ! -f "$dest/$marker" ]; then
     entries=$(ls -A "$dest") || refuse "DEST $dest cannot be read"
     [ -z "$entries" ] || refuse "DEST $dest exists, is not empty and is not an environment" \
