@@ -109,6 +109,17 @@ CASES = [
          [_pkg({"a": b"F\n"}), _pkg({"a/x.py": BODY}), _pkg({"a/x.py": EDITED, "a/y.py": b"Y\n"})]),
     Case("folder-file-folder",
          [_pkg({"a/x.py": b"X\n"}), _pkg({"a": BODY}), _pkg({"a/y.py": EDITED})]),
+    # a re-run judges the stack with the later patches taken off, a revert undoes it newest
+    # first: a path that is a file, a folder, and a file again, in one run and one revert
+    Case("pure-rename-into-its-folder-s-place", [_pkg({"a/x.py": BODY}), _pkg({"a": BODY})]),
+    Case("renamed-into-its-folder-s-place-then-edited",
+         [_pkg({"a/x.py": BODY}), _pkg({"a": BODY}), _pkg({"a": EDITED})]),
+    Case("file-folder-file", [_pkg({"a": b"F\n"}), _pkg({"a/z.py": b"Z\n"}), _pkg({"a": b"G\n"})]),
+    Case("file-nested-folders-file",
+         [_pkg({"a": b"F\n"}), _pkg({"a/b/z.py": b"Z\n"}), _pkg({"a": b"G\n"})]),
+    Case("folder-file-folder-file-by-renames",
+         [_pkg({"a/x.py": BODY}), _pkg({"a": BODY}), _pkg({"a": EDITED}),
+          _pkg({"a/b/z.py": TWICE}), _pkg({"a": TWICE})]),
     Case("no-trailing-newline",
          [_pkg({"n.py": b"A = 1\nB = 2", "m.py": b"C = 1"}),
           _pkg({"n.py": b"A = 1\nB = 3", "m.py": b"C = 1\n"})]),
@@ -220,6 +231,14 @@ def test_a_diff_leaves_the_tree_git_apply_leaves_and_revert_the_pristine_one(
     env = resolve_environment(patchset, root=site)
     assert apply_patchset(patchset, env).applied == [f"p{i}" for i in range(len(diffs))]
     assert _tree(site) == _expected(case, reference)
+    # judged again: a no-op that status and verify call applied
+    again = run_main("apply", ps, "--root", site)
+    assert again.code == 0 and _tree(site) == _expected(case, reference), again.err
+    status = run_main("status", ps, "--root", site, "--json")
+    assert status.code == 0, status.err
+    assert {p["status"] for p in json.loads(status.out)["patches"]} == {"applied"}
+    verify = run_main("verify", ps, "--root", site)
+    assert verify.code == 0, verify.out + verify.err
     # each patch's ledger record is its own step (a later one starts from the earlier result)
     for i, (before, after) in enumerate(steps):
         entry = Ledger(env.state_dir).find(patchset.name, f"p{i}")

@@ -3,7 +3,8 @@ applies it (deletions first, then the emptied folder goes and the file takes its
 re-run is a no-op that status and verify call applied, a fault at any point of the apply leaves
 the pristine tree (folder modes and owners included) once recovered, the originals of files
 under the folder are kept outside it when the state folder is on another filesystem, and a new
-file over a folder that stays (or under a file that stays) is refused as git refuses it.
+file over a folder that stays (or under a file that stays) is refused as git refuses it. The
+fault sweeps also run stacks that make a path a file, a folder and a file again in one run.
 
 The tree against ``git apply`` itself, revert and patch stacks are cases of
 ``tests/test_diff_writes.py``."""
@@ -34,12 +35,19 @@ FOLDER = _pkg({"a/x.py": BODY, "a/deep/y.sh": (b"#!/bin/sh\n", 0o755)})
 FILE = _pkg({"a": (b"F = 1\n", 0o644)})
 # (pristine, patched): a folder replaced by a file, and a file by a folder
 DIRECTIONS = {"folder-to-file": (FOLDER, FILE), "file-to-folder": (FILE, FOLDER)}
+# stacks of patches, one per step, that make a path a file, a folder and a file again in one
+# run (and one revert); each direction is a stack of one
+STACKS = {
+    **{name: list(states) for name, states in DIRECTIONS.items()},
+    "file-folder-file": [FILE, _pkg({"a/z.py": BODY}), _pkg({"a": b"G = 1\n"})],
+    "file-nested-folders-file": [FILE, FOLDER, _pkg({"a": b"G = 1\n"})],
+}
 
 
 def _pristine(site: Path, direction: str) -> Path:
     """Make the pristine tree of ``direction`` at ``site``: its folders 0750 and 0700 and, run
     as root, another user's."""
-    _materialise(site, DIRECTIONS[direction][0])
+    _materialise(site, STACKS[direction][0])
     for rel, mode in (("pkg/a", 0o750), ("pkg/a/deep", 0o700)):
         if (site / rel).is_dir():
             os.chmod(site / rel, mode)
@@ -51,14 +59,17 @@ def _pristine(site: Path, direction: str) -> Path:
 def _setup(tmp_path: Path, direction: str) -> tuple[Path, Path]:
     """The pristine site and the patchset of the one patch that makes the other state;
     returns ``(site, patchset)``."""
-    before, after = DIRECTIONS[direction]
+    states = STACKS[direction]
     site = _pristine(tmp_path / "site", direction)
-    diff = _git_diff(tmp_path / "diff", before, after)
+    ids = ["swap", *(f"swap-{i}" for i in range(2, len(states)))]
+    diffs = [
+        _git_diff(tmp_path / f"diff-{i}", *states[i - 1 : i + 1]) for i, _ in enumerate(ids, 1)
+    ]
     ps = write_patchset(
         tmp_path / "ps",
-        [{"id": "swap", "kind": "diff", "file": "swap.patch"}],
+        [{"id": i, "kind": "diff", "file": f"{i}.patch"} for i in ids],
         targets={"engine": {"package": "pkg"}},
-        files={"swap.patch": diff},
+        files={f"{i}.patch": diff for i, diff in zip(ids, diffs, strict=True)},
     )
     return site, ps
 
@@ -170,7 +181,7 @@ def _revert(ps: Path, root: Path) -> None:
     revert_patchset(patchset, resolve_environment(patchset, root=root))
 
 
-@pytest.mark.parametrize("direction", list(DIRECTIONS))
+@pytest.mark.parametrize("direction", list(STACKS))
 def test_a_fault_at_any_point_of_the_apply_leaves_the_pristine_tree_once_recovered(
     tmp_path: Path,
     direction: str,
@@ -191,7 +202,7 @@ def test_a_fault_at_any_point_of_the_apply_leaves_the_pristine_tree_once_recover
            before=_state(site), after=_state(clean), pristine=_state(site))  # fmt: skip
 
 
-@pytest.mark.parametrize("direction", list(DIRECTIONS))
+@pytest.mark.parametrize("direction", list(STACKS))
 def test_a_fault_at_any_point_of_the_revert_leaves_the_applied_tree_once_recovered(
     tmp_path: Path,
     direction: str,
@@ -243,7 +254,7 @@ def _sweep(
             monkeypatch.delenv("PATCHBAY_TEST_FAULT")
             outcome = recover(env.state_dir / "journal", [run])
             assert outcome.complete, (point, action, outcome.problems())
-            entry = Ledger(env.state_dir).find(patchset.name, "swap")
+            entry = Ledger(env.state_dir).find(patchset.name, "swap")  # (all or none)
             assert _state(run) == (before if i < committed else after), (point, action)
             applied = (i >= committed) if command == "apply" else (i < committed)
             assert (entry is not None) == applied, (point, action)

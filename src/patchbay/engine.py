@@ -396,7 +396,10 @@ def make_plan(
             inspection = _inspect(patch, lp, unwound)
         if inspection.state is ContentState.APPLIED and inspection.undo:
             backward[patch.id] = (reads, inspection)
-            for change in inspection.undo:
+            # taken off as git apply of the reverse patch would: its deletions first, so
+            # that a file put back under a folder whose name a file of the patch takes
+            # goes through that file staged as deleted (a rename into its folder's place)
+            for change in sorted(inspection.undo, key=lambda c: c.before is not None):
                 unwound.stage(change.target, change.path, change.before)
                 if change.executable is not None:
                     unwound.stage_executable(change.target, change.path, change.executable[0])
@@ -1285,6 +1288,21 @@ def _replaced_folders(
     ]
 
 
+def _folders_made_above(path: Path, rel: str, created: list[Any]) -> list[str]:
+    """The absolute folders of ``created`` (root-relative, as a ledger record's
+    ``created_dirs``) that are folders above ``rel``, whose absolute path (through the path
+    gate) is ``path``, in their order; any other entry is left out."""
+    parts = rel.split("/")
+    out = []
+    for folder in created:
+        if not isinstance(folder, str):
+            continue
+        depth = folder.count("/") + 1
+        if depth < len(parts) and parts[:depth] == folder.split("/"):
+            out.append(str(path.parents[len(parts) - depth - 1]))
+    return out
+
+
 def _beside_replaced(path: Path, replaced: list[str]) -> Path | None:
     """Where the original of ``path`` goes when it must be kept beside its file
     (:meth:`Transaction.save`'s ``beside_in``): beside the outermost of the ``replaced``
@@ -1377,7 +1395,9 @@ def _revert_entries(
     for entry in entries:
         for rec in entry.files:
             originals.setdefault(tree.location_of(rec.target, rec.path), rec.before)
-    steps: list[tuple[LedgerEntry, list[tuple[FileRecord, bytes | None]]]] = []
+    # each write with its path as resolved when staged: a file put back under a folder
+    # that a file of a later entry had taken goes through that file staged as deleted then
+    steps: list[tuple[LedgerEntry, list[tuple[FileRecord, bytes | None, Path]]]] = []
     result = RevertResult(ids=[e.patch_id for e in reversed(entries)])
     for entry in reversed(entries):
         writes = []
@@ -1418,32 +1438,31 @@ def _revert_entries(
                         patch_id=entry.patch_id,
                         file=ledger.path,
                     )
+            writes.append((rec, before, tree.resolve(rec.target, rec.path)))
             tree.stage(rec.target, rec.path, before)
-            writes.append((rec, before))
         if entry.files and back == len(entry.files):
             result.cleared.append(entry.patch_id)
         else:
             steps.append((entry, writes))
-    flat = [(tree.resolve(r.target, r.path), data) for _, writes in steps for r, data in writes]
+    flat = [(path, data) for _, writes in steps for _, data, path in writes]
     txn.check_space(_space_needed(env, ledger, [(p, None, d) for p, d in flat]))
     txn.doing = "journaling the files this run changes"
-    # the folders each file's patch made, which the revert removes once empty; through the
-    # gate (one it refuses: the ledger was edited, and nothing outside the root is removed)
+    # the folders each file's patch made, which the revert removes once empty: folders above
+    # the file's path, which passed the gate (one that is not above it: the ledger was
+    # edited, and nothing outside the root is removed); not resolved on their own, since a
+    # file a later entry made in place of one of them is deleted first
     made: dict[int, list[str]] = {}
     # (a file the patch deleted is absent now: a folder may stand in its place)
     replaced = _replaced_folders(
-        (tree.resolve(r.target, r.path), None if r.after is None else b"", data)
+        (path, None if r.after is None else b"", data)
         for _, writes in steps
-        for r, data in writes
+        for r, data, path in writes
     )
     for _, writes in steps:
-        for rec, data in writes:
+        for rec, data, path in writes:
             folders = made[id(rec)] = []
             if data is None and isinstance(rec.created_dirs, list):
-                for folder in rec.created_dirs:
-                    with contextlib.suppress(PathRejected, TypeError):
-                        folders.append(str(resolve_under(env.roots[rec.target], folder)))
-            path = tree.resolve(rec.target, rec.path)
+                folders.extend(_folders_made_above(path, rec.path, rec.created_dirs))
             txn.save(path, then_remove=folders, beside_in=_beside_replaced(path, replaced))
     txn.sync()
     txn.doing = "reverting"
@@ -1452,8 +1471,7 @@ def _revert_entries(
             kind = KINDS.get(entry.kind)
             if kind is not None:
                 kind.revert(entry, tree, txn)
-            for rec, data in writes:
-                path = tree.resolve(rec.target, rec.path)
+            for rec, data, path in writes:
                 root = env.roots[rec.target]
                 if data is None:
                     path.unlink(missing_ok=True)

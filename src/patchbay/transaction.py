@@ -626,9 +626,11 @@ def folders_above(path: str, root: Path) -> list[list[Any]]:
     stop = os.path.abspath(root)
     folder = os.path.dirname(path)
     while folder != stop and folder.startswith(stop + os.sep):
-        with contextlib.suppress(FileNotFoundError):  # not there yet (an earlier patch makes it)
+        # not there yet (an earlier patch makes it, maybe in place of a file on its way)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
             st = os.lstat(folder)
-            found.append([folder, st.st_mode & 0o7777, st.st_uid, st.st_gid])
+            if stat.S_ISDIR(st.st_mode):
+                found.append([folder, st.st_mode & 0o7777, st.st_uid, st.st_gid])
         folder = os.path.dirname(folder)
     return found
 

@@ -480,13 +480,15 @@ class Tree:
         """Whether :meth:`read` returns the very same content objects as in ``reads`` (never
         for a path where no file could be read: see :meth:`read_if_file`)."""
         for target, rel, data in reads:
-            if data is _NO_FILE_ABOVE:
-                try:
+            if data is _NOT_A_FILE:
+                return False
+            try:
+                if data is _NO_FILE_ABOVE:
                     if self._file_above(target, self.location(target, rel)) is not None:
                         return False
-                except NoFileHere:
+                elif self.read(target, rel) is not data:
                     return False
-            elif data is _NOT_A_FILE or self.read(target, rel) is not data:
+            except NoFileHere:  # no file there now (a folder, or a file above it)
                 return False
         return True
 
