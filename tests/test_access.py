@@ -212,10 +212,12 @@ def _not_mine(path: Path, mode: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("rel", "new"), [("a/x.py", False), ("a/n/new.py", True)], ids=["its-folder", "a-new-folder"]
+    ("rel", "how"),
+    [("a/x.py", "edit"), ("a/n/new.py", "new"), ("a/x.py", "delete")],
+    ids=["its-folder", "a-new-folder", "a-deletion"],
 )
 def test_a_folder_this_user_can_enter_but_not_write_is_refused_while_planning(
-    place: Path, rel: str, new: bool
+    place: Path, rel: str, how: str
 ) -> None:
     """The patched file's folder (or, for a new file, the folder its missing folders would
     be made in) is root's 0755: apply and apply --dry-run refuse before anything is written,
@@ -223,6 +225,8 @@ def test_a_folder_this_user_can_enter_but_not_write_is_refused_while_planning(
     even a state folder made, and no other file of the patch is written first."""
     before = {"pkg/__init__.py": b"", "pkg/a/x.py": BODY, "pkg/keep.py": b"K\n"}
     after = {**before, "pkg/keep.py": b"K2\n", f"pkg/{rel}": EDITED}
+    if how == "delete":
+        del after[f"pkg/{rel}"]
     site, ps = _setup(place, before, after)
     _not_mine(site / "pkg" / "a", 0o755)
     pristine = _tree(site)
@@ -234,6 +238,8 @@ def test_a_folder_this_user_can_enter_but_not_write_is_refused_while_planning(
             f"patchbay: error: {site / 'pkg' / rel}: patch p: folder pkg/a cannot be written "
             "(no write permission)"
         ), line
+        deletes = "patchbay deletes a file by removing its name from its folder"
+        assert (deletes in line) == (how == "delete"), line
         assert line.endswith("nothing was changed"), line
         assert res.out == ""
     assert _tree(site) == pristine

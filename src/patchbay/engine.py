@@ -695,10 +695,14 @@ def _refuse_unwritable(plan: Plan) -> None:
                 continue
             folder, why = found
             shown = f"folder {folder}" if folder else "the target root"
+            how = (
+                "deletes a file by removing its name from its folder"
+                if change.after is None
+                else "writes a file as a new one renamed into its folder"
+            )
             raise RefusedError(
-                f"{shown} cannot be written ({why}): patchbay writes a file as a new one "
-                "renamed into its folder; make it writable for this user, or run as its "
-                "owner; nothing was changed",
+                f"{shown} cannot be written ({why}): patchbay {how}; make it writable for "
+                "this user, or run as its owner; nothing was changed",
                 file=root / change.path,
                 patch_id=report.id,
             )
