@@ -891,12 +891,11 @@ def finish_journal(state_dir: Path, roots: list[Path], *, python: str | None = N
     _journal_place(state_dir)
     journal = state_dir / "journal"
 
-    def undo(kind: str, data: dict[str, Any]) -> None:
-        if kind != "pip":
+    def undo(kind: str, data: dict[str, Any]) -> None:  # the kind that journaled it
+        handler = getattr(KINDS.get(kind), "undo_journaled", None)
+        if handler is None:
             raise RefusedError(f"this patchbay does not know how to undo {kind!r}")
-        from .kinds.pip import undo_journaled
-
-        undo_journaled(data, python, state_dir / "logs" / "recovery.log")
+        handler(data, python, state_dir / "logs" / "recovery.log")
 
     outcome = recover(journal, roots, undo)
     if outcome.complete and outcome.undo_problems:

@@ -162,7 +162,10 @@ class PatchKind(Protocol):
     """One kind of patch (``diff``, ``replace``, ...). Implementations live in ``kinds/``.
 
     A kind may also offer ``trial(item, tree) -> Trial``: what its :meth:`preflight` would say,
-    without writing (``status`` runs it; see :mod:`patchbay.trial`).
+    without writing (``status`` runs it; see :mod:`patchbay.trial`); and, when it journals an
+    undo under its own name (:meth:`patchbay.transaction.Transaction.on_rollback` with
+    ``journal``), ``undo_journaled(data, python, log)``, which the next run's recovery calls
+    (see :func:`patchbay.engine.finish_journal`).
     """
 
     name: str

@@ -671,6 +671,10 @@ class PipKind:
                 details=failure.lines,
             )
 
+    def undo_journaled(self, data: dict[str, Any], python: str | None, log: Path) -> None:
+        """Recovery's undo of an install a killed run journaled: :func:`undo_journaled`."""
+        undo_journaled(data, python, log)
+
     def revert(self, entry: LedgerEntry, tree: Tree, txn: Transaction) -> bool:
         env = tree.env
         if env is None or env.python is None:
