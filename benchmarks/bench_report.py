@@ -50,9 +50,9 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
 from github_standin import GitHubStandIn, Pull  # noqa: E402
-from patchbay.model import load_patchset  # noqa: E402
-from patchbay.report import build_report  # noqa: E402
+from patchbay.patchset.model import load_patchset  # noqa: E402
 from patchbay.upstream.github import GitHubClient  # noqa: E402
+from patchbay.upstream.report import build_report  # noqa: E402
 
 TOKEN = "bench-token"
 EXPECTED = {"remove": 40, "bump": 20, "keep": 35, "attention": 5}

@@ -76,9 +76,9 @@ GROWTH_TARGET = 13.0
 DRIVER = r"""
 import json, resource, sys, time
 from pathlib import Path
-from patchbay.engine import apply_patchset
-from patchbay.model import load_patchset
-from patchbay.targets import resolve_environment
+from patchbay.apply.engine import apply_patchset
+from patchbay.patchset.model import load_patchset
+from patchbay.environment.targets import resolve_environment
 
 start = time.perf_counter()
 patchset = load_patchset(Path(sys.argv[1]))

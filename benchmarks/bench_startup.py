@@ -48,7 +48,16 @@ from _common import (
 from _generate import build_patches, build_tree
 
 HELP_TARGET = 4.0
-HEAVY = ("pydantic", "rich", "typer", "click", "git", "yaml", "patchbay.kinds", "patchbay.model")
+HEAVY = (
+    "pydantic",
+    "rich",
+    "typer",
+    "click",
+    "git",
+    "yaml",
+    "patchbay.kinds",
+    "patchbay.patchset.model",
+)
 # what validate and a cold apply of a patchset of diffs never need (off a terminal)
 NOT_FOR_DIFFS = (
     "pydantic", "packaging", "filelock", "rich", "git", "requests", "dataclasses", "subprocess"

@@ -65,10 +65,10 @@ from pathlib import Path
 
 from _common import CheckFailed, find_cli, print_ratios, print_times, run_checked, timed
 
+from patchbay.environment.installed import InstalledResult, verify_installed
+from patchbay.environment.targets import resolve_environment
 from patchbay.errors import PatchbayError
-from patchbay.installed import InstalledResult, verify_installed
-from patchbay.model import load_patchset
-from patchbay.targets import resolve_environment
+from patchbay.patchset.model import load_patchset
 
 REPO = Path(__file__).resolve().parents[1]
 DIST = "bigdist"

@@ -213,7 +213,7 @@ def diff_patch(path: str, before: str, after: str) -> str:
     """A unified diff of one file (difflib, with ``a/`` and ``b/`` prefixes)."""
     import difflib
 
-    from patchbay.diffparse import split_lines
+    from patchbay.diff.parse import split_lines
 
     lines = difflib.unified_diff(
         split_lines(before),

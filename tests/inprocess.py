@@ -3,7 +3,7 @@
 ``run_main`` goes through :func:`patchbay.cli.main` exactly as the console script does, with
 stdout and stderr swapped for buffers (neither is a terminal, as in CI). An exception that
 escapes (a bug: :func:`patchbay.cli.main` prints its traceback and returns
-:data:`patchbay.cli.INTERNAL_ERROR`) is kept in ``Result.crash`` (what it printed on stderr).
+:data:`patchbay.cli.entry.INTERNAL_ERROR`) is kept in ``Result.crash`` (what it printed on stderr).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchbay.cli import INTERNAL_ERROR, main
+from patchbay.cli.entry import INTERNAL_ERROR, main
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from patchbay.selfcarry import write_wheel
+from patchbay.carry.selfcarry import write_wheel
 
 
 @dataclass

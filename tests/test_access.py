@@ -26,9 +26,9 @@ import pytest
 import patchbay
 from conftest import write_patchset
 from inprocess import Result, run_main
-from patchbay.engine import finish_journal
+from patchbay.apply.engine import finish_journal
+from patchbay.apply.ledger import Ledger
 from patchbay.errors import RefusedError
-from patchbay.ledger import Ledger
 
 NOBODY = 65534
 BODY = b"".join(b"def f%d(x):\n    return x + %d\n\n\n" % (i, i) for i in range(6))

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, Engine, diff_patch, run_cli, snapshot, write_patchset
-from patchbay.statelock import state_lock
+from patchbay.apply.statelock import state_lock
 
 DEMO = REPO / "patchsets" / "demo"
 

@@ -198,7 +198,7 @@ def test_waiver_content_rules(report: dict) -> None:
     assert any("approval" in m for m in missing)
     assert ("PB206", "waivers/1350.md", 1) in found
     # `lmdeploy #12` names no repository; `flashinfer #1877` resolves through the map import
-    # uses too (patchbay.projects)
+    # uses too (patchbay.environment.projects)
     assert ("PB207", "waivers/w-unmapped.md", 19) in found
     assert {c for c, p, _ in found if p == "waivers/w-unmapped.md"} == {"PB207"}
     assert ("PB207", "waivers/1350.md", 13) not in found
@@ -918,7 +918,7 @@ def test_waiver_folders_are_configurable(tmp_path: Path) -> None:
 def test_waiver_new_writes_into_the_waiver_folder_that_exists(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from patchbay.commands import waiver as waiver_cmd
+    from patchbay.cli.commands import waiver as waiver_cmd
 
     write_patchset(tmp_path / "patchsets" / "k3", [{"id": "p1", "kind": "replace", "edits": EDIT}])
     (tmp_path / "docs" / "waiver").mkdir(parents=True)
@@ -1074,7 +1074,7 @@ def test_off_a_terminal_a_table_that_would_wrap_is_concise(
     table fits ``$COLUMNS`` without wrapping a cell, else the audit is concise (one finding a
     line, its patch id whole); ``--format table`` is a table whatever the width."""
     from inprocess import run_main
-    from patchbay.commands import common
+    from patchbay.cli.commands import common
 
     def width(columns: str) -> None:  # the console is made once a process: made again
         monkeypatch.setenv("COLUMNS", columns)

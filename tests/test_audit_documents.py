@@ -19,8 +19,8 @@ from conftest import write_patchset
 from patchbay.audit import run_audit
 from patchbay.audit.documents import DocumentCache
 from patchbay.errors import InputError
+from patchbay.patchset.yamlfile import parse_yaml
 from patchbay.waivers import parse_waiver
-from patchbay.yamlfile import parse_yaml
 from test_audit import DATA, _rules_repo
 
 TODAY = date(2030, 1, 1)

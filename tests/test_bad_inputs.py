@@ -13,7 +13,7 @@ asserts: the exit code (2 for bad input, 1 where a refusal is the contract), one
 stderr naming the file, no traceback, and the engine tree unchanged by hash.
 
 Path-escape inputs (quoted octal ``..``, ``\\0`` and ``\\777`` escapes, NUL bytes, absolute
-paths) go through the path gate (``patchbay/paths.py``) like every other path.
+paths) go through the path gate (``patchbay/environment/paths.py``) like every other path.
 """
 
 from __future__ import annotations
@@ -1027,9 +1027,9 @@ def test_a_hung_interpreter_is_stopped_with_its_children(tmp_path: Path) -> None
 def test_the_silence_limit_is_short_by_default_and_the_users_limit_covers_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import patchbay.targets
+    import patchbay.environment.targets
 
-    monkeypatch.setattr(patchbay.targets, "PROBE_SILENCE_S", 0.3)  # 10 s in real life
+    monkeypatch.setattr(patchbay.environment.targets, "PROBE_SILENCE_S", 0.3)  # 10 s in real life
     monkeypatch.delenv("PATCHBAY_PROBE_TIMEOUT", raising=False)
     slow = tmp_path / "slow-python"
     slow.write_text(f'#!/bin/sh\nsleep 1\nexec {sys.executable} "$@"\n')

@@ -21,15 +21,15 @@ from conftest import (
     write_patchset,
 )
 from demo_builds import git_repository
-from patchbay.capture import TODO_DESCRIPTION, PristineSources, capture_patch
-from patchbay.engine import apply_patchset, make_plan, revert_patchset
+from patchbay.apply.engine import apply_patchset, make_plan, revert_patchset
+from patchbay.apply.ledger import Ledger
+from patchbay.authoring.capture import TODO_DESCRIPTION, PristineSources, capture_patch
+from patchbay.authoring.refresh import edit_patch, refresh_patch
+from patchbay.environment.installed import verify_installed
+from patchbay.environment.targets import resolve_environment
 from patchbay.errors import RefusedError
-from patchbay.installed import verify_installed
-from patchbay.ledger import Ledger
-from patchbay.model import load_patchset
-from patchbay.patchset_text import set_scalar
-from patchbay.refresh import edit_patch, refresh_patch
-from patchbay.targets import resolve_environment
+from patchbay.patchset.model import load_patchset
+from patchbay.patchset.text import set_scalar
 
 WORKER_OLD = "        return [r * 2 for r in batch]\n"
 WORKER_NEW = "        return [r * 3 for r in batch]\n"
@@ -110,7 +110,7 @@ def test_capture_hand_edits_applied_here_pending_on_a_fresh_copy(
         assert (fresh.pkg / rel).read_bytes() == (engine.pkg / rel).read_bytes()
     assert not (fresh.pkg / "ops" / "decode.py").exists()
     # validate lists the blanks; revert puts back what the image shipped
-    from patchbay.commands import validate
+    from patchbay.cli.commands import validate
 
     assert validate.run(str(folder)) == 0
     out = capsys.readouterr().out

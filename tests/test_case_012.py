@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import CASES, run_cli, snapshot, write_patchset
-from patchbay.diffparse import parse_diff
-from patchbay.hunks import HunkState, LineIndex, classify_hunk, is_generic, moved_context
+from patchbay.diff.hunks import HunkState, LineIndex, classify_hunk, is_generic, moved_context
+from patchbay.diff.parse import parse_diff
 
 CASE = CASES / "012-fix-landed-context-moved"
 DECODE = "demo_engine/decode.py"

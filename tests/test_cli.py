@@ -19,7 +19,7 @@ import pytest
 
 from conftest import PATCHBAY, REPO, Engine, diff_patch, run_cli, run_in_pty, write_patchset
 from inprocess import run_main
-from patchbay.cliparser import build as _build
+from patchbay.cli.parser import build as _build
 
 SCHEMAS = REPO / "docs" / "schemas"
 COMMANDS = [name for name, _ in _build("")[1]]
@@ -125,8 +125,8 @@ def test_a_bug_prints_its_traceback_and_exits_with_the_internal_error_code(
     """An exception no command expects (here: the schema command, made to raise) is no
     result: its traceback, one line asking for a report, and exit 70 (EX_SOFTWARE), which no
     command returns, so `|| [ "$?" -eq 1 ]` in docs/examples/audit.yml does not let it pass."""
-    from patchbay import cli
-    from patchbay.commands import schema
+    from patchbay.cli import entry as cli
+    from patchbay.cli.commands import schema
 
     def broken() -> int:
         raise RuntimeError("the schema went missing")
@@ -273,10 +273,10 @@ def test_every_enum_of_every_schema_is_the_codes_enum() -> None:
     """Each ``enum`` of docs/schemas/*.json holds exactly the values of the code's enum that
     produces the field (a verdict the code can give is never refused by its own schema), and
     every ``enum`` of every schema is listed here, so a new one cannot escape the check."""
+    from patchbay.apply.check import Verdict
+    from patchbay.apply.engine import PatchStatus
     from patchbay.audit.rules import Severity
-    from patchbay.check import Verdict
-    from patchbay.engine import PatchStatus
-    from patchbay.hunks import HunkState
+    from patchbay.diff.hunks import HunkState
     from patchbay.kinds.base import ContentState
     from patchbay.upstream.refs import RefKind
     from patchbay.upstream.status import RefState
@@ -371,7 +371,7 @@ TYPER_CLI = {
 def _parsers() -> dict[str, object]:
     import argparse
 
-    from patchbay.cliparser import build_parser
+    from patchbay.cli.parser import build_parser
 
     out: dict[str, object] = {}
 

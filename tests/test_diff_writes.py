@@ -23,13 +23,13 @@ import pytest
 
 from conftest import write_patchset
 from inprocess import run_main
-from patchbay import engine, transaction
-from patchbay.engine import apply_patchset, revert_patchset
-from patchbay.gitapply import git_environment
+from patchbay.apply import engine, transaction
+from patchbay.apply.engine import apply_patchset, revert_patchset
+from patchbay.apply.ledger import Ledger, sha256_bytes
+from patchbay.diff.gitapply import git_environment
+from patchbay.environment.targets import resolve_environment
 from patchbay.kinds.diffwrite import process_umask
-from patchbay.ledger import Ledger, sha256_bytes
-from patchbay.model import load_patchset
-from patchbay.targets import resolve_environment
+from patchbay.patchset.model import load_patchset
 
 Files = dict[str, tuple[bytes, int]]  # target-relative path -> (bytes, permission bits)
 

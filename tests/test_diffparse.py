@@ -10,7 +10,7 @@ import pytest
 
 from conftest import write_patchset
 from inprocess import run_main
-from patchbay.diffparse import git_header_names, parse_diff
+from patchbay.diff.parse import git_header_names, parse_diff
 from patchbay.errors import InputError
 
 SRC = Path("x.patch")
@@ -261,7 +261,7 @@ def test_a_header_with_spaces_and_no_agreeing_split_takes_the_plus_minus_names()
 def test_an_upstream_diffs_sections_are_chosen_by_names_with_spaces_too() -> None:
     """``vendor`` keeps the sections of an upstream diff under a source's ``paths``: the
     section names come from the same header rule (a section with spaces was dropped)."""
-    from patchbay.vendor import split_paths
+    from patchbay.carry.vendor import split_paths
 
     def section(name: str) -> str:
         return (
@@ -286,7 +286,7 @@ def test_a_symlink_diff_is_refused_as_unsupported_not_as_corrupt(tmp_path: Path)
 
 
 def test_a_dangling_link_and_an_unreadable_patch_file_say_so(tmp_path: Path) -> None:
-    from patchbay.inputfiles import read_input
+    from patchbay.patchset.inputfiles import read_input
 
     (tmp_path / "a.patch").symlink_to("gone.patch")
     with pytest.raises(InputError) as err:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from patchbay.diffparse import Hunk
-from patchbay.hunks import HunkState, LineIndex, apply_hunks, classify_hunk
+from patchbay.diff.hunks import HunkState, LineIndex, apply_hunks, classify_hunk
+from patchbay.diff.parse import Hunk
 
 
 def hunk(body: str, old_start: int = 5, new_start: int = 5) -> Hunk:

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli, write_patchset
-from patchbay.diffparse import parse_diff
-from patchbay.identity import diff_identity
+from patchbay.diff.identity import diff_identity
+from patchbay.diff.parse import parse_diff
 from servers import Response, Server
 
 PLAIN = (

@@ -19,17 +19,17 @@ import pytest
 
 from conftest import write_patchset
 
-HEAVY = ("pydantic", "msgspec", "rich", "git", "typer", "yaml", "patchbay.model",
-         "patchbay.kinds", "patchbay.engine", "requests", "packaging", "filelock",
+HEAVY = ("pydantic", "msgspec", "rich", "git", "typer", "yaml", "patchbay.patchset.model",
+         "patchbay.kinds", "patchbay.apply.engine", "requests", "packaging", "filelock",
          "patchbay.kinds.pip", "patchbay.kinds.artifact", "patchbay.kinds.command",
-         "patchbay.fetch", "dataclasses", "patchbay.lockfile",
+         "patchbay.carry.fetch", "dataclasses", "patchbay.patchset.lockfile",
          "subprocess")  # fmt: skip
 # what a run on a patchset of diffs and edits never needs (off a terminal): no pins, downloads
 # or commands
 NOT_FOR_PLAIN_PATCHES = {"pydantic", "rich", "git", "typer", "requests", "packaging", "filelock",
                          "patchbay.kinds.pip", "patchbay.kinds.artifact",
-                         "patchbay.kinds.command", "patchbay.fetch", "dataclasses",
-                         "patchbay.lockfile", "subprocess"}  # fmt: skip
+                         "patchbay.kinds.command", "patchbay.carry.fetch", "dataclasses",
+                         "patchbay.patchset.lockfile", "subprocess"}  # fmt: skip
 PROBE = f"""
 import io, json, sys, contextlib
 from patchbay.cli import main
@@ -92,7 +92,7 @@ def test_a_verified_noop_apply_imports_nothing_heavy_and_a_cold_one_only_what_it
     root, ps = _plain_patchset(tmp_path)
     code, out, heavy = _imports("apply", ps, "--root", root)
     assert code == 0 and "2 applied" in out
-    assert {"msgspec", "patchbay.model"} <= heavy  # the cold run validates the patchset
+    assert {"msgspec", "patchbay.patchset.model"} <= heavy  # the cold run validates the patchset
     assert heavy.isdisjoint(NOT_FOR_PLAIN_PATCHES), heavy
     code, out, heavy = _imports("apply", ps, "--root", root)
     assert (code, out) == (0, "nothing to do: 2 patch(es) already present\n")
@@ -100,7 +100,7 @@ def test_a_verified_noop_apply_imports_nothing_heavy_and_a_cold_one_only_what_it
     # a tampered file: the full engine runs (and imports what it needs)
     (root / "demo_engine" / "a.py").write_text("X = 2\n# edited\n")
     code, out, heavy = _imports("apply", ps, "--root", root)
-    assert "patchbay.model" in heavy and "changed since patchbay wrote it" in out
+    assert "patchbay.patchset.model" in heavy and "changed since patchbay wrote it" in out
     assert heavy.isdisjoint(NOT_FOR_PLAIN_PATCHES), heavy
 
 
@@ -110,7 +110,7 @@ def test_validate_of_a_patchset_without_pins_loads_no_packaging_filelock_or_rich
     _, ps = _plain_patchset(tmp_path)
     code, out, heavy = _imports("validate", ps)
     assert code == 0 and "valid (2 patch(es))" in out
-    assert "patchbay.model" in heavy
+    assert "patchbay.patchset.model" in heavy
     assert heavy.isdisjoint(NOT_FOR_PLAIN_PATCHES), heavy
 
 

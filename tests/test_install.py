@@ -27,8 +27,8 @@ from packaging.utils import canonicalize_name
 
 from conftest import REPO, Engine, make_engine, snapshot, write_patchset
 from inprocess import run_main
-from patchbay import selfcarry
-from patchbay.bundle import MANIFEST
+from patchbay.carry import selfcarry
+from patchbay.carry.bundle import MANIFEST
 from servers import Server
 
 DEMO = REPO / "patchsets" / "demo"

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from conftest import diff_patch, run_cli, snapshot, write_patchset
-from patchbay.engine import PatchStatus, apply_patchset, make_plan, revert_patchset
+from patchbay.apply.engine import PatchStatus, apply_patchset, make_plan, revert_patchset
+from patchbay.environment.targets import resolve_environment
 from patchbay.errors import RefusedError
-from patchbay.model import load_patchset
-from patchbay.targets import resolve_environment
+from patchbay.patchset.model import load_patchset
 
 
 def _run(ps: Path, root: Path):

@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO, dedent, run_cli
 from inprocess import run_main
 from patchbay.errors import InputError
-from patchbay.model import json_schema, load_patchset
+from patchbay.patchset.model import json_schema, load_patchset
 
 HEAD = dedent(
     """
@@ -197,8 +197,8 @@ def test_kimi_k3_patchset_validates_offline_with_unlocked_content_marked() -> No
 def test_a_patch_deep_in_the_list_is_named_at_its_line_after_loading(tmp_path: Path) -> None:
     # the loaded patchset keeps the YAML's lines, not its data: a problem found later (a
     # patch file missing at load_patches) still names file:line of the key, for every shape
-    from patchbay.engine import load_patches
-    from patchbay.yamlfile import load_yaml
+    from patchbay.apply.engine import load_patches
+    from patchbay.patchset.yamlfile import load_yaml
 
     (tmp_path / "ok.patch").write_text("--- a/f.py\n+++ b/f.py\n@@ -1 +1 @@\n-a\n+b\n")
     text = HEAD
@@ -234,7 +234,7 @@ def test_yaml_aliases_build_every_copy_whole(tmp_path: Path) -> None:
     # until its last copy is built
     import yaml
 
-    from patchbay.yamlfile import parse_yaml
+    from patchbay.patchset.yamlfile import parse_yaml
 
     text = dedent(
         """

@@ -24,8 +24,8 @@ from conftest import (
     snapshot,
     write_patchset,
 )
+from patchbay.carry.fetch import fetch_pinned
 from patchbay.errors import ApplyFailed, RefusedError
-from patchbay.fetch import fetch_pinned
 from patchbay.options import RunOptions
 from servers import Response, Server, make_wheel
 

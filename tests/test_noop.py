@@ -1,4 +1,4 @@
-"""The verified no-op of ``apply`` (patchbay.noop): a re-run answers "nothing to do" from the
+"""The verified no-op of ``apply`` (patchbay.apply.noop): a re-run answers "nothing to do" from the
 ledger's identity only while every input, file, pin and the environment are what the last apply
 left; every kind of difference falls through to the full engine, which then decides (and never
 says nothing-to-do wrongly). Real trees, real venvs, real pip, real files."""
@@ -16,7 +16,7 @@ import pytest
 
 from conftest import Engine, copy_engine, diff_patch, write_patchset
 from inprocess import run_main
-from patchbay import noop
+from patchbay.apply import noop
 from servers import Response, Server, make_wheel
 
 OLD = "def work():\n    return 1\n"
@@ -263,7 +263,7 @@ from patchbay.cli import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     code = main(sys.argv[1:])
-names = ("argparse", "patchbay.cliparser", "patchbay.clihandlers", "patchbay.engine")
+names = ("argparse", "patchbay.cli.parser", "patchbay.cli.handlers", "patchbay.apply.engine")
 print(json.dumps({"code": code, "out": out.getvalue(),
                   "parser": sorted(n for n in names if n in sys.modules)}))
 """
@@ -297,12 +297,12 @@ def test_the_plain_command_line_is_answered_before_the_parser_is_imported(
     # any other option takes the parser, and the same verified no-op behind it
     got = _cli_modules("apply", ps, "--root", root, "--lock-timeout", "5")
     assert (got["code"], got["out"]) == (0, nothing)
-    assert got["parser"] == ["argparse", "patchbay.clihandlers", "patchbay.cliparser"]
+    assert got["parser"] == ["argparse", "patchbay.cli.handlers", "patchbay.cli.parser"]
     # what the check cannot verify goes to the full engine, which re-applies the reverted file
     (root / "demo_engine" / "worker.py").write_text(OLD)
     got = _cli_modules("apply", ps, "--root", root)
     assert got["code"] == 0 and "applied worker" in str(got["out"])
-    assert "patchbay.engine" in got["parser"]  # type: ignore[operator]
+    assert "patchbay.apply.engine" in got["parser"]  # type: ignore[operator]
     assert (root / "demo_engine" / "worker.py").read_text() == NEW
 
 
@@ -332,8 +332,8 @@ def test_the_fast_path_s_options_are_apply_s_own() -> None:
     must be an option of ``apply`` taking one value, under the same name, and the one option
     it skips, ``--quiet``/``-q``, a flag of it (a renamed option would otherwise be read
     wrongly, or never)."""
-    from patchbay.cli import _NOOP_OPTIONS
-    from patchbay.cliparser import build
+    from patchbay.cli.entry import _NOOP_OPTIONS
+    from patchbay.cli.parser import build
 
     parser, _ = build("apply")
     assert parser is not None

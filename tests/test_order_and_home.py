@@ -14,9 +14,9 @@ import pytest
 
 from conftest import Engine, write_patchset
 from inprocess import run_main
+from patchbay.environment.targets import home_root
 from patchbay.errors import InputError
-from patchbay.model import Target
-from patchbay.targets import home_root
+from patchbay.patchset.model import Target
 
 OLD = "        return num_decode_tokens == 1\n"
 NEW = "        return num_decode_tokens >= 1\n"

@@ -2,7 +2,7 @@
 
 Every command that writes to a path given on the command line (``bundle OUT``, ``rebase --out``
 / ``--conflicts`` / ``--resolved``, ``waiver new -o``, ``report -o``, ``import --out``,
-``--record``) goes through :mod:`patchbay.outputs`; run in-process through the real CLI.
+``--record``) goes through :mod:`patchbay.outputfiles`; run in-process through the real CLI.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from conftest import Engine, write_patchset
 from inprocess import run_main
 from patchbay.errors import InputError
-from patchbay.outputs import check_input_folder, check_output_file, check_output_folder
+from patchbay.outputfiles import check_input_folder, check_output_file, check_output_folder
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ WRITERS = [
 def test_every_result_file_gets_its_missing_folders(
     place: Path, args: list[str], written: str
 ) -> None:
-    """One rule for every result file (patchbay.outputs.write_output_file): the folders
+    """One rule for every result file (patchbay.outputfiles.write_output_file): the folders
     missing above it are created, as ``mkdir -p`` would, and the file is written whole."""
     res = run_main(*args, cwd=place)
     assert res.crash is None, res.crash

@@ -9,8 +9,8 @@ import pytest
 
 from conftest import REPO, dedent
 from patchbay.errors import InputError
-from patchbay.model import load_patchset
-from patchbay.patchset_text import append_patch, remove_patch, set_scalar
+from patchbay.patchset.model import load_patchset
+from patchbay.patchset.text import append_patch, remove_patch, set_scalar
 
 HEAD = dedent(
     """

@@ -15,9 +15,8 @@ import pytest
 
 from conftest import CASES, Result, snapshot, write_patchset
 from inprocess import run_main
-from patchbay.diffparse import parse_diff
-from patchbay.errors import InputError, RefusedError
-from patchbay.paths import (
+from patchbay.diff.parse import parse_diff
+from patchbay.environment.paths import (
     PathRejected,
     check_relative,
     contained,
@@ -25,7 +24,8 @@ from patchbay.paths import (
     resolve_under,
     unquote_c,
 )
-from patchbay.tree import Tree
+from patchbay.environment.tree import Tree
+from patchbay.errors import InputError, RefusedError
 
 
 def cli(*args: str | Path) -> Result:
@@ -393,7 +393,7 @@ def test_the_gate_finds_the_real_path_realpath_finds(tmp_path: Path) -> None:
     """The gate's own walk down the folders (one lstat a folder, a realpath at a link only)
     gives each path the real path ``os.path.realpath`` gives it, with or without the folder
     cache, through linked folders inside the root, links to links and folders not made yet."""
-    from patchbay.paths import resolve_real_under
+    from patchbay.environment.paths import resolve_real_under
 
     root = tmp_path / "root"
     (root / "a" / "b").mkdir(parents=True)

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from conftest import count_inspections, diff_patch, write_patchset
-from patchbay import engine
-from patchbay.engine import apply_patchset, make_plan
+from patchbay.apply import engine
+from patchbay.apply.engine import apply_patchset, make_plan
+from patchbay.apply.ledger import Ledger, LedgerEntry
+from patchbay.apply.statelock import state_lock
+from patchbay.environment.targets import resolve_environment
+from patchbay.environment.tree import Tree
 from patchbay.kinds import KINDS
-from patchbay.ledger import Ledger, LedgerEntry
-from patchbay.model import load_patchset
-from patchbay.statelock import state_lock
-from patchbay.targets import resolve_environment
-from patchbay.tree import Tree
+from patchbay.patchset.model import load_patchset
 
 BEFORE = {f"pkg/m{i}.py": "".join(f"v{i}_{k} = {k}\n" for k in range(12)) for i in range(3)}
 
@@ -208,7 +208,7 @@ def test_a_diffs_result_classified_on_the_way_is_what_inspecting_it_again_finds(
     hunk by hunk, also for results that are not present (a re-run would apply them again)."""
     from types import SimpleNamespace
 
-    from patchbay.diffparse import parse_diff
+    from patchbay.diff.parse import parse_diff
     from patchbay.kinds.base import ContentState, LoadedPatch
 
     rng = random.Random(14)
@@ -239,8 +239,8 @@ def test_a_diffs_result_classified_on_the_way_is_what_inspecting_it_again_finds(
 def test_the_ledger_is_written_one_line_per_entry_and_reads_back_as_it_was(
     tmp_path: Path,
 ) -> None:
-    from patchbay.ledger import FileRecord
-    from patchbay.transaction import Transaction
+    from patchbay.apply.ledger import FileRecord
+    from patchbay.apply.transaction import Transaction
 
     ledger = Ledger(tmp_path)
     for n, patchset in enumerate(("ps", 'other "one"')):

@@ -12,12 +12,12 @@ import pytest
 
 from conftest import REPO, Engine, build_wheel, copy_engine, make_engine, run_cli
 from demo_builds import new_demo_source
-from patchbay.check import check_patchset
-from patchbay.engine import apply_patchset
-from patchbay.model import load_patchset
-from patchbay.rebase import rebase_patchset
-from patchbay.report import check_candidate
-from patchbay.targets import resolve_environment
+from patchbay.apply.check import check_patchset
+from patchbay.apply.engine import apply_patchset
+from patchbay.authoring.rebase import rebase_patchset
+from patchbay.environment.targets import resolve_environment
+from patchbay.patchset.model import load_patchset
+from patchbay.upstream.report import check_candidate
 
 EXPECTED = {
     "envs-asm-padding": ("upstream", "dropped"),

@@ -22,13 +22,13 @@ import pytest
 
 from conftest import write_patchset
 from inprocess import run_main
-from patchbay import transaction
-from patchbay.engine import apply_patchset, revert_patchset
+from patchbay.apply import transaction
+from patchbay.apply.engine import apply_patchset, revert_patchset
+from patchbay.apply.ledger import Ledger
+from patchbay.apply.transaction import Rollback, Transaction, recover
+from patchbay.environment.targets import resolve_environment
 from patchbay.errors import PatchbayError
-from patchbay.ledger import Ledger
-from patchbay.model import load_patchset
-from patchbay.targets import resolve_environment
-from patchbay.transaction import Rollback, Transaction, recover
+from patchbay.patchset.model import load_patchset
 from test_diff_writes import BODY, _git, _git_diff, _materialise, _pkg, _tree
 
 FOLDER = _pkg({"a/x.py": BODY, "a/deep/y.sh": (b"#!/bin/sh\n", 0o755)})

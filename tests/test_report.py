@@ -24,9 +24,9 @@ from github_standin import (
     git,
     serve_engine,
 )
-from patchbay.model import load_patchset
-from patchbay.report import MARKER, build_report, render_markdown
+from patchbay.patchset.model import load_patchset
 from patchbay.upstream import GitHubClient
+from patchbay.upstream.report import MARKER, build_report, render_markdown
 
 TOKEN = "ghp_reportTOKEN0123456789abcdef"
 TODAY = "2026-09-01"
@@ -301,7 +301,7 @@ def test_candidate_image_names_the_patches_a_bump_drops(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from patchbay.commands.report import run
+    from patchbay.cli.commands.report import run
 
     _, ids = engine_history
     for name in ("GITHUB_TOKEN", "GH_TOKEN", "PATCHBAY_GITHUB_API"):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, Engine, diff_patch, run_cli, snapshot, write_patchset
-from patchbay.diffparse import parse_diff
+from patchbay.diff.parse import parse_diff
 from patchbay.errors import InputError
 
 

@@ -18,8 +18,8 @@ import yaml
 
 from conftest import REPO
 from patchbay.errors import InputError
-from patchbay.model import json_schema, load_patchset
-from patchbay.yamlfile import load_yaml
+from patchbay.patchset.model import json_schema, load_patchset
+from patchbay.patchset.yamlfile import load_yaml
 
 SHA = "0" * 64
 COMMIT = "1" * 40

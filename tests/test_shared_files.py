@@ -4,7 +4,7 @@ The README's own layout has ``engine: {package: demo_engine}`` and ``meta: {pack
 demo_engine, path: demo_engine_meta}``: ``demo_engine_meta/kernels/mla_asm.csv`` through
 ``engine`` and ``kernels/mla_asm.csv`` through ``meta`` are the same file. The plan's tree,
 the journal, the ledger's file history and revert identify a file by its location
-(:meth:`patchbay.tree.Tree.location`), so a later patch is judged on what an earlier one
+(:meth:`patchbay.environment.tree.Tree.location`), so a later patch is judged on what an earlier one
 left, whichever target each goes through.
 """
 
@@ -17,10 +17,10 @@ import pytest
 
 from conftest import REPO, diff_patch, write_patchset
 from inprocess import run_main
+from patchbay.authoring.rebase import RebaseResult, rebase_patchset
+from patchbay.environment.targets import resolve_environment
 from patchbay.errors import InputError
-from patchbay.model import load_patchset
-from patchbay.rebase import RebaseResult, rebase_patchset
-from patchbay.targets import resolve_environment
+from patchbay.patchset.model import load_patchset
 
 TARGETS = {
     "engine": {"package": "demo_engine"},

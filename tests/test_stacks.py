@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import count_inspections, write_patchset
-from patchbay.engine import PatchStatus, apply_patchset, make_plan, revert_patchset
-from patchbay.model import load_patchset
-from patchbay.targets import resolve_environment
+from patchbay.apply.engine import PatchStatus, apply_patchset, make_plan, revert_patchset
+from patchbay.environment.targets import resolve_environment
+from patchbay.patchset.model import load_patchset
 from test_diff_writes import (
     BIN,
     BODY,

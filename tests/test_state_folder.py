@@ -2,8 +2,8 @@
 reach, and never lies inside a target's package.
 
 With ``--root`` the default state folder is ``<root>/.patchbay``, under the target root: the
-path gate (:func:`patchbay.paths.resolve_under`, called by ``Tree.resolve`` for every kind)
-refuses any path that resolves into it, whatever kind named it, before anything is written.
+path gate (:func:`patchbay.environment.paths.resolve_under`, called by ``Tree.resolve`` for every
+kind) refuses any path that resolves into it, whatever kind named it, before anything is written.
 """
 
 from __future__ import annotations

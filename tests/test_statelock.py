@@ -1,4 +1,4 @@
-"""The state folder's lock (``patchbay.statelock``): an exclusive ``flock`` that another
+"""The state folder's lock (``patchbay.apply.statelock``): an exclusive ``flock`` that another
 process sees, waits for up to the timeout, refuses past it with the lock file named, and that
 no child process keeps after the run."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from patchbay.apply.statelock import state_lock
 from patchbay.errors import RefusedError
-from patchbay.statelock import state_lock
 
 # holds an exclusive flock on argv[1] until its stdin closes; prints "held" once it has it
 HOLDER = """

@@ -18,7 +18,7 @@ from github_standin import (
     build_engine_history,
     serve_engine,
 )
-from patchbay.model import load_patchset
+from patchbay.patchset.model import load_patchset
 from patchbay.upstream import (
     GitHubClient,
     RateLimitError,

@@ -18,7 +18,7 @@ from conftest import build_wheel, make_engine, run_cli
 from github_standin import GitHubStandIn
 from kv_engine import KvEngine, build_kv_engine, git_bytes, serve_kv
 from patchbay.audit import run_audit
-from patchbay.commands.report import run as report_run
+from patchbay.cli.commands.report import run as report_run
 
 STATUS = {
     "int64-strides": "redundant",

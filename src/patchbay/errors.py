@@ -121,6 +121,6 @@ class Interrupted(PatchbayError):
 
 
 class Terminated(KeyboardInterrupt):
-    """Raised in the main thread by the SIGTERM handler a :class:`~patchbay.transaction.
+    """Raised in the main thread by the SIGTERM handler a :class:`~patchbay.apply.transaction.
     Transaction` installs, so ``docker stop`` or a CI cancel rolls the run back as Ctrl-C does
     (a ``BaseException``: no ``except Exception`` on the way swallows it)."""

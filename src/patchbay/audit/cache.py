@@ -52,7 +52,7 @@ _SOURCES = (
     "audit/rules.py",
     "audit/cache.py",
     "audit/config.py",
-    "placeholders.py",
+    "patchset/placeholders.py",
 )
 """What the findings of a script depend on besides its inputs: their source is in the digest."""
 _LIBRARIES = ("tree_sitter", "tree_sitter_bash", "tree_sitter_dockerfile", "packaging")

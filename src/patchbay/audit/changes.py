@@ -16,7 +16,7 @@ Git runs with argument lists, in the root, with the repository found from there:
 ``GIT_DIR``-like variables of the caller (a hook sets them) are dropped, messages are in the C
 locale, and ``GIT_OPTIONAL_LOCKS=0`` keeps ``git diff`` from refreshing the index, so the audit
 writes nothing. The system and user configuration stay on (unlike
-:func:`patchbay.gitapply.git_environment`, which runs git outside any repository): they hold
+:func:`patchbay.diff.gitapply.git_environment`, which runs git outside any repository): they hold
 ``safe.directory`` entries that a CI container needs to read the checkout at all, and every
 option that shapes the output here is given on the command line.
 """

@@ -14,8 +14,8 @@ from typing import Any
 
 import msgspec
 
-from ..lockfile import LOCK_NAME, Lock
-from ..model import ArtifactPatch, DiffPatch, Patchset, PipPatch
+from ..patchset.lockfile import LOCK_NAME, Lock
+from ..patchset.model import ArtifactPatch, DiffPatch, Patchset, PipPatch
 from ..waivers import FIELD_TITLES, Waiver, placeholder_in
 from .rules import Finding
 from .waived import ScriptLink

@@ -40,8 +40,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from ..errors import InputError
-from ..placeholders import placeholder_in
-from ..validation import FieldError, check_field, convert, problem_of
+from ..patchset.placeholders import placeholder_in
+from ..patchset.validation import FieldError, check_field, convert, problem_of
 from .rules import RESERVED, RULES, Severity
 
 if sys.version_info >= (3, 11):

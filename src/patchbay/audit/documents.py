@@ -2,13 +2,13 @@
 parsed again until their text (or the code that parses them) changes.
 
 Parsing is a pure function of a document's text: the YAML of ``patchset.yaml`` becomes its
-plain data and the line of every key (:class:`~patchbay.yamlfile.YamlDocument`), a waiver
+plain data and the line of every key (:class:`~patchbay.patchset.yamlfile.YamlDocument`), a waiver
 becomes a :class:`~patchbay.waivers.Waiver` (given its file name and the project names that
 resolve ``project #N``). An entry is keyed by those inputs (the text's SHA-256) and a digest of
 the parsing code (:data:`_SOURCES`, PyYAML's version, patchbay's and Python's), so it gives
 what parsing would. What is not parsing is never cached: every patchset is validated by its
-msgspec schema (:func:`~patchbay.model.patchset_from_document`), every check runs, every file
-a document names is looked at, on every run.
+msgspec schema (:func:`~patchbay.patchset.model.patchset_from_document`), every check runs, every
+file a document names is looked at, on every run.
 
 An entry is only written when it reads back equal to what was parsed (a YAML date or a mapping
 with number keys has no JSON form here, so that document is simply parsed every time), and it
@@ -35,7 +35,8 @@ from typing import Any
 
 import msgspec
 
-from ..validation import convert
+from ..patchset.validation import convert
+from ..patchset.yamlfile import YamlDocument, parse_yaml
 from ..waivers import (
     FieldResult,
     FrontMatter,
@@ -45,7 +46,6 @@ from ..waivers import (
     Waiver,
     parse_waiver,
 )
-from ..yamlfile import YamlDocument, parse_yaml
 from .cache import read_json, write_json
 
 __all__ = ["DocumentCache"]
@@ -55,11 +55,11 @@ FORMAT = 1
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 _SOURCES = (
-    "yamlfile.py",
-    "projects.py",
+    "patchset/yamlfile.py",
+    "environment/projects.py",
     "waivers",
-    "placeholders.py",
-    "validation.py",
+    "patchset/placeholders.py",
+    "patchset/validation.py",
     "audit/documents.py",
 )
 """The code a parsed document depends on: its source is in the digest."""
@@ -113,10 +113,10 @@ class DocumentCache:
 
     def yaml_document(self, path: Path, text: str) -> YamlDocument:
         """The YAML document of ``text`` (the content of ``path``), as
-        :func:`~patchbay.yamlfile.parse_yaml` gives it.
+        :func:`~patchbay.patchset.yamlfile.parse_yaml` gives it.
 
         Raises:
-            InputError: as :func:`~patchbay.yamlfile.parse_yaml` (nothing is cached).
+            InputError: as :func:`~patchbay.patchset.yamlfile.parse_yaml` (nothing is cached).
         """
         key = _key("yaml", text)
         return self._lookup(

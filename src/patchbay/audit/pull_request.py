@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from ..model import Patchset
+from ..patchset.model import Patchset
 from ..waivers import Waiver
 from .changes import Change
 from .checks import relative

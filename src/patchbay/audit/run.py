@@ -13,16 +13,16 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from ..environment.projects import DEFAULT_PROJECTS
 from ..errors import InputError
-from ..inputfiles import MAX_YAML_BYTES, read_input_text
-from ..model import (
+from ..patchset.inputfiles import MAX_YAML_BYTES, read_input_text
+from ..patchset.model import (
     PATCHSET_FILENAMES,
     Patchset,
     find_patchset_file,
     load_patchset,
     patchset_from_document,
 )
-from ..projects import DEFAULT_PROJECTS
 from ..waivers import Translation, Waiver, parse_waiver, read_waiver_text, waiver_files
 from .cache import ScriptCache, cache_disabled
 from .changes import Change, read_change
@@ -199,7 +199,7 @@ def find_patchsets(
 
     Raises:
         InputError: an explicitly configured entry that does not exist; any patchset that does
-            not load (see :func:`~patchbay.model.load_patchset`).
+            not load (see :func:`~patchbay.patchset.model.load_patchset`).
     """
     out = []
     for entry in entries:
@@ -218,7 +218,7 @@ def find_patchsets(
 
 
 def _load_patchset(path: Path, documents: DocumentCache | None) -> Patchset:
-    """:func:`~patchbay.model.load_patchset`, with the YAML document from ``documents``."""
+    """:func:`~patchbay.patchset.model.load_patchset`, with the YAML document from ``documents``."""
     if documents is None:
         return load_patchset(path)
     yaml_path = find_patchset_file(path)

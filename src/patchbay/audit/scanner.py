@@ -333,7 +333,7 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
 
 
 def _real_reason(reason: str) -> bool:
-    from ..placeholders import placeholder_in
+    from ..patchset.placeholders import placeholder_in
 
     return len(reason.split()) >= 2 and placeholder_in(reason) is None
 

@@ -21,7 +21,7 @@ from packaging.utils import canonicalize_name
 
 from ..analysis import Mechanism, Modification
 from ..analysis.values import display
-from ..diffparse import parse_diff
+from ..diff.parse import parse_diff
 from ..errors import InputError
 from .drafts import ArtifactDraft, CommandDraft, DiffDraft, PipDraft, ReplaceDraft
 from .refs import github_source

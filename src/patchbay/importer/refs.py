@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ..environment.projects import DEFAULT_PROJECTS
 from ..errors import InputError
-from ..projects import DEFAULT_PROJECTS
 
 _URL = re.compile(
     r"https?://(?:www\.)?github\.com/[\w.-]+/[\w.-]+/(?:pull|issues|commit)/[0-9a-fA-F]+"

@@ -166,13 +166,13 @@ _HINTS = {
 
 def _blanks_to_fill(yaml_text: str, path: Path) -> tuple[list[str], str]:
     """The blanks ``validate`` will list in the draft ``yaml_text`` (to be written at
-    ``path``), counted by the same function (:func:`patchbay.blanks.blank_items`), each with
-    what to put there; and "" or, when the draft does not load, validate's reason (no blanks:
+    ``path``), counted by the same function (:func:`patchbay.patchset.blanks.blank_items`), each
+    with what to put there; and "" or, when the draft does not load, validate's reason (no blanks:
     validate lists none for it either)."""
-    from ..blanks import blank_items
     from ..errors import PatchbayError
-    from ..model import patchset_from_document
-    from ..yamlfile import parse_yaml
+    from ..patchset.blanks import blank_items
+    from ..patchset.model import patchset_from_document
+    from ..patchset.yamlfile import parse_yaml
 
     try:
         patchset = patchset_from_document(parse_yaml(yaml_text, path))

@@ -1,7 +1,7 @@
 """Patch kinds: one module per kind, all behind :class:`~patchbay.kinds.base.PatchKind`.
 
-Adding a kind means adding its spec model to :mod:`patchbay.model` and a module here that is
-registered in :data:`KINDS`. A kind's module is imported the first time :data:`KINDS` is asked
+Adding a kind means adding its spec model to :mod:`patchbay.patchset.model` and a module here that
+is registered in :data:`KINDS`. A kind's module is imported the first time :data:`KINDS` is asked
 for it, so that a run over diffs loads neither pip's nor the downloads' code.
 """
 

@@ -14,19 +14,19 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from ..apply.ledger import sha256_bytes
+from ..apply.transaction import write_atomic
+from ..carry.fetch import cached, fetch_pinned
+from ..diff.hunks import HunkResult, HunkState
 from ..errors import InputError
-from ..fetch import cached, fetch_pinned
-from ..hunks import HunkResult, HunkState
-from ..ledger import sha256_bytes
-from ..lockfile import Lock
-from ..model import ArtifactPatch
-from ..transaction import write_atomic
+from ..patchset.lockfile import Lock
+from ..patchset.model import ArtifactPatch
 from .base import ContentState, FileChange, FileKind, Inspection, LoadedPatch, PendingPatch
 
 if TYPE_CHECKING:
-    from ..model import Patchset
-    from ..transaction import Transaction
-    from ..tree import Tree
+    from ..apply.transaction import Transaction
+    from ..environment.tree import Tree
+    from ..patchset.model import Patchset
 
 
 class ArtifactKind(FileKind):

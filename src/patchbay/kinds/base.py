@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-from ..hunks import PRESENT, HunkResult, HunkState
+from ..diff.hunks import PRESENT, HunkResult, HunkState
 
 if TYPE_CHECKING:
-    from ..ledger import LedgerEntry
-    from ..model import Patchset
-    from ..transaction import Transaction
-    from ..tree import Tree
+    from ..apply.ledger import LedgerEntry
+    from ..apply.transaction import Transaction
+    from ..environment.tree import Tree
+    from ..patchset.model import Patchset
 
 
 class ContentState(str, Enum):
@@ -69,7 +69,7 @@ class LoadedPatch(msgspec.Struct):
         notes: things worth telling the user (e.g. CRLF line endings normalised).
         unlocked: why the content is not pinned yet (a remote source or an artifact without a
             hash): ``validate`` accepts it, marked; ``apply`` refuses it.
-        identity: what the patch is (:mod:`patchbay.identity`): for a diff, the hash of its
+        identity: what the patch is (:mod:`patchbay.diff.identity`): for a diff, the hash of its
             canonical form; for other kinds (whose ``sha256`` is canonical already) the same
             as ``sha256``.
     """
@@ -162,10 +162,10 @@ class PatchKind(Protocol):
     """One kind of patch (``diff``, ``replace``, ...). Implementations live in ``kinds/``.
 
     A kind may also offer ``trial(item, tree) -> Trial``: what its :meth:`preflight` would say,
-    without writing (``status`` runs it; see :mod:`patchbay.trial`); and, when it journals an
-    undo under its own name (:meth:`patchbay.transaction.Transaction.on_rollback` with
+    without writing (``status`` runs it; see :mod:`patchbay.apply.trial`); and, when it journals an
+    undo under its own name (:meth:`patchbay.apply.transaction.Transaction.on_rollback` with
     ``journal``), ``undo_journaled(data, python, log)``, which the next run's recovery calls
-    (see :func:`patchbay.engine.finish_journal`).
+    (see :func:`patchbay.apply.engine.finish_journal`).
     """
 
     name: str

@@ -9,8 +9,8 @@ interpreter, in ``cwd`` under its target; ``remove`` paths (stale builds, under 
 the run's journal. A non-zero exit fails the run, which is rolled back like any other
 failure (files restored; what the command itself wrote beyond its declared output cannot be
 tracked, and the failure says so). The command runs in a process group of its own
-(:mod:`patchbay.childgroup`): on a timeout, an interrupt or a failure, and when it exits, every
-process it started is killed and waited for before the rollback begins.
+(:mod:`patchbay.apply.childgroup`): on a timeout, an interrupt or a failure, and when it exits,
+every process it started is killed and waited for before the rollback begins.
 
 The environment is patchbay's own with every credential removed (the rule of
 :func:`patchbay.redaction.is_credential`: ``GITHUB_TOKEN``, ``*_TOKEN``, ``*_SECRET``,
@@ -37,20 +37,20 @@ from typing import IO, TYPE_CHECKING
 import msgspec
 
 from .. import progress
-from ..childgroup import run_in_group
+from ..apply.childgroup import run_in_group
+from ..apply.ledger import sha256_bytes
+from ..diff.hunks import HunkResult, HunkState
+from ..environment.paths import PathRejected, resolve_under
 from ..errors import ApplyFailed
-from ..hunks import HunkResult, HunkState
-from ..ledger import sha256_bytes
-from ..model import CommandPatch
-from ..paths import PathRejected, resolve_under
+from ..patchset.model import CommandPatch
 from ..redaction import is_credential, write_log
 from .base import ContentState, Inspection, LoadedPatch, PendingPatch
 
 if TYPE_CHECKING:
-    from ..ledger import LedgerEntry
-    from ..model import Patchset
-    from ..transaction import Transaction
-    from ..tree import Tree
+    from ..apply.ledger import LedgerEntry
+    from ..apply.transaction import Transaction
+    from ..environment.tree import Tree
+    from ..patchset.model import Patchset
 
 
 class CommandKind:
@@ -203,7 +203,7 @@ def _run_step(
     env: Mapping[str, str],
     timeout: float | None,
 ) -> int:
-    """Run ``argv`` in its own process group (:func:`~patchbay.childgroup.run_in_group`) as a
+    """Run ``argv`` in its own process group (:func:`~patchbay.apply.childgroup.run_in_group`) as a
     progress step: its output (stderr joined) goes to ``sink`` line by line and its last line
     is shown while it runs. Returns its exit status; raises as ``run_in_group`` does."""
     read_fd, write_fd = os.pipe()

@@ -1,6 +1,6 @@
 """The ``diff`` kind: unified or git-style diff files, applied with zero fuzz.
 
-State comes from content, hunk by hunk (see :mod:`patchbay.hunks`). When every hunk is pending
+State comes from content, hunk by hunk (see :mod:`patchbay.diff.hunks`). When every hunk is pending
 the result is computed in memory, at the places found, and written file by file as ``git apply``
 run in the target root leaves the tree (:meth:`DiffKind.apply`); the engine then checks the
 bytes on disk against the computed result. Binary git patches are classified by the blob ids on
@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ..diffparse import FilePatch, Hunk, ParsedDiff, parse_diff
+from ..apply.ledger import sha256_bytes
+from ..diff.hunks import PRESENT, HunkResult, HunkState, apply_hunks, classify_hunk, set_offsets
+from ..diff.identity import diff_identity
+from ..diff.parse import FilePatch, Hunk, ParsedDiff, parse_diff
+from ..environment.paths import quote_c
+from ..environment.tree import NoFileHere
 from ..errors import InputError
-from ..hunks import PRESENT, HunkResult, HunkState, apply_hunks, classify_hunk, set_offsets
-from ..identity import diff_identity
-from ..inputfiles import read_input
-from ..ledger import sha256_bytes
-from ..model import DiffPatch
-from ..paths import quote_c
-from ..tree import NoFileHere
+from ..patchset.inputfiles import read_input
+from ..patchset.model import DiffPatch
 from .base import (
     ContentState,
     FileChange,
@@ -39,9 +39,9 @@ from .base import (
 from .diffwrite import FileWrite, process_umask, write_results
 
 if TYPE_CHECKING:
-    from ..model import Patchset
-    from ..transaction import Transaction
-    from ..tree import Tree
+    from ..apply.transaction import Transaction
+    from ..environment.tree import Tree
+    from ..patchset.model import Patchset
 
 
 def _bytes(lines: list[str]) -> bytes:
@@ -160,7 +160,9 @@ class DiffKind(FileKind):
 
     def load(self, patch: DiffPatch, patchset: Patchset, index: int) -> LoadedPatch:
         if patch.source is not None:
-            from ..lockfile import Lock  # only a remote source needs the lock (cold path: diffs)
+            from ..patchset.lockfile import (
+                Lock,  # only a remote source needs the lock (cold path: diffs)
+            )
 
             locked = Lock.load(patchset.folder).sources.get(patch.id)
             src = patch.source
@@ -489,7 +491,7 @@ class DiffKind(FileKind):
             if before is not None and fp.old_path:
                 (root / fp.old_path).parent.mkdir(parents=True, exist_ok=True)
                 (root / fp.old_path).write_bytes(before)
-            from ..gitapply import git_apply  # only here: a text diff spawns no git
+            from ..diff.gitapply import git_apply  # only here: a text diff spawns no git
 
             git_apply(render_file_patch(fp, None, mode="100644"), root)
             return (root / fp.path).read_bytes()
@@ -500,8 +502,8 @@ class DiffKind(FileKind):
         patch of this file is judged on it); None when git cannot tell (no reverse hunk)."""
         import tempfile
 
+        from ..diff.gitapply import git_apply
         from ..errors import ApplyFailed
-        from ..gitapply import git_apply
 
         with tempfile.TemporaryDirectory(prefix="patchbay-bin-") as scratch:
             root = Path(scratch)

@@ -2,8 +2,8 @@
 
 The inspection of a diff (:mod:`patchbay.kinds.diff`) holds the exact bytes of every file it
 changes, with its hunks at the places patchbay found; this module only puts them on disk,
-through the path gate (:meth:`patchbay.tree.Tree.resolve`), one file at a time, each written
-in full under a temporary name and renamed into place (a new inode, as git's own writes: the
+through the path gate (:meth:`patchbay.environment.tree.Tree.resolve`), one file at a time, each
+written in full under a temporary name and renamed into place (a new inode, as git's own writes: the
 journal's hard links to the originals stay intact). What git does that a reader of the tree
 can see is kept, from git's ``apply.c`` (run in the target root):
 
@@ -34,10 +34,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..transaction import fault_point, write_atomic
+from ..apply.transaction import fault_point, write_atomic
 
 if TYPE_CHECKING:
-    from ..tree import Tree
+    from ..environment.tree import Tree
 
 
 class FileWrite(NamedTuple):
@@ -152,13 +152,13 @@ def _write_file(
     path: Path, data: bytes, mode: int, replacing: bool, owner: tuple[int, int] | None = None
 ) -> None:
     """Write ``data`` to ``path`` with permission bits ``mode`` through
-    :func:`~patchbay.transaction.write_atomic`: complete under a temporary name first, then
+    :func:`~patchbay.apply.transaction.write_atomic`: complete under a temporary name first, then
     under its own (``replacing``: after the old file is unlinked, as ``git apply`` does), so no
     reader sees a half-written file and the old inode (the journal's hard link to the
     original) is never written to.
 
     Raises:
-        OSError: as :func:`~patchbay.transaction.write_atomic`.
+        OSError: as :func:`~patchbay.apply.transaction.write_atomic`.
     """
     write_atomic(path, data, mode=mode, unlink_first=replacing, owner=owner)
 

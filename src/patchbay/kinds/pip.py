@@ -41,11 +41,11 @@ from urllib.parse import urlsplit
 import msgspec
 
 from .. import progress
+from ..apply.ledger import sha256_bytes
+from ..diff.hunks import HunkResult, HunkState
 from ..errors import ApplyFailed, RefusedError, SourceUnreachable
-from ..hunks import HunkResult, HunkState
-from ..ledger import sha256_bytes
-from ..lockfile import Lock
-from ..model import BuildSource, PipPatch
+from ..patchset.lockfile import Lock
+from ..patchset.model import BuildSource, PipPatch
 from ..redaction import write_log
 from .base import ContentState, Inspection, LoadedPatch, PendingPatch, Trial
 
@@ -53,10 +53,10 @@ if TYPE_CHECKING:
     from packaging.requirements import Requirement
     from packaging.specifiers import SpecifierSet
 
-    from ..ledger import LedgerEntry
-    from ..model import Patchset
-    from ..transaction import Transaction
-    from ..tree import Tree
+    from ..apply.ledger import LedgerEntry
+    from ..apply.transaction import Transaction
+    from ..environment.tree import Tree
+    from ..patchset.model import Patchset
 
 PIP_TIMEOUT_S = 3600
 _LIST = "import importlib.metadata as m, json; print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"  # noqa: E501
@@ -783,7 +783,7 @@ def journaled_undo(
     python: str, snapshot: dict[str, str], options: list[str], pip_env: dict[str, str]
 ) -> tuple[str, dict[str, Any]]:
     """The ``(kind, data)`` a transaction journals for the undo of an install (see
-    :meth:`patchbay.transaction.Transaction.on_rollback`): a run killed outright during or
+    :meth:`patchbay.apply.transaction.Transaction.on_rollback`): a run killed outright during or
     after the install is undone by the next run's recovery through :func:`undo_journaled`.
 
     Args:

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ..hunks import HunkResult, HunkState
-from ..ledger import sha256_bytes
-from ..model import ReplaceEdit, ReplacePatch
-from ..transaction import write_atomic
+from ..apply.ledger import sha256_bytes
+from ..apply.transaction import write_atomic
+from ..diff.hunks import HunkResult, HunkState
+from ..patchset.model import ReplaceEdit, ReplacePatch
 from .base import (
     ContentState,
     FileChange,
@@ -43,9 +43,9 @@ from .base import (
 )
 
 if TYPE_CHECKING:
-    from ..model import Patchset
-    from ..transaction import Transaction
-    from ..tree import Tree
+    from ..apply.transaction import Transaction
+    from ..environment.tree import Tree
+    from ..patchset.model import Patchset
 
 
 def _is_crlf(text: str) -> bool:

@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..engine import PatchReport
+    from ..apply.engine import PatchReport
     from .status import Assessment
 
-#: hunk words that mean "the change is in this image" (see :mod:`patchbay.hunkview`)
+#: hunk words that mean "the change is in this image" (see :mod:`patchbay.diff.hunkview`)
 _PRESENT_WORDS = frozenset({"upstream", "present"})
 
 
@@ -85,12 +85,12 @@ def evidence_of(report: PatchReport, image: str, where: str, state: str) -> Cont
     """The evidence of one patch's report (from ``make_plan``) on an image.
 
     Args:
-        report: the patch's :class:`~patchbay.engine.PatchReport`.
+        report: the patch's :class:`~patchbay.apply.engine.PatchReport`.
         image: ``pinned`` or ``candidate``.
         where: how messages name the image.
         state: the word to record (the status, or ``check``'s verdict).
     """
-    from ..hunkview import hunk_counts, state_word
+    from ..diff.hunkview import hunk_counts, state_word
 
     kind, hunks = report.patch.kind, report.inspection.hunks
     mine = report.by_patchbay
@@ -174,8 +174,8 @@ def pinned_evidence(
     Raises:
         PatchbayError: the environment cannot be resolved or a patch cannot be read.
     """
-    from ..engine import make_plan
-    from ..targets import resolve_environment
+    from ..apply.engine import make_plan
+    from ..environment.targets import resolve_environment
 
     env = resolve_environment(patchset, python=python, root=root)  # type: ignore[arg-type]
     plan = make_plan(patchset, env)  # type: ignore[arg-type]
@@ -186,7 +186,7 @@ def pinned_evidence(
 
 def candidate_evidence(result: object) -> dict[str, ContentEvidence]:
     """Every patch's evidence from ``check`` on a candidate image
-    (:class:`~patchbay.check.CheckResult`), by patch id."""
+    (:class:`~patchbay.apply.check.CheckResult`), by patch id."""
     return {
         item.report.id: evidence_of(item.report, "candidate", "the candidate", item.verdict.value)
         for item in result.items  # type: ignore[attr-defined]

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..model import Patchset
+from ..patchset.model import Patchset
 from .evidence import ContentEvidence, weigh
 from .github import (
     CommitInfo,

@@ -25,14 +25,15 @@ One module per concern:
 - :mod:`.body` — the Markdown body: where the four fields are, in every layout;
 - :mod:`.plain` — the fast path for plain Markdown (what ``waiver new`` writes);
 - :mod:`.fields` — the four fields, the labels that name them, what was found for each;
-- :mod:`patchbay.placeholders` — blanks left to fill (outside this package: `validate` and the
+- :mod:`patchbay.patchset.placeholders` — blanks left to fill (outside this package: `validate` and
+the
   audit configuration ask it without loading the waiver parser);
 - :mod:`.references` — upstream references in any form;
 - :mod:`.paths` — file paths the text names (the patch script a legacy waiver covers);
 - :mod:`.template` — the text ``patchbay waiver new`` writes.
 """
 
-from ..placeholders import placeholder_in
+from ..patchset.placeholders import placeholder_in
 from .document import Waiver, parse_waiver, read_waiver_text, read_waivers
 from .fields import (
     FIELD_TITLES,

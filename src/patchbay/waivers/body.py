@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ..placeholders import placeholder_in
+from ..patchset.placeholders import placeholder_in
 from .fields import FIELDS, META_LABELS, FieldResult, Placeholder, field_matches, normalise_label
 from .plain import plain_tokens
 from .references import Reference

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..yamlfile import parse_yaml
+from ..patchset.yamlfile import parse_yaml
 from .body import BodyParser, field_result, upstream_elsewhere
 from .fields import FIELDS, FieldResult, Placeholder
 from .files import waiver_files

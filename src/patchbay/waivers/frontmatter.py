@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import msgspec
 
 from ..errors import InputError
-from ..placeholders import placeholder_in
-from ..validation import convert, problem_of
-from ..yamlfile import YamlDocument
+from ..patchset.placeholders import placeholder_in
+from ..patchset.validation import convert, problem_of
+from ..patchset.yamlfile import YamlDocument
 from .fields import Placeholder
 
 if TYPE_CHECKING:
@@ -96,7 +96,8 @@ def _yaml_scalar(text: str, *, word: bool = False) -> tuple[Any] | None:
 
 
 def plain_yaml(text: str, path: Path, first_line: int) -> YamlDocument | None:
-    """What :func:`~patchbay.yamlfile.parse_yaml` returns for plain front matter, or None."""
+    """What :func:`~patchbay.patchset.yamlfile.parse_yaml` returns for plain front matter, or
+    None."""
     if _YAML_NOT_PLAIN.search(text):
         return None
     data: dict[str, Any] = {}

@@ -1,0 +1,581 @@
+"""``capture``: turn edits made to the installed engine into a ``diff`` patch of the patchset.
+
+An engineer edits files of the running engine until it works; ``capture`` writes those edits as
+a patch, relative to what each file was before them, and adds the patch to ``patchset.yaml``,
+as ``patch-package`` diffs an edited package against a fresh copy of the same version.
+
+- The edited files are the ones given, or, with none, every file whose bytes differ from its
+  ``RECORD`` hash and that no declared patch explains (what ``verify --installed`` reports as
+  undeclared: changed, added or deleted files; see installed.py).
+- A file patchbay already patched starts from the earlier patches' result, rebuilt from the
+  ledger's original and the patch that last wrote it, and checked against the hash the ledger
+  recorded: the new patch goes last, so the stack stays ordered. Any other file starts from its
+  pristine bytes (see pristine.py), accepted only when they match ``RECORD``.
+- The diff is written by git (see gitdiff.py) with ``a/`` and ``b/`` before paths relative to
+  the target root that holds every edited file (the deepest one), so it is read with strip
+  level 1, the default. Context grows until every hunk's context is unique in its file.
+- Before anything is written the result is loaded as a patchset and the new patch is checked:
+  present on this tree, and pending on the files it started from with exactly the edited bytes
+  as result. Then the patch file, ``patchset.yaml`` (the new entry inserted as text; the file
+  keeps its comments and order) and the ledger (the patch recorded as applied here, so
+  ``status`` says ``applied`` and ``revert`` restores the originals) are written in one
+  transaction.
+
+``description`` and the upstream state are ``<TODO: ...>`` blanks unless given: ``validate``
+lists them and the audit flags them (PB301; PB202 in a waiver made from the patchset).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..apply.engine import PatchReport, load_patches, make_plan
+from ..apply.ledger import Ledger, sha256_or_none
+from ..diff.gitdiff import FileVersions, write_diff
+from ..diff.identity import same_patch
+from ..environment.installed import verify_installed
+from ..environment.pristine import (
+    FetchedWheels,
+    GitCopy,
+    Pristine,
+    PristineCopy,
+    WheelCopy,
+    read_shipped,
+)
+from ..environment.targets import Environment
+from ..environment.tree import Tree
+from ..errors import InputError, PatchbayError, RefusedError
+from ..kinds import KINDS, ContentState, LoadedPatch
+from ..patchset.model import DiffPatch, Patchset, load_patchset
+from ..patchset.text import append_patch
+from .adopt import MadeFile, record_made_patch
+
+TODO_DESCRIPTION = "<TODO: what this patch does and why>"
+TODO_UPSTREAM = (
+    "<TODO: list the upstream PR or issue under upstream, or give the real status and why>"
+)
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_CONTEXTS = (3, 6, 12, 25)  # -U tried in turn until no hunk's context is ambiguous
+
+
+@dataclass
+class CapturedFile:
+    """One file of a captured patch: its path relative to the target root, ``modified``,
+    ``new`` or ``deleted``, and where the content it starts from came from."""
+
+    path: str
+    change: str
+    base: str
+
+
+@dataclass
+class CaptureResult:
+    """What ``capture`` wrote.
+
+    Attributes:
+        patch_id, target: the new patch and its target.
+        patch_file: the patch file written (absolute).
+        files: the captured files.
+        skipped: files found edited but not captured, each with the reason.
+        context: the lines of context the diff has.
+    """
+
+    patch_id: str
+    target: str
+    patch_file: Path
+    files: list[CapturedFile] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    context: int = 3
+
+
+@dataclass
+class MadeDiff:
+    """A diff written for a patch and checked.
+
+    Attributes:
+        data: the patch file's bytes.
+        loaded: the patch as ``load`` reads them (``loaded.sha256`` is its identity).
+        trial: a loaded copy of the patchset as it will be (in a scratch folder).
+        context: the lines of context it needed.
+    """
+
+    data: bytes
+    loaded: LoadedPatch
+    trial: Patchset
+    context: int
+
+
+@dataclass
+class PristineSources:
+    """Where pristine copies come from when a file no longer matches ``RECORD``.
+
+    Attributes:
+        wheels: wheel files of the image's distributions (``--wheel``).
+        from_git: the component's repository, a folder or a URL (``--from-git``), read at the
+            commit ``components[].commit`` pins.
+    With neither, the wheel of each installed version is fetched with the engine's own pip.
+    """
+
+    wheels: list[Path] = field(default_factory=list)
+    from_git: str | None = None
+
+    def copies(self, patchset: Patchset, env: Environment, scratch: Path) -> list[PristineCopy]:
+        """The copies to try, in order.
+
+        Raises:
+            InputError: a wheel is unreadable; ``--from-git`` but no component pins a commit.
+        """
+        out: list[PristineCopy] = [WheelCopy(w) for w in self.wheels]
+        if self.from_git is not None:
+            pinned = [c for c in patchset.spec.components if c.commit]
+            if not pinned:
+                raise InputError(
+                    "--from-git needs the commit the image was built from: no component has "
+                    "`commit`",
+                    file=patchset.path,
+                )
+            c = pinned[0]
+            out.append(GitCopy(self.from_git, c.distribution, c.commit or "", scratch))
+        if not out:
+            out.append(FetchedWheels(env, scratch))
+        return out
+
+
+def capture_patch(
+    patchset: Patchset,
+    env: Environment,
+    patch_id: str,
+    paths: Sequence[str] = (),
+    *,
+    target: str | None = None,
+    sources: PristineSources | None = None,
+    description: str | None = None,
+    upstream: Sequence[str] = (),
+    lock_timeout: float = 0.0,
+) -> CaptureResult:
+    """Capture the edits of ``paths`` (default: every undeclared edit) as patch ``patch_id``.
+
+    Args:
+        patchset: the loaded patchset the patch is added to.
+        env: the engine environment holding the edits (needs its interpreter: RECORD).
+        patch_id: the new patch's id.
+        paths: edited files: absolute, relative to the current folder, or relative to a target
+            root (``demo_engine/worker.py``); a deleted file by a path that no longer exists.
+        target: the target to write the patch for (default: the deepest root holding every
+            file).
+        sources: pristine copies (default: fetched with the engine's pip).
+        description, upstream: the patch's metadata (default: ``<TODO: ...>`` blanks).
+        lock_timeout: seconds to wait for another run's lock.
+
+    Returns:
+        The :class:`CaptureResult`.
+
+    Raises:
+        InputError: a bad id, a path under no target root, a patchset without components.
+        RefusedError: no interpreter, nothing edited, a pristine copy that does not match RECORD
+            (the file named), a file a declared patch touches that patchbay has not applied, a
+            diff that would not be recognised; nothing was written.
+    """
+    if not _ID.match(patch_id):
+        raise InputError(f"patch id {patch_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]*")
+    if any(p.id == patch_id for p in patchset.patches):
+        raise InputError(f"patchset already has a patch {patch_id!r}", file=patchset.path)
+    if env.python is None:
+        raise RefusedError(
+            "capture needs the engine interpreter (--python): RECORD tells edited files from "
+            "installed ones"
+        )
+    components = [c.distribution for c in patchset.spec.components]
+    if not components:
+        raise InputError(
+            "the patchset has no components: capture compares files with their "
+            "distributions' RECORD; add `components`",
+            file=patchset.path,
+        )
+    loaded = load_patches(patchset)
+    plan = make_plan(patchset, env, loaded)
+    shipped = read_shipped(env, components)
+    ledger = Ledger(env.state_dir)
+    result_skipped: list[str] = []
+    if paths:
+        found = [(locate(p, env, shipped.listed), True) for p in paths]
+    else:
+        undeclared = verify_installed(patchset, env, components).undeclared
+        found = [(f.path, False) for f in undeclared]
+    if not found:
+        raise RefusedError("nothing to capture: every installed file matches RECORD or a patch")
+    chosen = _target_for([p for p, _ in found], env, target)
+    shipped_dirs = {
+        a for p in shipped.listed for a in _ancestors(os.path.dirname(p), str(env.roots[chosen]))
+    }
+    root = env.roots[chosen]
+    touching = _touching(plan, env)
+    sources = sources or PristineSources()
+    with tempfile.TemporaryDirectory(prefix="patchbay-capture-") as scratch:
+        pristine = Pristine(
+            env, ledger, patchset.name, shipped, sources.copies(patchset, env, Path(scratch))
+        )
+        versions: list[FileVersions] = []
+        made: list[MadeFile] = []
+        captured: list[CapturedFile] = []
+        tree = Tree(env.roots, env)
+        for path, explicit in found:
+            rel = Path(os.path.relpath(path, root)).as_posix()
+            tree.resolve(chosen, rel)  # refuses links and paths out of the root
+            blocker = _unapplied(touching.get(path, []))
+            if blocker is not None:
+                reason = (
+                    f"{rel}: patch {blocker.id} touches it and is {blocker.status.value} here, "
+                    "not applied by patchbay; apply the patchset first, then capture the edits "
+                    "on top of it"
+                )
+                if explicit:
+                    raise RefusedError(reason, file=path, patch_id=blocker.id)
+                result_skipped.append(reason)
+                continue
+            base, origin = state_before(patchset, env, ledger, loaded, pristine, path, chosen, rel)
+            current = tree.on_disk(chosen, rel)
+            executable = _executable(path)
+            if base == current:
+                result_skipped.append(f"{rel}: not edited (same as {origin})")
+                continue
+            change = "new" if base is None else "deleted" if current is None else "modified"
+            versions.append(FileVersions(rel, base, current, executable, executable))
+            created = _created_dirs(path, str(root), shipped_dirs) if base is None else []
+            mode = _mode(path) if base is not None else None
+            made.append(MadeFile(chosen, rel, base, current, mode, created))
+            captured.append(CapturedFile(rel, change, origin))
+        if not versions:
+            raise RefusedError(
+                "nothing to capture: "
+                + ("; ".join(result_skipped) if result_skipped else "no edited file")
+            )
+        entry = _entry(patch_id, chosen, description, upstream)
+        text = patchset.path.read_text(encoding="utf-8")
+        new_text = append_patch(text, entry, path=patchset.path)
+        patch_file = patchset.folder / entry["file"]
+        if patch_file.exists():
+            raise RefusedError(
+                "a file of this name exists already; choose another patch id", file=patch_file
+            )
+        made_diff = checked_diff(patchset, new_text, patch_id, versions, env, Path(scratch))
+        record_made_patch(
+            patchset.name,
+            env.state_dir,
+            patch_id=patch_id,
+            sha256=made_diff.loaded.sha256,
+            identity=made_diff.loaded.identity,
+            files=made,
+            writes={patch_file: made_diff.data, patchset.path: new_text.encode("utf-8")},
+            lock_timeout=lock_timeout,
+            roots=list(env.roots.values()),
+        )
+    return CaptureResult(patch_id, chosen, patch_file, captured, result_skipped, made_diff.context)
+
+
+def _entry(
+    patch_id: str, target: str, description: str | None, upstream: Sequence[str]
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "id": patch_id,
+        "kind": "diff",
+        "target": target,
+        "file": f"patches/{patch_id}.patch",
+        "strip": 1,
+        "description": description or TODO_DESCRIPTION,
+    }
+    if upstream:
+        entry["upstream"] = list(upstream)
+    else:
+        entry["upstream_status"] = {"status": "Pending", "reason": TODO_UPSTREAM}
+    return entry
+
+
+def locate(arg: str, env: Environment, listed: set[str]) -> str:
+    """An edited file named on the command line (absolute, relative to the current folder, or
+    relative to a target root, deepest root first), as an absolute normalised path.
+
+    Raises:
+        InputError: no such file anywhere searched (the folders are named).
+    """
+    given = Path(arg)
+    if given.is_absolute():
+        return os.path.normpath(given)
+    if given.exists():
+        return os.path.normpath(given.resolve())
+    roots = sorted({str(r) for r in env.roots.values()}, key=len, reverse=True)
+    for root in roots:
+        candidate = os.path.normpath(os.path.join(root, arg))
+        if os.path.lexists(candidate) or candidate in listed:
+            return candidate
+    raise InputError(
+        f"{arg}: no such file in the current folder nor under a target root "
+        f"(looked in {', '.join(roots)}); a deleted file must be named as RECORD lists it"
+    )
+
+
+def _target_for(paths: list[str], env: Environment, wanted: str | None) -> str:
+    """The target whose root holds every path: ``wanted``, or the one with the deepest root."""
+    holding = [
+        name
+        for name, root in env.roots.items()
+        if all(p == str(root) or p.startswith(str(root) + os.sep) for p in paths)
+    ]
+    if wanted is not None:
+        if wanted not in env.roots:
+            raise InputError(f"unknown target {wanted!r} (targets: {', '.join(env.roots)})")
+        if wanted not in holding:
+            outside = next(p for p in paths if not p.startswith(str(env.roots[wanted]) + os.sep))
+            raise InputError(f"{outside} is not under target {wanted!r} ({env.roots[wanted]})")
+        return wanted
+    if not holding:
+        roots = ", ".join(f"{n}: {r}" for n, r in env.roots.items())
+        raise InputError(
+            f"no target root holds every edited file ({', '.join(paths)}); target roots are "
+            f"{roots}; capture the files of each root separately"
+        )
+    return max(holding, key=lambda n: len(str(env.roots[n])))
+
+
+def _touching(plan: Any, env: Environment) -> dict[str, list[PatchReport]]:
+    """Absolute path -> the declared patches that edit it (diff, replace, artifact)."""
+    out: dict[str, list[PatchReport]] = {}
+    for report in plan.reports:
+        patch, lp = report.patch, report.loaded
+        if patch.target is None or patch.target not in env.roots:
+            continue
+        rels: list[str] = []
+        if patch.kind == "diff" and lp.data is not None:
+            rels = [p for fp in lp.data.files for p in (fp.old_path, fp.new_path) if p]
+        elif patch.kind == "replace":
+            rels = [e.file for e in patch.edits]
+        elif patch.kind == "artifact":
+            rels = [f.dest for f in patch.files]
+        for rel in rels:
+            path = os.path.normpath(os.path.join(env.roots[patch.target], rel))
+            out.setdefault(path, []).append(report)
+    return out
+
+
+def _unapplied(reports: list[PatchReport]) -> PatchReport | None:
+    """The first of ``reports`` that patchbay did not apply here (the edits cannot be put on
+    top of it: a fresh copy would get it first, under the new patch)."""
+    return next((r for r in reports if r.entry is None), None)
+
+
+def state_before(
+    patchset: Patchset,
+    env: Environment,
+    ledger: Ledger,
+    loaded: list[LoadedPatch],
+    pristine: Pristine,
+    path: str,
+    target: str,
+    rel: str,
+) -> tuple[bytes | None, str]:
+    """What ``path`` (absolute; ``rel`` under ``target``) held before the edits, and where that
+    came from: the result of the last patch patchbay applied to it, rebuilt from the ledger's
+    original and checked against the recorded hash, or else its pristine bytes.
+
+    Raises:
+        RefusedError: another patchset wrote it last; the patch that did changed since; its
+            result cannot be rebuilt; no pristine copy matches RECORD.
+    """
+    last = None
+    for name, entries in ledger.all_entries().items():
+        for entry in entries:
+            for rec in entry.files:
+                root = env.roots.get(rec.target)
+                if root is not None and os.path.normpath(os.path.join(root, rec.path)) == path:
+                    last = (name, entry, rec)
+    if last is None:
+        return pristine.original(target, rel)
+    name, entry, rec = last
+    who = f"patch {entry.patch_id}"
+    if name != patchset.name:
+        raise RefusedError(
+            f"{rel} was last written by {who} of patchset {name}; capture edits of it in that "
+            "patchset",
+            file=path,
+        )
+    index = next((i for i, p in enumerate(patchset.patches) if p.id == entry.patch_id), None)
+    if index is None or not same_patch(entry, loaded[index]):
+        raise RefusedError(
+            f"{rel} was last written by {who}, which the patchset no longer has as applied "
+            "(edited or removed since); run `patchbay apply --upgrade` first",
+            file=path,
+            patch_id=entry.patch_id,
+        )
+    if rec.after is None:
+        return None, f"the result of {who} (which deleted it)"
+    patch = patchset.patches[index]
+    if patch.kind not in ("diff", "replace"):
+        raise RefusedError(
+            f"{rel} is written whole by {who} ({patch.kind}); edit its source instead",
+            file=path,
+            patch_id=patch.id,
+        )
+    # the ledger keeps what each file was before the patch; the patch on it gives its result
+    tree = Tree(env.roots, env)
+    for r in entry.files:
+        tree.stage(r.target, r.path, None if r.before is None else ledger.blob(r.before))
+    inspection = KINDS[patch.kind].inspect(patch, loaded[index], tree)
+    for change in inspection.changes:
+        same = (change.target, change.path) == (rec.target, rec.path)
+        if same and sha256_or_none(change.after) == rec.after:
+            return change.after, f"the result of {who} (from the ledger)"
+    raise RefusedError(
+        f"cannot rebuild what {who} wrote to {rel} from the ledger's original (the result does "
+        f"not have the recorded sha256 {rec.after})",
+        file=path,
+        patch_id=patch.id,
+    )
+
+
+def checked_diff(
+    patchset: Patchset,
+    yaml_text: str,
+    patch_id: str,
+    versions: list[FileVersions],
+    env: Environment,
+    scratch: Path,
+    *,
+    prefixes: tuple[str, str] = ("a/", "b/"),
+    preamble: bytes = b"",
+) -> MadeDiff:
+    """The diff of ``versions`` for patch ``patch_id``, with the least context that is
+    recognised: present on the files as they are, and pending on the files it starts from with
+    exactly the edited bytes as result.
+
+    Args:
+        patchset: the patchset as it is.
+        yaml_text: its ``patchset.yaml`` as it will be (naming the patch and its file).
+        patch_id: the patch the diff is for.
+        versions: each file before and after.
+        env: the environment holding the edited files.
+        scratch: a scratch folder; the returned trial patchset lives under it.
+        prefixes: what stands before the paths (``a/``, ``b/``: strip level 1).
+        preamble: text kept before the first file header (a DEP-3 header).
+
+    Returns:
+        The :class:`MadeDiff`.
+
+    Raises:
+        RefusedError: the patchset as it will be does not load, or no context width makes the
+            diff recognised (the hunk named).
+    """
+    problem = ""
+    for context in _CONTEXTS:
+        diff = preamble + write_diff(
+            versions, src_prefix=prefixes[0], dst_prefix=prefixes[1], context=context
+        )
+        folder = scratch / f"U{context}"
+        trial = _trial(patchset, yaml_text, patch_id, diff, folder)
+        index = next(i for i, p in enumerate(trial.patches) if p.id == patch_id)
+        patch, lp = trial.patches[index], load_patches(trial)[index]
+        assert isinstance(patch, DiffPatch)
+        problem = _recognised(patch, lp, versions, env)
+        if not problem:
+            return MadeDiff(diff, lp, trial, context)
+        if "ambiguous" not in problem:
+            break
+    raise RefusedError(f"the diff would not be recognised: {problem}", patch_id=patch_id)
+
+
+def _trial(
+    patchset: Patchset, yaml_text: str, patch_id: str, diff: bytes, folder: Path
+) -> Patchset:
+    """A copy of the patchset as it will be, loaded and every patch read (so the result is
+    validated before anything is written)."""
+    shutil.copytree(patchset.folder, folder, symlinks=True)
+    yaml_path = folder / patchset.path.name
+    yaml_path.write_text(yaml_text, encoding="utf-8")
+    try:
+        trial = load_patchset(yaml_path)
+        patch = next(p for p in trial.patches if p.id == patch_id)
+        assert isinstance(patch, DiffPatch) and patch.file is not None
+        (folder / patch.file).parent.mkdir(parents=True, exist_ok=True)
+        (folder / patch.file).write_bytes(diff)
+        load_patches(trial)
+    except InputError as exc:  # e.g. an --upstream reference that is no reference
+        exc.reason = f"the patchset as it would be does not load: {exc.reason}"
+        exc.file, exc.line, exc.details = patchset.path, None, []
+        raise
+    except PatchbayError as exc:
+        raise RefusedError(f"the patchset as it would be does not load: {exc}") from None
+    return trial
+
+
+def _recognised(
+    patch: DiffPatch, lp: LoadedPatch, versions: list[FileVersions], env: Environment
+) -> str:
+    """Empty when the patch is present on the disk and pending on its bases; else why not."""
+    kind = KINDS["diff"]
+    now = kind.inspect(patch, lp, Tree(env.roots, env))
+    if now.state is not ContentState.APPLIED:
+        return _why(now, "on the edited files")
+    # the files it starts from, written out (a real tree: a kind may look at the disk)
+    with tempfile.TemporaryDirectory(prefix="patchbay-bases-") as scratch:
+        root = Path(scratch)
+        for f in versions:
+            if f.before is not None:
+                (root / f.path).parent.mkdir(parents=True, exist_ok=True)
+                (root / f.path).write_bytes(f.before)
+                if f.executable_before:
+                    (root / f.path).chmod(0o755)
+        before = kind.inspect(patch, lp, Tree({patch.target: root}))
+    if before.state is not ContentState.PENDING:
+        return _why(before, "on the files it starts from")
+    results = {c.path: c.after for c in before.changes}
+    for f in versions:
+        if f.path in results and results[f.path] != f.after:
+            return f"{f.path}: applying it would not give the edited file"
+    return ""
+
+
+def _why(inspection: Any, where: str) -> str:
+    bad = [h for h in inspection.hunks if h.state.value not in ("applied", "pending")]
+    detail = ", ".join(f"{h.file} hunk {h.index}: {h.state.value}" for h in bad)
+    return f"{inspection.state.value} {where}" + (f" ({detail})" if detail else "")
+
+
+def _created_dirs(path: str, root: str, shipped_dirs: set[str]) -> list[str]:
+    """Root-relative folders above a new file that the image did not ship (no file RECORD lists
+    is in or below them), deepest first: a revert removes them again when they are empty."""
+    out = []
+    folder = os.path.dirname(path)
+    while folder != root and folder.startswith(root + os.sep) and folder not in shipped_dirs:
+        out.append(Path(os.path.relpath(folder, root)).as_posix())
+        folder = os.path.dirname(folder)
+    return out
+
+
+def _ancestors(folder: str, root: str) -> list[str]:
+    """``folder`` and the folders above it, up to (not including) ``root``."""
+    out = []
+    while folder.startswith(root + os.sep):
+        out.append(folder)
+        folder = os.path.dirname(folder)
+    return out
+
+
+def _executable(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & stat.S_IXUSR)
+    except FileNotFoundError:
+        return False
+
+
+def _mode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        return None

@@ -1,0 +1,145 @@
+"""``patchbay apply``: apply the pending patches of a patchset as one transaction."""
+
+from __future__ import annotations
+
+import sys
+
+from .common import environment, load, note, say, say_each
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (the no-op path)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from ...apply.noop import NoOp
+    from ...options import RunOptions
+
+
+def run(
+    patchset_arg: str,
+    *,
+    python: str | None,
+    root: Path | None,
+    state_dir: Path | None,
+    upgrade: bool,
+    lock_timeout: float,
+    dry_run: bool = False,
+    record: Path | None,
+    options: Callable[[], RunOptions] | None = None,
+    probe_timeout: float | None = None,
+    bundle: Path | None = None,
+    noop_checked: bool = False,
+) -> int:
+    """Apply; print what was done; exit 0 (done or nothing to do). Errors raise.
+
+    A re-run on an environment the ledger's identity still describes is answered by the
+    verified no-op (:mod:`patchbay.apply.noop`) without loading the patchset; anything it cannot
+    verify takes the full engine. ``bundle`` is the bundle the ``options`` name (checked
+    first, as every apply with a bundle does). ``noop_checked``: the caller checked the
+    verified no-op for these very arguments already, and it did not verify (it is not checked
+    twice).
+    """
+    if bundle is not None:
+        from ...carry.bundle import check_bundle
+
+        check_bundle(bundle)
+    if record is None and not dry_run and not noop_checked:
+        from ...apply import noop
+
+        verified = noop.check(patchset_arg, python=python, root=root, state_dir=state_dir)
+        if verified is not None:
+            print_noop(verified)
+            return 0
+
+    from ...apply.engine import (
+        PatchStatus,
+        apply_notes,
+        apply_patchset,
+        interrupted,
+        make_plan,
+        plan_apply,
+    )
+    from ...options import RunOptions
+    from ..output import recovered_lines
+
+    run_options = options() if options is not None else RunOptions()
+
+    if record is not None:
+        from ...carry.provenance import check_record_path, provenance, write_record
+
+        check_record_path(record)
+    patchset = load(patchset_arg)
+    if dry_run:
+        from ...redaction import redact
+        from ..preview import dry_run_text
+
+        env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
+        if interrupted(env):  # said first: also when the plan below refuses
+            say(_UNRECOVERED.format(journal=env.state_dir / "journal"), err=True)
+        plan = plan_apply(patchset, env, upgrade=upgrade, options=run_options)
+        sys.stdout.write(redact(dry_run_text(plan)))
+        return 0
+    # the state folder is written only when there is something to do: the lock checks it
+    # then (statelock.check_writable), as for the default folder, so that an apply with
+    # nothing to do needs no state folder it can write, whichever folder it is
+    env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
+    result = apply_patchset(
+        patchset, env, upgrade=upgrade, lock_timeout=lock_timeout, options=run_options
+    )
+    plan = result.plan
+    say_each("", recovered_lines(result.recovered, env.state_dir))
+    say_each("reverted ", [f"{pid} (recorded version)" for pid in result.reverted])
+    say_each(("applied", "green"), [f" {pid}" for pid in result.applied])
+    redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]
+    already = [r.id for r in plan.with_status(PatchStatus.APPLIED)]
+    for line in apply_notes(plan):
+        note(line)
+    if result.nothing_to_do:
+        _print_nothing_to_do(redundant, len(already) + len(redundant))
+    else:
+        _print_redundant(redundant)
+        say(
+            f"patchset {patchset.name}: {len(result.applied)} applied, {len(already)} already "
+            f"applied, {len(redundant)} redundant"
+        )
+    if record is not None:
+        outcome = {pid: "applied" for pid in result.applied}
+        if not result.nothing_to_do:  # package pins changed versions: look again
+            env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
+        final = make_plan(patchset, env) if not result.nothing_to_do else plan
+        write_record(record, provenance(final, command="apply", outcome=outcome))
+    return 0
+
+
+# a dry run writes nothing, so it cannot roll the journal back to plan against what apply
+# would see: it plans against the tree as it is, and says so
+_UNRECOVERED = (
+    "patchbay: warning: {journal}: an interrupted run's journal is present, which apply would "
+    "roll back first; the plan below is of the current, unrecovered tree"
+)
+
+
+def print_noop(verified: NoOp, *, quiet: bool = False) -> None:
+    """Print the answer of a verified no-op (:func:`patchbay.apply.noop.check`): the notes the
+    engine's no-op printed (not with ``quiet``, or after ``--quiet`` silenced them), the
+    redundant patches, if any, and "nothing to do: N patch(es) already present" on stdout."""
+    for line in [] if quiet else verified.notes:
+        note(line)  # as the engine's no-op prints them (redacted)
+    # plain: the ids are checked names and the rest are counts (nothing to redact)
+    if verified.redundant:
+        _print_redundant(verified.redundant)
+    sys.stdout.write(f"nothing to do: {verified.present} patch(es) already present\n")
+
+
+def _print_redundant(redundant: list[str]) -> None:
+    if redundant:
+        say(
+            (f"{len(redundant)} patch(es) redundant", "cyan"),
+            " (already in the image, not applied by patchbay; remove them from the patchset): "
+            + ", ".join(redundant),
+        )
+
+
+def _print_nothing_to_do(redundant: list[str], present: int) -> None:
+    _print_redundant(redundant)
+    say(f"nothing to do: {present} patch(es) already present")

@@ -1,0 +1,142 @@
+"""``patchbay audit``: patchsets, waivers and scripts of a repository, judged by rule.
+
+Imports are deferred to what the chosen format needs: ``--format json`` (CI, the benchmark)
+loads neither rich nor the engine-side modules other commands share (``.common``).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import date
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+def run(
+    root: Path,
+    *,
+    output_format: str | None = None,
+    fail_on: str | None = None,
+    config: Path | None = None,
+    output: Path | None = None,
+    today: date | None = None,
+    upstream: bool = False,
+    api_url: str | None = None,
+    cache_dir: Path | None = None,
+    changed_since: str | None = None,
+    pull_request: int | None = None,
+    image_python: str | None = None,
+    image_root: Path | None = None,
+) -> int:
+    """Audit ``root`` and print the report in ``output_format`` (to ``output`` if given):
+    ``table``, ``concise``, ``json``, ``github`` or ``sarif``; by default ``table`` on a
+    terminal or into ``output``, elsewhere ``table`` when every table fits the width, else
+    ``concise``.
+
+    Returns:
+        0 when no finding is at or above ``fail_on`` (default: the configuration's, ``error``),
+        1 otherwise. Bad input (configuration, patchsets, waivers, a bad ``api_url``) raises
+        :class:`~patchbay.errors.InputError` (exit 2); with ``upstream``, a forge that answers
+        nothing raises :class:`~patchbay.upstream.GitHubError` (exit 1). ``changed_since``
+        audits a change (:mod:`patchbay.audit.pull_request`); its pull request number is
+        ``pull_request``, or the GitHub Actions run's.
+    """
+    from ...audit import Severity, run_audit
+    from ...errors import InputError
+
+    if output is not None:  # before the audit: a path that cannot be written is bad input
+        from ...outputfiles import check_output_file
+
+        check_output_file(output, "--output")
+    if changed_since is not None and pull_request is None:
+        import os
+
+        from ...audit.changes import pull_request_number
+
+        pull_request = pull_request_number(os.environ)
+    elif pull_request is not None and changed_since is None:
+        raise InputError("--pr needs --changed-since REF (the pull request's base)")
+
+    result = run_audit(
+        root,
+        config_file=config,
+        today=today,
+        upstream=upstream,
+        api_url=api_url,
+        cache_dir=cache_dir,
+        changed_since=changed_since,
+        pull_request=pull_request,
+        image_python=image_python,
+        image_root=image_root,
+    )
+    threshold = Severity(fail_on or result.config.config.fail_on)
+    tables = None
+    if output_format is None and output is None:  # the rule of every read command
+        from ...audit.formats import finding_tables
+        from .common import fits
+
+        tables = finding_tables(result)
+        wrapping = _console().is_terminal  # (see commands.common.read_format)
+        output_format = "table" if all(fits(t, wrapping=wrapping) for t in tables) else "concise"
+    if output_format in (None, "table"):
+        from ...audit.formats import print_table
+
+        if output is None:
+            print_table(result, _console(), threshold, tables)
+        else:
+            import io
+
+            from rich.console import Console
+
+            buffer = io.StringIO()
+            print_table(result, Console(file=buffer, width=160, soft_wrap=True), threshold)
+            _write(output, buffer.getvalue())
+    else:
+        from ...audit import formats
+        from ...printable import dumps
+
+        if output_format == "json":
+            text = dumps(result.to_json(), indent=2)
+        elif output_format == "concise":
+            lines = formats.concise_lines(result)
+            if output is None:  # as ruff does: the summary ends the list
+                lines.append(formats.summary(result, threshold))
+            text = "\n".join(lines)
+        elif output_format == "sarif":
+            text = dumps(formats.sarif(result), indent=2)
+        else:
+            text = "\n".join(formats.github_lines(result))
+        if output is None:
+            if text:
+                sys.stdout.write(text + "\n")
+        else:
+            _write(output, text + "\n" if text else "")
+        if output_format not in ("json", "concise") or output is not None:
+            _console(stderr=True).print(formats.summary(result, threshold))
+    return 1 if result.failing(threshold) else 0
+
+
+def _write(output: Path, text: str) -> None:
+    """Write the report file (its missing folders created: the rule of every result file,
+    :func:`patchbay.outputfiles.write_output_file`)."""
+    from ...errors import InputError
+    from ...outputfiles import write_output_file
+
+    try:
+        write_output_file(output, text)
+    except OSError as exc:
+        raise InputError(
+            f"--output cannot be written: {exc.strerror or exc}", file=output
+        ) from None
+
+
+def _console(*, stderr: bool = False) -> Console:
+    """The console of the other commands (``commands.common``), built the same way here so
+    that the audit does not import what they need (patchset targets, packaging)."""
+    from rich.console import Console
+
+    # soft_wrap: one message is one line, whatever the width (paths stay greppable in CI logs)
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)

@@ -1,0 +1,72 @@
+"""``patchbay import``: a draft patchset from an existing shell patch script."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...errors import InputError, PatchbayError
+from ...importer import import_script, parse_projects
+from ...outputfiles import check_output_folder
+from . import status, validate
+from .common import say
+
+
+def run(
+    script: Path,
+    *,
+    out: Path,
+    python: str | None,
+    projects: list[str],
+    force: bool,
+) -> int:
+    """Import ``script`` into ``out``, validate the result and, with ``python``, show its status.
+
+    Returns:
+        0 when every part of the script was converted (or needs nothing), 1 when some part was
+        not (listed in ``IMPORT-NOTES.md``).
+
+    Raises:
+        InputError: a bad script, ``--project`` or ``--out`` (exit 2).
+    """
+    mapping = parse_projects(projects)
+    if python is not None:  # a bad interpreter is bad input: say so before writing anything
+        from ...environment.targets import _interpreter_path, probe
+
+        probe(_interpreter_path(python), [], [])
+    check_output_folder(out, "--out")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--out cannot be created: {exc.strerror or exc}", file=out) from None
+    result = import_script(script, out, projects=mapping, force=force)
+    kinds: dict[str, int] = {}
+    for draft in result.patches:
+        kinds[draft.kind] = kinds.get(draft.kind, 0) + 1
+    summary = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+    say(
+        f"imported {script} into {out}: {len(result.patches)} patch(es)"
+        + (f" ({summary})" if summary else "")
+    )
+    if result.unconverted:
+        say(
+            f"NOT CONVERTED: {len(result.unconverted)} part(s) of the script; the patchset does "
+            f"not do them (details in {result.notes}):"
+        )
+        for o in result.unconverted:
+            where = f"line {o.start}" if o.start == o.end else f"lines {o.start}-{o.end}"
+            say(f"  {script}:{where}: {o.text}")
+    if result.review or result.todo:
+        say(
+            f"to check: {len(result.review)} point(s), to fill: {len(result.todo)} TODO blank(s) "
+            f"(see {result.notes})"
+        )
+    validate.run(str(out))
+    if python is not None:
+        try:
+            status.run(
+                str(out), python=python, root=None, state_dir=None, as_json=False, record=None
+            )
+        except PatchbayError as exc:
+            # the draft is written and valid; the status is extra information
+            say(f"patchbay: status of the draft: {exc}", err=True)
+    return 1 if result.partial else 0

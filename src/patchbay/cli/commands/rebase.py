@@ -1,0 +1,81 @@
+"""``patchbay rebase``: carry a patchset onto a new image (3-way merges where it conflicts)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...authoring.capture import PristineSources
+from ...authoring.rebase import rebase_patchset
+from ...errors import InputError
+from ...outputfiles import check_input_folder, check_output_folder
+from .common import environment, load, say
+
+_STYLES = {"unchanged": "green", "refreshed": "yellow", "dropped": "cyan", "conflict": "red"}
+
+
+def run(
+    patchset_arg: str,
+    *,
+    python: str | None,
+    root: Path | None,
+    state_dir: Path | None,
+    onto_python: str | None,
+    onto_root: Path | None,
+    out: Path | None,
+    write: bool,
+    conflicts: Path | None,
+    wheels: list[Path],
+    from_git: str | None,
+    resolved: Path | None = None,
+) -> int:
+    """Print what happened to each patch; exit 0 when all clear, 1 when conflicts remain."""
+    if (onto_python is None) == (onto_root is None):
+        raise InputError("give the candidate image: --onto-python PATH or --onto-root DIR")
+    if out is not None:
+        check_output_folder(out, "--out")
+    if conflicts is not None:
+        check_output_folder(conflicts, "--conflicts")
+    if resolved is not None:
+        check_input_folder(resolved, "--resolved")
+    patchset = load(patchset_arg)
+    old_env = environment(patchset, python, root, state_dir)
+    new_env = environment(patchset, onto_python, onto_root, None)
+    result = rebase_patchset(
+        patchset,
+        old_env,
+        new_env,
+        out=out,
+        write=write,
+        conflicts_dir=conflicts,
+        sources=PristineSources(wheels=wheels, from_git=from_git),
+        resolved=resolved,
+    )
+    width = max((len(i.id) for i in result.items), default=0)
+    for item in result.items:
+        style = _STYLES.get(item.outcome, "")
+        say(f"{item.id:<{width}}  {item.verdict:<9} -> ", (item.outcome, style))
+        for detail in item.details:
+            say(f"{'':<{width}}    {detail}")
+    for note in result.guard:
+        say(f"guard: {note}")
+    where = f"--python {onto_python}" if onto_python else f"--root {onto_root}"
+    if result.conflicts:
+        say(
+            f"\n{len(result.conflicts)} patch(es) in conflict: "
+            + ", ".join(i.id for i in result.conflicts)
+            + " (left as they were in the result; why: the lines under each above)"
+        )
+        if result.conflicts_dir is not None:
+            say(f"merged files with conflict markers in {result.conflicts_dir}:")
+            for item in result.conflicts:
+                for path in item.conflict_files:
+                    say(f"  {path}")
+            say(
+                "merge them by hand (remove the markers), then run rebase again with "
+                f"--resolved {result.conflicts_dir}"
+            )
+    say(
+        f"\nwrote the rebased patchset to {result.folder}; `patchbay check {result.folder} "
+        f"{where}`: " + ("all clear" if result.final.ok else "all clear except the conflicts above")
+    )
+    return 0 if result.ok else 1

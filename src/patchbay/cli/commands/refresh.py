@@ -1,0 +1,66 @@
+"""``patchbay edit`` and ``patchbay refresh``: change an existing patch by editing the tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...authoring.capture import PristineSources
+from ...authoring.refresh import edit_patch, refresh_patch
+from .common import environment, load, say
+
+
+def edit(
+    patchset_arg: str,
+    patch_id: str,
+    *,
+    python: str | None,
+    root: Path | None,
+    state_dir: Path | None,
+) -> int:
+    """Bring the tree to the state just after the patch; exit 0 (refusals raise)."""
+    patchset = load(patchset_arg)
+    env = environment(patchset, python, root, state_dir)
+    result = edit_patch(patchset, env, patch_id)
+    for pid in result.reverted:
+        say(f"took off {pid}")
+    for pid in result.applied:
+        say(f"applied {pid}")
+    say(f"the tree is at the state just after {patch_id}; its files:")
+    for path in result.files:
+        say(f"  {path}")
+    say(
+        f"edit them, then `patchbay refresh {patchset_arg} {patch_id}`; `patchbay apply` puts "
+        "the later patches back"
+    )
+    return 0
+
+
+def refresh(
+    patchset_arg: str,
+    patch_id: str,
+    files: list[str],
+    *,
+    python: str | None,
+    root: Path | None,
+    state_dir: Path | None,
+    wheels: list[Path],
+    from_git: str | None,
+) -> int:
+    """Rewrite the patch's diff from the tree; exit 0 (refusals raise, nothing written)."""
+    patchset = load(patchset_arg)
+    env = environment(patchset, python, root, state_dir)
+    result = refresh_patch(
+        patchset, env, patch_id, files, sources=PristineSources(wheels=wheels, from_git=from_git)
+    )
+    for path in result.dropped:
+        say(f"dropped {path}: back to what it was before the patch")
+    say(
+        f"refreshed {patch_id}: wrote {result.patch_file} ({len(result.files)} file(s)); the "
+        "ledger records the new content",
+    )
+    pending = [pid for pid, status in result.later.items() if status == "pending"]
+    if pending:
+        say(
+            f"the later patches still apply ({', '.join(pending)}): `patchbay apply` puts them back"
+        )
+    return 0

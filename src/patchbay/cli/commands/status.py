@@ -1,0 +1,73 @@
+"""``patchbay status``: the state of every patch (and hunk) in an environment; writes nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...apply.engine import BLOCKING, PatchStatus, interrupted, make_plan, upgrade_command
+from ...apply.trial import try_pending
+from ...carry.provenance import check_record_path, provenance, write_record
+from ..output import guard_lines, print_guard, status_epilogue, status_lines, status_table
+from .common import console, environment, load, print_json, read_format, say
+
+
+def run(
+    patchset_arg: str,
+    *,
+    python: str | None,
+    root: Path | None,
+    state_dir: Path | None,
+    output_format: str | None = None,
+    record: Path | None = None,
+    probe_timeout: float | None = None,
+    as_json: bool = False,
+) -> int:
+    """Print the status in ``output_format`` (``table``, ``concise``, ``json``; default: see
+    :func:`~patchbay.cli.commands.common.read_format`); exit 0 when nothing blocks an apply, 1
+    otherwise (a pending pin that apply's dry run would refuse blocks it: see
+    :mod:`patchbay.apply.trial`). ``as_json`` is ``output_format="json"``."""
+    if as_json:
+        output_format = "json"
+    patchset = load(patchset_arg)
+    env = environment(patchset, python, root, state_dir, probe_timeout=probe_timeout)
+    if record is not None:
+        check_record_path(record)
+    plan = make_plan(patchset, env)
+    try_pending(plan)
+    busy = interrupted(env)
+    if busy:
+        say(
+            f"patchbay: warning: {env.state_dir / 'journal'} exists: an apply or revert is "
+            "running, or was interrupted mid-write (the next apply or revert restores its files "
+            "first); the states below may be transient",
+            err=True,
+        )
+    if plan.ledger.has_orphan_blobs():
+        say(
+            f"patchbay: warning: {env.state_dir} holds saved originals but no ledger: was the "
+            "ledger deleted, or is --state-dir different from the first run? 'redundant' below "
+            "may mean 'applied by patchbay, record lost'",
+            err=True,
+        )
+    if output_format == "json":
+        print_json(plan.to_json())
+    else:
+        table = status_table(plan) if output_format != "concise" else None
+        if read_format(output_format, table) == "table":
+            print_guard(plan, console)
+            console.print(table)
+            for line in status_epilogue(plan):
+                console.print(line, markup=False, highlight=False)
+        else:
+            for line in [*guard_lines(plan), *status_lines(plan)]:
+                say(line)
+        for entry in plan.stale:
+            if entry.patch_id not in {r.id for r in plan.reports}:
+                say(
+                    f"note: the ledger records {entry.patch_id}, which is no longer in the "
+                    f"patchset; `{upgrade_command(plan)}` reverts it"
+                )
+    if record is not None:
+        write_record(record, provenance(plan, command="status"))
+    blocked = plan.with_status(*BLOCKING, PatchStatus.OUTDATED) or plan.stale
+    return 1 if blocked or busy or not plan.guard.ok else 0
