@@ -68,7 +68,8 @@ from _common import (
 )
 from _generate import PACKAGE, BenchPatch, build_patches, build_tree
 
-from patchbay.apply.engine import ApplyResult, apply_patchset
+from patchbay.apply.engine import apply_patchset
+from patchbay.apply.results import ApplyResult
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import PatchbayError
 from patchbay.patchset.model import load_patchset

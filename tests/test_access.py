@@ -26,7 +26,7 @@ import pytest
 import patchbay
 from conftest import write_patchset
 from inprocess import Result, run_main
-from patchbay.apply.engine import finish_journal
+from patchbay.apply.interrupted import finish_journal
 from patchbay.apply.ledger import Ledger
 from patchbay.errors import RefusedError
 

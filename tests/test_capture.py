@@ -21,8 +21,10 @@ from conftest import (
     write_patchset,
 )
 from demo_builds import git_repository
-from patchbay.apply.engine import apply_patchset, make_plan, revert_patchset
+from patchbay.apply.engine import apply_patchset
 from patchbay.apply.ledger import Ledger
+from patchbay.apply.plan import make_plan
+from patchbay.apply.revert import revert_patchset
 from patchbay.authoring.capture import TODO_DESCRIPTION, PristineSources, capture_patch
 from patchbay.authoring.refresh import edit_patch, refresh_patch
 from patchbay.environment.installed import verify_installed

@@ -274,7 +274,7 @@ def test_every_enum_of_every_schema_is_the_codes_enum() -> None:
     produces the field (a verdict the code can give is never refused by its own schema), and
     every ``enum`` of every schema is listed here, so a new one cannot escape the check."""
     from patchbay.apply.check import Verdict
-    from patchbay.apply.engine import PatchStatus
+    from patchbay.apply.results import PatchStatus
     from patchbay.audit.rules import Severity
     from patchbay.diff.hunks import HunkState
     from patchbay.kinds.base import ContentState

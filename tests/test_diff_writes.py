@@ -24,8 +24,9 @@ import pytest
 from conftest import write_patchset
 from inprocess import run_main
 from patchbay.apply import engine, transaction
-from patchbay.apply.engine import apply_patchset, revert_patchset
+from patchbay.apply.engine import apply_patchset
 from patchbay.apply.ledger import Ledger, sha256_bytes
+from patchbay.apply.revert import revert_patchset
 from patchbay.diff.gitapply import git_environment
 from patchbay.environment.targets import resolve_environment
 from patchbay.kinds.diffwrite import process_umask

@@ -10,7 +10,10 @@ from pathlib import Path
 import pytest
 
 from conftest import diff_patch, run_cli, snapshot, write_patchset
-from patchbay.apply.engine import PatchStatus, apply_patchset, make_plan, revert_patchset
+from patchbay.apply.engine import apply_patchset
+from patchbay.apply.plan import make_plan
+from patchbay.apply.results import PatchStatus
+from patchbay.apply.revert import revert_patchset
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import RefusedError
 from patchbay.patchset.model import load_patchset

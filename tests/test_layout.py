@@ -18,15 +18,12 @@ KNOWN_CYCLES: list[list[str]] = [
     ["patchbay.analysis.commands", "patchbay.analysis.handlers.diffs",
      "patchbay.analysis.handlers.files", "patchbay.analysis.handlers.installs",
      "patchbay.analysis.handlers.shell", "patchbay.analysis.lists", "patchbay.analysis.walk"],
-    ["patchbay.apply.engine", "patchbay.apply.ledger", "patchbay.apply.noop", "patchbay.kinds",
-     "patchbay.kinds.base"],
     ["patchbay.importer.convert", "patchbay.importer.patches"],
     ["patchbay.upstream.evidence", "patchbay.upstream.status"],
     ["patchbay.waivers.body", "patchbay.waivers.references"],
     ["patchbay.waivers.document", "patchbay.waivers.frontmatter"],
 ]  # fmt: skip
 KNOWN_LONG = {
-    "patchbay.apply.engine",
     "patchbay.apply.transaction",
     "patchbay.kinds.pip",
     "patchbay.patchset.model",

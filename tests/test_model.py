@@ -197,7 +197,7 @@ def test_kimi_k3_patchset_validates_offline_with_unlocked_content_marked() -> No
 def test_a_patch_deep_in_the_list_is_named_at_its_line_after_loading(tmp_path: Path) -> None:
     # the loaded patchset keeps the YAML's lines, not its data: a problem found later (a
     # patch file missing at load_patches) still names file:line of the key, for every shape
-    from patchbay.apply.engine import load_patches
+    from patchbay.apply.plan import load_patches
     from patchbay.patchset.yamlfile import load_yaml
 
     (tmp_path / "ok.patch").write_text("--- a/f.py\n+++ b/f.py\n@@ -1 +1 @@\n-a\n+b\n")

@@ -13,8 +13,9 @@ import pytest
 
 from conftest import count_inspections, diff_patch, write_patchset
 from patchbay.apply import engine
-from patchbay.apply.engine import apply_patchset, make_plan
+from patchbay.apply.engine import apply_patchset
 from patchbay.apply.ledger import Ledger, LedgerEntry
+from patchbay.apply.plan import make_plan
 from patchbay.apply.statelock import state_lock
 from patchbay.environment.targets import resolve_environment
 from patchbay.environment.tree import Tree

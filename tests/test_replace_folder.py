@@ -23,8 +23,9 @@ import pytest
 from conftest import write_patchset
 from inprocess import run_main
 from patchbay.apply import transaction
-from patchbay.apply.engine import apply_patchset, revert_patchset
+from patchbay.apply.engine import apply_patchset
 from patchbay.apply.ledger import Ledger
+from patchbay.apply.revert import revert_patchset
 from patchbay.apply.transaction import Rollback, Transaction, recover
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import PatchbayError

@@ -29,7 +29,8 @@ import msgspec
 from ..diff.hunkview import hunk_counts
 from ..environment.targets import Environment
 from ..patchset.model import Patchset
-from .engine import PatchReport, PatchStatus, Plan, make_plan
+from .plan import make_plan
+from .results import PatchReport, PatchStatus, Plan
 
 
 class Verdict(str, Enum):

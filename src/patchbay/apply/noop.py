@@ -50,9 +50,6 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up
 if TYPE_CHECKING:
     from typing import Any
 
-    from ..kinds import LoadedPatch
-    from .engine import Plan
-
 IDENTITY_VERSION = 2
 IDENTITY_KEY = "applied_identity"  # in ledger.json, beside a patchset's "entries"
 # what changes the interpreter's sys.path or start-up (CPython's documented variables)
@@ -69,13 +66,13 @@ VARIABLES = (
 _STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py")
 
 
-def _sha256_file(path: str) -> str | None:
+def sha256_of_file(path: str) -> str | None:
     """sha256 of a regular file (not through a final link), None when absent or not one."""
-    state = _file_state(path)
-    return state[1] if state[1] != _NOT_A_FILE else None
+    state = file_state(path)
+    return state[1] if state[1] != NOT_A_FILE else None
 
 
-def _listing(folder: str) -> str | None:
+def listing(folder: str) -> str | None:
     """Digest of the sorted names in ``folder`` (None: not a readable folder)."""
     try:
         names = sorted(os.listdir(folder))
@@ -84,7 +81,7 @@ def _listing(folder: str) -> str | None:
     return hashlib.sha256("\0".join(names).encode("utf-8", "surrogateescape")).hexdigest()
 
 
-def _startup_files(folders: list[str]) -> list[str]:
+def startup_files(folders: list[str]) -> list[str]:
     """Files in ``folders`` that run at start-up or redirect imports."""
     out = []
     for folder in folders:
@@ -98,11 +95,11 @@ def _startup_files(folders: list[str]) -> list[str]:
     return out
 
 
-_NOT_A_FILE = "not-a-file"
+NOT_A_FILE = "not-a-file"
 _PROC_FD = os.path.isdir("/proc/self/fd")
 
 
-def _file_state(path: str) -> list[Any]:
+def file_state(path: str) -> list[Any]:
     """``[real path, sha256, permission bits]`` of a file: opened without following a final
     link, its real path read from the open descriptor (Linux ``/proc/self/fd``, one call for
     the whole chain of folders; elsewhere :func:`os.path.realpath`). ``[real path, None,
@@ -113,11 +110,11 @@ def _file_state(path: str) -> list[Any]:
     except FileNotFoundError:
         return [os.path.realpath(path), None, None]
     except OSError:  # a final link (ELOOP), a folder we may not read, no permission
-        return [os.path.realpath(path), _NOT_A_FILE, None]
+        return [os.path.realpath(path), NOT_A_FILE, None]
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return [os.path.realpath(path), _NOT_A_FILE, None]
+            return [os.path.realpath(path), NOT_A_FILE, None]
         real = os.readlink(f"/proc/self/fd/{fd}") if _PROC_FD else os.path.realpath(path)
         h = hashlib.sha256()
         while chunk := os.read(fd, 1 << 20):
@@ -155,110 +152,6 @@ def interpreter_path(python: str | None) -> str | None:
     if python is None:
         return shutil.which("python3")
     return shutil.which(python) or python
-
-
-# -- recording (inside the apply's transaction) ------------------------------------------------
-
-
-def identity(plan: Plan, loaded: list[LoadedPatch]) -> dict[str, Any] | None:
-    """The identity of ``plan``'s patchset as an apply that wrote every pending patch of
-    ``plan`` leaves it (call after the writes, before the ledger is saved), or None when a
-    no-op of it could not be verified from content alone (then every re-run takes the full
-    engine: a run that writes patches with notes to print, a path through a linked folder, a
-    non-file)."""
-    from .engine import PatchStatus, _touched_paths, apply_notes
-
-    patchset, env = plan.patchset, plan.env
-    notes = apply_notes(plan)
-    if plan.with_status(PatchStatus.PENDING) and (
-        notes
-        or any(
-            r.notes or r.inspection.notes
-            for r in plan.reports
-            if r.status is not PatchStatus.REDUNDANT
-        )
-    ):
-        # the notes of a run that writes ("applies at line 3") are not those a re-run prints
-        # ("applied at line 3"): the first re-run, through the engine, records its own
-        return None
-    inputs = [str(patchset.path), str(patchset.folder / "patchbay.lock")]
-    inputs += [lp.source for lp in loaded if lp.source]
-    # a patch file's sha256 is that of the bytes the run read and applied (kinds/diff.py):
-    # were it changed since, the next check finds it differs and takes the engine
-    known = {lp.source: lp.sha256 for lp in loaded if lp.source}
-    paths: set[tuple[str, str]] = set()
-    exists: set[tuple[str, str]] = set()
-    for report in plan.reports:
-        patch = report.patch
-        if patch.target is None:
-            continue
-        written, edited = _touched_paths(patch, report.loaded)
-        paths.update((patch.target, rel) for rel in [*written, *edited])
-        if patch.kind == "command" and patch.output:
-            exists.add((patch.target, patch.output))
-    for entries in [plan.ledger.entries(patchset.name)]:
-        for entry in entries:
-            paths.update((rec.target, rec.path) for rec in entry.files if rec.target in env.roots)
-    paths.update((fg.target, fg.path) for fg in patchset.spec.base.files)
-    files = []
-    real_roots = {t: os.path.realpath(r) for t, r in env.roots.items()}
-    for target, rel in sorted(paths):
-        root = real_roots[target]
-        path = os.path.join(env.roots[target], rel)
-        state = _file_state(path)
-        if state[0] != os.path.join(root, rel) or state[1] == _NOT_A_FILE:
-            return None  # through a linked folder, or a folder: the full engine judges it
-        files.append([path, *state])
-    outputs = [os.path.join(env.roots[t], rel) for t, rel in sorted(exists)]
-    environment: dict[str, Any] = {
-        "state_dir": str(env.state_dir),
-        "root": None if env.tree_root is None else str(env.tree_root),
-        "roots": {k: str(v) for k, v in env.roots.items()},
-    }
-    # the versions the base guard and the pins read: the metadata of every distribution the
-    # patchset names, and the folders they are found in (a rename or a new one is seen there)
-    metadata = []
-    for info in env.dist_info.values():
-        metadata += [str(info / name) for name in ("METADATA", "PKG-INFO", "direct_url.json")]
-    environment["metadata"] = [[p, _sha256_file(p)] for p in sorted(set(metadata))]
-    if env.python is None:
-        folders = [] if env.tree_root is None else [str(env.tree_root)]
-        environment["sys_path"] = [[p, _listing(p)] for p in folders]
-    else:
-        sys_path = [str(p) for p in env.sys_path]
-        startup = [os.path.join(str(env.prefix), "pyvenv.cfg"), *_startup_files(sys_path)]
-        executable = os.path.realpath(env.python)
-        # a `home` target's variable moves its root (targets.home_root)
-        names = [*VARIABLES, *(t.env for t in patchset.spec.targets.values() if t.env)]
-        user_site = None if env.user_site is None else str(env.user_site)
-        environment.update(
-            python=env.python,
-            executable=executable,
-            executable_sha256=_sha256_file(executable),
-            prefix=str(env.prefix),
-            variables={k: os.environ.get(k) for k in names},
-            sys_path=[[p, _listing(p)] for p in sys_path],
-            # absent when recorded, it joins sys.path (ahead of site-packages) once created
-            user_site=None if user_site is None else [user_site, _listing(user_site)],
-            startup=[[p, _sha256_file(p)] for p in sorted(set(startup))],
-        )
-    return {
-        "version": IDENTITY_VERSION,
-        "tool_version": __version__,
-        # each input as the engine reads it (through the patchset's folder as given, links
-        # and all), with the file that reached and its hash: a re-pointed link is a change
-        "inputs": [
-            [os.path.abspath(p), real, known.get(p) or _sha256_file(real)]
-            for p in inputs
-            for real in [os.path.realpath(p)]
-        ],
-        "environment": environment,
-        "files": files,
-        "outputs": outputs,
-        "redundant": [r.id for r in plan.with_status(PatchStatus.REDUNDANT)],
-        "present": len(plan.reports),
-        "notes": notes,
-    }
 
 
 # -- checking (before anything is loaded) ------------------------------------------------------
@@ -356,27 +249,27 @@ def _check(
         if os.path.realpath(env["prefix"]) != os.path.realpath(prefix):
             return None
         real = os.path.realpath(executable)
-        if env["executable"] != real or env["executable_sha256"] != _sha256_file(real):
+        if env["executable"] != real or env["executable_sha256"] != sha256_of_file(real):
             return None
         names = env["variables"]
         if not set(VARIABLES) <= set(names):
             return None
         if names != {k: os.environ.get(k) for k in names}:
             return None
-        if env["user_site"] is not None and _listing(env["user_site"][0]) != env["user_site"][1]:
+        if env["user_site"] is not None and listing(env["user_site"][0]) != env["user_site"][1]:
             return None
         # a new or removed .pth or finder changes its folder's listing, checked above
-        if any(_sha256_file(p) != sha for p, sha in env["startup"]):
+        if any(sha256_of_file(p) != sha for p, sha in env["startup"]):
             return None
-    if any(_listing(p) != digest for p, digest in env["sys_path"]):
+    if any(listing(p) != digest for p, digest in env["sys_path"]):
         return None  # with --root: the tree's top folder, where its .dist-info are
-    if any(_sha256_file(p) != sha for p, sha in env["metadata"]):
+    if any(sha256_of_file(p) != sha for p, sha in env["metadata"]):
         return None
     for given, real, sha in found["inputs"]:
-        if os.path.realpath(given) != real or _sha256_file(real) != sha:
+        if os.path.realpath(given) != real or sha256_of_file(real) != sha:
             return None
     for path, real, sha, mode in found["files"]:
-        if _file_state(path) != [real, sha, mode]:
+        if file_state(path) != [real, sha, mode]:
             return None
     if not all(os.path.exists(p) for p in found["outputs"]):
         return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..diff.hunks import HunkState
 from ..environment.tree import Tree
 from ..kinds import KINDS, ContentState, PendingPatch
-from .engine import PatchStatus, Plan
+from .results import PatchStatus, Plan
 
 
 def try_pending(plan: Plan) -> None:

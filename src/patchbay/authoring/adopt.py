@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
-from ..apply.engine import finish_journal
+from ..apply.interrupted import finish_journal
 from ..apply.ledger import FileRecord, Ledger, LedgerEntry, sha256_or_none
 from ..apply.statelock import state_lock
 from ..apply.transaction import Transaction, write_atomic

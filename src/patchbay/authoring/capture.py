@@ -37,8 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..apply.engine import PatchReport, load_patches, make_plan
 from ..apply.ledger import Ledger, sha256_or_none
+from ..apply.plan import load_patches, make_plan
+from ..apply.results import PatchReport
 from ..diff.gitdiff import FileVersions, write_diff
 from ..diff.identity import same_patch
 from ..environment.installed import verify_installed

@@ -35,8 +35,9 @@ from pathlib import Path
 import msgspec
 
 from ..apply.check import CheckResult, Verdict, check_patchset
-from ..apply.engine import PatchStatus, load_patches, make_plan
 from ..apply.ledger import Ledger, sha256_bytes
+from ..apply.plan import load_patches, make_plan
+from ..apply.results import PatchStatus
 from ..apply.transaction import Transaction, write_atomic
 from ..diff.gitapply import run_git
 from ..diff.gitdiff import FileVersions, write_diff

@@ -24,8 +24,11 @@ from pathlib import Path
 
 import msgspec
 
-from ..apply.engine import BLOCKING, apply_patchset, load_patches, make_plan, revert_patchset
+from ..apply.engine import apply_patchset
 from ..apply.ledger import Ledger, LedgerEntry
+from ..apply.plan import load_patches, make_plan
+from ..apply.results import BLOCKING
+from ..apply.revert import revert_patchset
 from ..diff.gitdiff import FileVersions
 from ..diff.parse import parse_diff
 from ..environment.pristine import Pristine, read_shipped

@@ -90,7 +90,7 @@ def _fill(
 ) -> dict[str, str]:
     if env.python is None:
         raise RefusedError("bundle needs the engine interpreter (--python) for its platform")
-    from ..apply.engine import load_patches
+    from ..apply.plan import load_patches
 
     loaded = load_patches(patchset)
     unlocked = [lp.unlocked for lp in loaded if lp.unlocked]

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from .. import __version__
-from ..apply.engine import Plan
+from ..apply.results import Plan
 from ..errors import ApplyFailed, InputError
 from ..outputfiles import check_output_file, write_output_file
 from ..printable import dumps

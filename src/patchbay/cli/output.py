@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..apply.check import CLEAR, CheckItem, CheckResult, Verdict
-from ..apply.engine import PatchReport, PatchStatus, Plan, RevertResult
+from ..apply.results import PatchReport, PatchStatus, Plan
+from ..apply.revert import RevertResult
 from ..diff.hunks import HunkResult
 from ..diff.hunkview import closest_lines, counts_text, hunk_counts, hunk_sentence, mixed, unit_name
 from ..environment.paths import inside

@@ -10,7 +10,7 @@ command) are listed as comments.
 
 from __future__ import annotations
 
-from ..apply.engine import PatchStatus, Plan
+from ..apply.results import PatchStatus, Plan
 from ..diff.gitdiff import FileVersions, write_diff
 
 

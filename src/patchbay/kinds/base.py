@@ -165,7 +165,7 @@ class PatchKind(Protocol):
     without writing (``status`` runs it; see :mod:`patchbay.apply.trial`); and, when it journals an
     undo under its own name (:meth:`patchbay.apply.transaction.Transaction.on_rollback` with
     ``journal``), ``undo_journaled(data, python, log)``, which the next run's recovery calls
-    (see :func:`patchbay.apply.engine.finish_journal`).
+    (see :func:`patchbay.apply.interrupted.finish_journal`).
     """
 
     name: str

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..apply.engine import PatchReport
+    from ..apply.results import PatchReport
     from .status import Assessment
 
 #: hunk words that mean "the change is in this image" (see :mod:`patchbay.diff.hunkview`)
@@ -85,7 +85,7 @@ def evidence_of(report: PatchReport, image: str, where: str, state: str) -> Cont
     """The evidence of one patch's report (from ``make_plan``) on an image.
 
     Args:
-        report: the patch's :class:`~patchbay.apply.engine.PatchReport`.
+        report: the patch's :class:`~patchbay.apply.results.PatchReport`.
         image: ``pinned`` or ``candidate``.
         where: how messages name the image.
         state: the word to record (the status, or ``check``'s verdict).
@@ -174,7 +174,7 @@ def pinned_evidence(
     Raises:
         PatchbayError: the environment cannot be resolved or a patch cannot be read.
     """
-    from ..apply.engine import make_plan
+    from ..apply.plan import make_plan
     from ..environment.targets import resolve_environment
 
     env = resolve_environment(patchset, python=python, root=root)  # type: ignore[arg-type]

@@ -51,14 +51,10 @@ def run(
             print_noop(verified)
             return 0
 
-    from ...apply.engine import (
-        PatchStatus,
-        apply_notes,
-        apply_patchset,
-        interrupted,
-        make_plan,
-        plan_apply,
-    )
+    from ...apply.engine import apply_patchset, plan_apply
+    from ...apply.interrupted import interrupted
+    from ...apply.plan import make_plan
+    from ...apply.results import PatchStatus, apply_notes
     from ...options import RunOptions
     from ..output import recovered_lines
 

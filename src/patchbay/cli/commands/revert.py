@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ...apply.engine import revert_patchset
+from ...apply.revert import revert_patchset
 from ...errors import InputError
 from ...options import RunOptions
 from ..output import recovered_lines, revert_lines

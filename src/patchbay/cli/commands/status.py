@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...apply.engine import BLOCKING, PatchStatus, interrupted, make_plan, upgrade_command
+from ...apply.engine import upgrade_command
+from ...apply.interrupted import interrupted
+from ...apply.plan import make_plan
+from ...apply.results import BLOCKING, PatchStatus
 from ...apply.trial import try_pending
 from ...carry.provenance import check_record_path, provenance, write_record
 from ..output import guard_lines, print_guard, status_epilogue, status_lines, status_table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...apply.engine import load_patches
+from ...apply.plan import load_patches
 from ...patchset.blanks import blank_items
 from ...patchset.ordering import unordered_overlaps
 from .common import load, print_json, say

@@ -39,7 +39,7 @@ def run(
     )
     if installed:
         return _installed(patchset, env, as_json=as_json, dists=dists, record=record)
-    from ...apply.engine import verify_patchset
+    from ...apply.verify import verify_patchset
     from ...carry.provenance import provenance
 
     result = verify_patchset(patchset, env)
@@ -96,7 +96,7 @@ def _installed(
                 err=True,
             )
     if record is not None:
-        from ...apply.engine import make_plan
+        from ...apply.plan import make_plan
         from ...carry.provenance import provenance
 
         doc = provenance(make_plan(patchset, env), command="verify --installed")
