@@ -71,7 +71,7 @@ from _generate import PACKAGE, BenchPatch, build_patches, build_tree
 from patchbay.apply.engine import ApplyResult, apply_patchset
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import PatchbayError
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 
 REPO = Path(__file__).resolve().parents[1]
 COLD_TARGET = 1.5

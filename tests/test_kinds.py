@@ -13,7 +13,7 @@ from conftest import diff_patch, run_cli, snapshot, write_patchset
 from patchbay.apply.engine import PatchStatus, apply_patchset, make_plan, revert_patchset
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import RefusedError
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 
 
 def _run(ps: Path, root: Path):

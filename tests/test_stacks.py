@@ -18,7 +18,7 @@ import pytest
 from conftest import count_inspections, write_patchset
 from patchbay.apply.engine import PatchStatus, apply_patchset, make_plan, revert_patchset
 from patchbay.environment.targets import resolve_environment
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 from test_diff_writes import (
     BIN,
     BODY,
