@@ -72,7 +72,7 @@ from patchbay.apply.engine import apply_patchset
 from patchbay.apply.results import ApplyResult
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import PatchbayError
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 
 REPO = Path(__file__).resolve().parents[1]
 COLD_TARGET = 1.5

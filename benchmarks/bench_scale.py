@@ -77,7 +77,7 @@ DRIVER = r"""
 import json, resource, sys, time
 from pathlib import Path
 from patchbay.apply.engine import apply_patchset
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 from patchbay.environment.targets import resolve_environment
 
 start = time.perf_counter()

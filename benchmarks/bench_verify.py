@@ -68,7 +68,7 @@ from _common import CheckFailed, find_cli, print_ratios, print_times, run_checke
 from patchbay.environment.installed import InstalledResult, verify_installed
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import PatchbayError
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 
 REPO = Path(__file__).resolve().parents[1]
 DIST = "bigdist"

@@ -13,7 +13,7 @@ import pytest
 from conftest import run_cli
 from github_standin import GitHubStandIn, build_engine_history, serve_engine
 from patchbay.audit import run_audit
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 
 TOKEN = "ghp_standinAUDIT0123456789abcdefTOKEN"
 

@@ -30,7 +30,7 @@ from patchbay.authoring.refresh import edit_patch, refresh_patch
 from patchbay.environment.installed import verify_installed
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import RefusedError
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 from patchbay.patchset.text import set_scalar
 
 WORKER_OLD = "        return [r * 2 for r in batch]\n"

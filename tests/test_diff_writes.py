@@ -30,7 +30,7 @@ from patchbay.apply.revert import revert_patchset
 from patchbay.diff.gitapply import git_environment
 from patchbay.environment.targets import resolve_environment
 from patchbay.kinds.diffwrite import process_umask
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 
 Files = dict[str, tuple[bytes, int]]  # target-relative path -> (bytes, permission bits)
 

@@ -16,7 +16,7 @@ from patchbay.apply.results import PatchStatus
 from patchbay.apply.revert import revert_patchset
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import RefusedError
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 
 
 def _run(ps: Path, root: Path):

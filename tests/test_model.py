@@ -10,7 +10,8 @@ import pytest
 from conftest import REPO, dedent, run_cli
 from inprocess import run_main
 from patchbay.errors import InputError
-from patchbay.patchset.model import json_schema, load_patchset
+from patchbay.patchset.loading import load_patchset
+from patchbay.patchset.schema import json_schema
 
 HEAD = dedent(
     """

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import REPO, dedent
 from patchbay.errors import InputError
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 from patchbay.patchset.text import append_patch, remove_patch, set_scalar
 
 HEAD = dedent(

@@ -20,7 +20,7 @@ from patchbay.apply.statelock import state_lock
 from patchbay.environment.targets import resolve_environment
 from patchbay.environment.tree import Tree
 from patchbay.kinds import KINDS
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 
 BEFORE = {f"pkg/m{i}.py": "".join(f"v{i}_{k} = {k}\n" for k in range(12)) for i in range(3)}
 

@@ -16,7 +16,7 @@ from patchbay.apply.check import check_patchset
 from patchbay.apply.engine import apply_patchset
 from patchbay.authoring.rebase import rebase_patchset
 from patchbay.environment.targets import resolve_environment
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 from patchbay.upstream.report import check_candidate
 
 EXPECTED = {

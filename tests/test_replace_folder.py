@@ -29,7 +29,7 @@ from patchbay.apply.revert import revert_patchset
 from patchbay.apply.transaction import Rollback, Transaction, recover
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import PatchbayError
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 from test_diff_writes import BODY, _git, _git_diff, _materialise, _pkg, _tree
 
 FOLDER = _pkg({"a/x.py": BODY, "a/deep/y.sh": (b"#!/bin/sh\n", 0o755)})

@@ -24,7 +24,7 @@ from github_standin import (
     git,
     serve_engine,
 )
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 from patchbay.upstream import GitHubClient
 from patchbay.upstream.report import MARKER, build_report, render_markdown
 

@@ -18,7 +18,8 @@ import yaml
 
 from conftest import REPO
 from patchbay.errors import InputError
-from patchbay.patchset.model import json_schema, load_patchset
+from patchbay.patchset.loading import load_patchset
+from patchbay.patchset.schema import json_schema
 from patchbay.patchset.yamlfile import load_yaml
 
 SHA = "0" * 64

@@ -20,7 +20,7 @@ from inprocess import run_main
 from patchbay.authoring.rebase import RebaseResult, rebase_patchset
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import InputError
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 
 TARGETS = {
     "engine": {"package": "demo_engine"},

@@ -21,7 +21,7 @@ from patchbay.apply.plan import make_plan
 from patchbay.apply.results import PatchStatus
 from patchbay.apply.revert import revert_patchset
 from patchbay.environment.targets import resolve_environment
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 from test_diff_writes import (
     BIN,
     BODY,

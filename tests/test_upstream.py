@@ -18,7 +18,7 @@ from github_standin import (
     build_engine_history,
     serve_engine,
 )
-from patchbay.patchset.model import load_patchset
+from patchbay.patchset.loading import load_patchset
 from patchbay.upstream import (
     GitHubClient,
     RateLimitError,

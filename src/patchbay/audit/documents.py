@@ -7,7 +7,7 @@ becomes a :class:`~patchbay.waivers.Waiver` (given its file name and the project
 resolve ``project #N``). An entry is keyed by those inputs (the text's SHA-256) and a digest of
 the parsing code (:data:`_SOURCES`, PyYAML's version, patchbay's and Python's), so it gives
 what parsing would. What is not parsing is never cached: every patchset is validated by its
-msgspec schema (:func:`~patchbay.patchset.model.patchset_from_document`), every check runs, every
+msgspec schema (:func:`~patchbay.patchset.loading.patchset_from_document`), every check runs, every
 file a document names is looked at, on every run.
 
 An entry is only written when it reads back equal to what was parsed (a YAML date or a mapping

@@ -15,14 +15,9 @@ from typing import Any
 
 from ..environment.projects import DEFAULT_PROJECTS
 from ..errors import InputError
-from ..patchset.inputfiles import MAX_YAML_BYTES, read_input_text
-from ..patchset.model import (
-    PATCHSET_FILENAMES,
-    Patchset,
-    find_patchset_file,
-    load_patchset,
-    patchset_from_document,
-)
+from ..patchset.inputfiles import MAX_YAML_BYTES, PATCHSET_FILENAMES, read_input_text
+from ..patchset.loading import find_patchset_file, load_patchset, patchset_from_document
+from ..patchset.model import Patchset
 from ..waivers import Translation, Waiver, parse_waiver, read_waiver_text, waiver_files
 from .cache import ScriptCache, cache_disabled
 from .changes import Change, read_change
@@ -199,7 +194,7 @@ def find_patchsets(
 
     Raises:
         InputError: an explicitly configured entry that does not exist; any patchset that does
-            not load (see :func:`~patchbay.patchset.model.load_patchset`).
+            not load (see :func:`~patchbay.patchset.loading.load_patchset`).
     """
     out = []
     for entry in entries:
@@ -218,7 +213,8 @@ def find_patchsets(
 
 
 def _load_patchset(path: Path, documents: DocumentCache | None) -> Patchset:
-    """:func:`~patchbay.patchset.model.load_patchset`, with the YAML document from ``documents``."""
+    """:func:`~patchbay.patchset.loading.load_patchset`, with the YAML document from
+    ``documents``."""
     if documents is None:
         return load_patchset(path)
     yaml_path = find_patchset_file(path)

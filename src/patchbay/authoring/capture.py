@@ -55,7 +55,8 @@ from ..environment.targets import Environment
 from ..environment.tree import Tree
 from ..errors import InputError, PatchbayError, RefusedError
 from ..kinds import KINDS, ContentState, LoadedPatch
-from ..patchset.model import DiffPatch, Patchset, load_patchset
+from ..patchset.loading import load_patchset
+from ..patchset.model import DiffPatch, Patchset
 from ..patchset.text import append_patch
 from .adopt import MadeFile, record_made_patch
 

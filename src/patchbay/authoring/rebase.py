@@ -47,7 +47,8 @@ from ..environment.targets import Environment
 from ..environment.tree import Location, Tree
 from ..errors import InputError, PatchbayError, RefusedError
 from ..kinds import KINDS, ContentState, FileChange
-from ..patchset.model import DiffPatch, Patchset, load_patchset
+from ..patchset.loading import load_patchset
+from ..patchset.model import DiffPatch, Patchset
 from ..patchset.text import remove_patch, set_scalar
 from .capture import PristineSources
 from .refresh import patch_layout

@@ -171,7 +171,7 @@ def _blanks_to_fill(yaml_text: str, path: Path) -> tuple[list[str], str]:
     validate lists none for it either)."""
     from ..errors import PatchbayError
     from ..patchset.blanks import blank_items
-    from ..patchset.model import patchset_from_document
+    from ..patchset.loading import patchset_from_document
     from ..patchset.yamlfile import parse_yaml
 
     try:

@@ -1,10 +1,9 @@
-"""The patchset format (schema version 1): one place for its shape, its checks and its JSON Schema.
+"""The patchset format (schema version 1): the msgspec structs of ``patchset.yaml``.
 
-A patchset is a folder holding ``patchset.yaml`` and the patch files it names. The YAML is
-validated into the msgspec structs below (their types and constraints, then the checks of
-their ``__post_init__``); :func:`load_patchset` turns every schema or consistency problem into
-an :class:`~patchbay.errors.InputError` naming ``file:line``. ``patchbay schema`` prints
-:func:`json_schema` so editors can validate patchsets as they are written.
+A patchset is a folder holding ``patchset.yaml`` and the patch files it names: its top level
+(:class:`PatchsetSpec`: image, components, targets, base guard), each patch kind's spec, and the
+checks of their ``__post_init__``. :mod:`patchbay.patchset.loading` validates a file into them
+with ``file:line`` errors; :mod:`patchbay.patchset.schema` writes their JSON Schema.
 
 Upstream status words follow Yocto's ``Upstream-Status`` tag (Pending, Submitted, Backport,
 Inappropriate, Denied); a patch with no upstream reference must carry one, with a reason.
@@ -21,19 +20,17 @@ import msgspec
 from msgspec import Meta, Struct
 
 from ..environment.paths import check_relative
-from ..errors import InputError
-from .inputfiles import PATCHSET_FILENAMES
-from .validation import FieldError, check_field, convert, problem_of
-from .yamlfile import YamlDocument, lines_only, load_yaml
+from .validation import FieldError, check_field
+from .yamlfile import YamlDocument
 
 SCHEMA_VERSION = 1
 
-# `\Z`, not `$` (which Python lets match before a final newline); json_schema() writes `$`
+# `\Z`, not `$` (which Python lets match before a final newline); schema.json_schema() writes `$`
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z"
 _SHA256 = r"^[0-9a-f]{64}\Z"
 _REPO = r"^[\w.-]+/[\w.-]+\Z"
 _COMMIT_ID = r"^[0-9a-f]{40}\Z"
-_UPSTREAM_REF = re.compile(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+(?:#\d+|@[0-9a-f]{7,40}))$")
+UPSTREAM_REF = re.compile(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+(?:#\d+|@[0-9a-f]{7,40}))$")
 
 
 class _Strict(Struct, forbid_unknown_fields=True, kw_only=True):
@@ -210,7 +207,7 @@ class PatchBase(_Strict, kw_only=True, tag_field="kind"):
 
     def __post_init__(self) -> None:
         for n, ref in enumerate(self.upstream):
-            if not _UPSTREAM_REF.match(ref):
+            if not UPSTREAM_REF.match(ref):
                 raise FieldError(
                     ("upstream", n),
                     f"{ref!r} is not an upstream reference (a URL, owner/repo#N or "
@@ -549,7 +546,7 @@ class Patchset(msgspec.Struct):
         path: the YAML file.
         folder: the patchset folder (patch files are relative to it).
         document: the YAML document, for line numbers in later errors (of a patchset
-            :func:`load_patchset` read, its lines only:
+            :func:`~patchbay.patchset.loading.load_patchset` read, its lines only:
             :func:`~patchbay.patchset.yamlfile.lines_only`).
     """
 
@@ -570,318 +567,3 @@ class Patchset(msgspec.Struct):
     def patch_line(self, index: int, *keys: str | int) -> int | None:
         """Line of ``patches[index].<keys>`` in the YAML file."""
         return self.document.line_of(("patches", index, *keys))
-
-
-def find_patchset_file(path: Path) -> Path:
-    """Resolve a PATCHSET argument: a YAML file, or a folder holding ``patchset.yaml``.
-
-    Raises:
-        InputError: nothing usable at ``path``.
-    """
-    if path.is_dir():
-        for name in PATCHSET_FILENAMES:
-            candidate = path / name
-            if candidate.exists() or candidate.is_symlink():  # reading says what is wrong
-                return candidate
-        raise InputError(f"no {PATCHSET_FILENAMES[0]} in this folder", file=path)
-    if path.exists() or path.is_symlink():
-        return path
-    raise InputError("no such patchset file or folder", file=path)
-
-
-def load_patchset(path: Path) -> Patchset:
-    """Load and validate a patchset (schema and consistency, not patch contents).
-
-    Args:
-        path: a patchset folder or its YAML file.
-
-    Returns:
-        The :class:`Patchset`.
-
-    Raises:
-        InputError: malformed YAML, schema violations (the first of the top level and the
-            first of each patch, one detail line each, with ``file:line``), duplicate patch
-            ids, a patch naming an unknown target.
-    """
-    yaml_path = find_patchset_file(path)
-    patchset = patchset_from_document(load_yaml(yaml_path))
-    # the document's data is the spec now: keep only its lines, for later messages
-    patchset.document = lines_only(patchset.document)
-    return patchset
-
-
-def patchset_from_document(doc: YamlDocument) -> Patchset:
-    """Validate a patchset already read from its YAML file (``doc.path``), as
-    :func:`load_patchset` does: the audit reads the document through its cache of parsed
-    documents (:mod:`patchbay.audit.documents`) and validates it here every time.
-
-    Raises:
-        InputError: as :func:`load_patchset`, past reading the file.
-    """
-    yaml_path = doc.path
-    if not isinstance(doc.data, dict):
-        raise InputError("a patchset must be a YAML mapping", file=yaml_path, line=1)
-    spec = _validated(doc)
-    problems: list[tuple[int | None, str]] = []
-    seen: dict[str, int] = {}
-    for i, patch in enumerate(spec.patches):
-        if patch.id in seen:
-            problems.append((doc.line_of(("patches", i, "id")), f"duplicate patch id {patch.id!r}"))
-        seen.setdefault(patch.id, i)
-        if patch.target is not None and patch.target not in spec.targets:
-            problems.append(
-                (
-                    doc.line_of(("patches", i, "target")),
-                    f"patch {patch.id}: unknown target {patch.target!r} "
-                    f"(targets: {', '.join(spec.targets)})",
-                )
-            )
-    for i, guard in enumerate(spec.base.files):
-        if guard.target not in spec.targets:
-            problems.append(
-                (doc.line_of(("base", "files", i, "target")), f"unknown target {guard.target!r}")
-            )
-    problems += _order_problems(spec, seen, doc)
-    for i, patch in enumerate(spec.patches):
-        if isinstance(patch, CommandPatch):
-            for n, item in enumerate(patch.remove):
-                if isinstance(item, TargetPath) and item.target not in spec.targets:
-                    problems.append(
-                        (
-                            doc.line_of(("patches", i, "remove", n, "target")),
-                            f"patch {patch.id}: `remove` names unknown target {item.target!r} "
-                            f"(targets: {', '.join(spec.targets)})",
-                        )
-                    )
-    if problems:
-        raise _problems_error(yaml_path, problems)
-    return Patchset(spec=spec, path=yaml_path, folder=yaml_path.parent, document=doc)
-
-
-def _order_problems(
-    spec: PatchsetSpec, first: dict[str, int], doc: YamlDocument
-) -> list[tuple[int | None, str]]:
-    """The ordering key: every id a patch names in ``after`` must be a patch listed before it.
-
-    Patches apply in list order, each judged on the tree the earlier ones leave (as quilt's
-    series file); ``after`` says that order matters (the patch was made on top of those) so a
-    reordering, or a patch inserted before what it depends on, is refused here, for every kind
-    and every command, instead of turning into a conflict on some machine later.
-    """
-    problems: list[tuple[int | None, str]] = []
-    for i, patch in enumerate(spec.patches):
-        for n, dep in enumerate(patch.after):
-            where = doc.line_of(("patches", i, "after", n)) or doc.line_of(("patches", i, "after"))
-            if dep == patch.id:
-                problems.append((where, f"patch {patch.id}: `after` names the patch itself"))
-            elif dep not in first:
-                problems.append(
-                    (where, f"patch {patch.id}: `after` names {dep!r}, which is not a patch here")
-                )
-            elif first[dep] >= i:
-                problems.append(
-                    (
-                        where,
-                        f"patch {patch.id}: `after` names {dep!r}, which is listed after it "
-                        f"(at patches[{first[dep]}]); move {patch.id} below {dep}, the order "
-                        "the patches apply in",
-                    )
-                )
-    return problems
-
-
-def _problems_error(path: Path, problems: list[tuple[int | None, str]]) -> InputError:
-    first_line, first = problems[0]
-    details = [f"{path}:{line}: {msg}" if line else f"{path}: {msg}" for line, msg in problems[1:]]
-    return InputError(first, file=path, line=first_line, details=details)
-
-
-def _validated(doc: YamlDocument) -> PatchsetSpec:
-    """The document as a :class:`PatchsetSpec`; the top level and each patch are validated
-    apart, so that one run names the first problem of each (msgspec stops at a value's first).
-
-    Raises:
-        InputError: the problems, one line each, with ``file:line``.
-    """
-    problems: list[tuple[int | None, str]] = []
-
-    def problem(
-        exc: msgspec.ValidationError, type_: Any, data: Any, prefix: tuple[Any, ...]
-    ) -> None:
-        loc, msg = problem_of(exc, type_, data)
-        loc = (*prefix, *loc)
-        where = ".".join(str(p) for p in loc) or "(top level)"
-        problems.append((doc.line_of(loc), f"{where}: {msg}"))
-
-    top = dict(doc.data)
-    items = top.pop("patches", [])
-    spec = None
-    try:
-        spec = convert(top, PatchsetSpec)
-    except msgspec.ValidationError as exc:
-        problem(exc, PatchsetSpec, top, ())
-    patches: list[Any] = []
-    if not isinstance(items, list):
-        try:
-            convert(items, list[Any])
-        except msgspec.ValidationError as exc:
-            problem(exc, list[Any], items, ("patches",))
-        items = []
-    for i, item in enumerate(items):
-        try:
-            patches.append(convert(item, PatchSpec))
-        except msgspec.ValidationError as exc:
-            problem(exc, PatchSpec, item, ("patches", i))
-    if problems or spec is None:
-        raise _problems_error(doc.path, problems)
-    spec.patches = patches
-    return spec
-
-
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of ``patchset.yaml``, for editors and CI.
-
-    msgspec writes each struct's fields (:func:`msgspec.json.schema`); :func:`_cross_field_rules`
-    adds what the structs' ``__post_init__`` checks across fields, where JSON Schema can say it.
-    Only keywords draft 7 has too (``if``/``then``, ``const``, ``allOf``/``anyOf``/``oneOf``,
-    ``$ref`` to a JSON pointer) are used, because the YAML language server validates with
-    draft 7 semantics.
-    """
-    generated = msgspec.json.schema(PatchsetSpec)
-    defs = generated["$defs"]
-    schema = {**defs.pop(PatchsetSpec.__name__), "$defs": defs}
-    _ecma_patterns(schema)
-    _cross_field_rules(schema)
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://patchbay.invalid/schema/patchset-v1.json"
-    schema["title"] = "patchbay patchset (schema 1)"
-    return schema
-
-
-def _ecma_patterns(node: Any) -> None:
-    """The structs' patterns end with Python's ``\\Z`` (end of text); ECMA-262's ``$`` is that."""
-    if isinstance(node, dict):
-        pattern = node.get("pattern")
-        if isinstance(pattern, str) and pattern.endswith("\\Z"):
-            node["pattern"] = pattern[:-2] + "$"
-        for value in node.values():
-            _ecma_patterns(value)
-    elif isinstance(node, list):
-        for value in node:
-            _ecma_patterns(value)
-
-
-# JSON Schema patterns are ECMA-262 regexes matched anywhere in the string (not anchored)
-_RELATIVE_PATH = r"^(?!/)(?![\s\S]*\\)(?!(?:[\s\S]*/)?\.\.(?:/|$))[\s\S]"
-""":func:`relative_posix_path` as a pattern: not empty, not absolute, no backslash, no ``..``
-component."""
-
-
-def _present(key: str, value: dict[str, Any]) -> dict[str, Any]:
-    """The subschema "``key`` is given and its value matches ``value``" (``key: null`` is no
-    value: the models read it as absent)."""
-    return {"required": [key], "properties": {key: value}}
-
-
-def _strings(prop: dict[str, Any]) -> dict[str, Any]:
-    """The string schema of a property (the string branch of an optional one, or of a list's
-    items, which may be a string or an object)."""
-    if prop.get("type") == "array":
-        prop = prop["items"]
-    for branch in prop.get("anyOf", []):
-        if branch.get("type") == "string":
-            return branch
-    return prop
-
-
-def _cross_field_rules(schema: dict[str, Any]) -> None:
-    """Add the models' validator rules that JSON Schema can express to ``schema`` (in place).
-
-    - a patch is one of the kinds, chosen by ``kind`` (``if``/``then``, so an editor reports
-      the errors of that kind only, not of all five);
-    - every patch: ``upstream`` references (their form as a pattern), or ``upstream_status``
-      (:meth:`PatchBase.__post_init__`);
-    - diff: exactly one of ``file`` or ``source``; a source: ``pr``, ``commit`` or both;
-    - target: ``package`` or ``home``; ``path`` only with ``package``, ``env`` only with
-      ``home``;
-    - pip: ``build_requirements`` only with ``source``;
-    - command: ``after`` or ``output``; with ``shell: true``, one ``argv`` string;
-    - artifact file: a plain ``http://`` URL needs ``insecure_http: true``;
-    - every path below a root: relative, ``/``-separated, no ``..`` (:func:`relative_posix_path`).
-
-    Left to the loader (``patchbay validate``): a patch's ``target`` naming an entry of
-    ``targets``, unique ids, ``after`` naming earlier patches, PEP 440/508 syntax, ``old`` !=
-    ``new``.
-    """
-    defs = schema["$defs"]
-    # kind -> model name, from the union itself (a new kind needs no edit here)
-    kinds = {model.kind: model.__name__ for model in PATCH_KINDS}
-    schema["properties"]["patches"]["items"] = {
-        "type": "object",
-        "required": ["kind"],
-        "properties": {"kind": {"enum": list(kinds)}},
-        "allOf": [
-            {
-                "if": {"required": ["kind"], "properties": {"kind": {"const": kind}}},
-                "then": {"$ref": f"#/$defs/{name}"},
-            }
-            for kind, name in kinds.items()
-        ],
-    }
-    for name in kinds.values():
-        patch = defs[name]
-        _strings(patch["properties"]["upstream"])["pattern"] = _UPSTREAM_REF.pattern
-        patch["allOf"] = [
-            {
-                "anyOf": [
-                    _present("upstream", {"minItems": 1}),
-                    _present("upstream_status", {"type": "object"}),
-                ]
-            }
-        ]
-    defs[DiffPatch.__name__]["allOf"].append(
-        {"oneOf": [_present("file", {"type": "string"}), _present("source", {"type": "object"})]}
-    )
-    defs[RemoteSource.__name__]["allOf"] = [
-        {"anyOf": [_present("pr", {"type": "integer"}), _present("commit", {"type": "string"})]}
-    ]
-    defs[Target.__name__]["allOf"] = [
-        {"oneOf": [_present("package", {"type": "string"}), _present("home", {"type": "string"})]},
-        {
-            "if": _present("path", {"type": "string"}),
-            "then": _present("package", {"type": "string"}),
-        },
-        {"if": _present("env", {"type": "string"}), "then": _present("home", {"type": "string"})},
-    ]
-    defs[PipPatch.__name__]["allOf"].append(
-        {
-            "if": _present("build_requirements", {"type": "string"}),
-            "then": _present("source", {"type": "object"}),
-        }
-    )
-    defs[CommandPatch.__name__]["allOf"] += [
-        {"anyOf": [_present("after", {"minItems": 1}), _present("output", {"type": "string"})]},
-        {
-            "if": _present("shell", {"const": True}),
-            "then": {"properties": {"argv": {"maxItems": 1}}},
-        },
-    ]
-    defs[ArtifactFile.__name__]["allOf"] = [
-        {
-            "if": _present("url", {"pattern": "^http://"}),
-            "then": _present("insecure_http", {"const": True}),
-        }
-    ]
-    paths = {
-        Target: ("path", "home"),
-        TargetPath: ("path",),
-        PipPatch: ("build_requirements",),
-        FileGuard: ("path",),
-        DiffPatch: ("file",),
-        ReplaceEdit: ("file",),
-        ArtifactFile: ("dest",),
-        CommandPatch: ("cwd", "output", "remove"),
-    }
-    for model, keys in paths.items():
-        for key in keys:
-            _strings(defs[model.__name__]["properties"][key])["pattern"] = _RELATIVE_PATH

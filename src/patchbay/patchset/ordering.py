@@ -3,8 +3,8 @@
 Patches apply in list order, each on the tree the earlier ones leave (quilt's series file).
 When two patches change the same file, the later one's context may include the earlier one's
 lines, so swapping them turns a clean stack into a conflict. ``after: [ID]`` declares that
-dependency (the model refuses a patchset whose list order contradicts it, see
-:func:`patchbay.patchset.model.load_patchset`); this module finds the pairs that share a file with
+dependency (the loader refuses a patchset whose list order contradicts it, see
+:func:`patchbay.patchset.loading.load_patchset`); this module finds the pairs that share a file with
 no declared order, so that ``validate`` can point at them once their content is known (a remote
 source is known only after ``patchbay vendor``).
 """

@@ -2,7 +2,7 @@
 layout: a new patch is inserted after the last item of ``patches``, a dropped one is cut out
 line by line. Positions come from PyYAML's composer (the node marks), never from guessing at
 indentation; the caller validates the result by loading it
-(:func:`patchbay.patchset.model.load_patchset`).
+(:func:`patchbay.patchset.loading.load_patchset`).
 """
 
 from __future__ import annotations

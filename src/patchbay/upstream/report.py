@@ -32,7 +32,9 @@ from typing import Any
 from .. import __version__
 from ..diff.hunkview import counts_text
 from ..errors import InputError, PatchbayError
-from ..patchset.model import PATCHSET_FILENAMES, Patchset, load_patchset
+from ..patchset.inputfiles import PATCHSET_FILENAMES
+from ..patchset.loading import load_patchset
+from ..patchset.model import Patchset
 from ..printable import dumps
 from ..redaction import redact
 from .evidence import ContentEvidence

@@ -125,7 +125,7 @@ def patchset_path(arg: str) -> Path:
 
 def load(arg: str) -> Patchset:
     """Load the patchset named by a PATCHSET argument (see :func:`patchset_path`)."""
-    from ...patchset.model import load_patchset
+    from ...patchset.loading import load_patchset
 
     return load_patchset(patchset_path(arg))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ...patchset.model import json_schema
+from ...patchset.schema import json_schema
 
 
 def run() -> int:

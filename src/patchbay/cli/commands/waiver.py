@@ -10,7 +10,9 @@ from ...audit.config import load_config
 from ...errors import InputError, PatchbayError, RefusedError
 from ...kinds import KINDS
 from ...outputfiles import check_output_file, write_output_file
-from ...patchset.model import PATCHSET_FILENAMES, Patchset, load_patchset
+from ...patchset.inputfiles import PATCHSET_FILENAMES
+from ...patchset.loading import load_patchset
+from ...patchset.model import Patchset
 from ...waivers import PatchSummary, waiver_template
 from .common import load, say
 
