@@ -51,7 +51,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from github_standin import GitHubStandIn, Pull  # noqa: E402
 from patchbay.patchset.loading import load_patchset  # noqa: E402
-from patchbay.upstream.github import GitHubClient  # noqa: E402
+from patchbay.upstream.queries import GitHubClient  # noqa: E402
 from patchbay.upstream.report import build_report  # noqa: E402
 
 TOKEN = "bench-token"

@@ -1,7 +1,7 @@
 """A GitHub stand-in for the tests and the report benchmark.
 
 A real HTTP server on 127.0.0.1 that answers the REST and GraphQL requests of
-:mod:`patchbay.upstream.github` with GitHub's field names and headers, from real git
+:mod:`patchbay.upstream.queries` with GitHub's field names and headers, from real git
 repositories built by the caller: commits, ancestry (``compare``) and messages come from
 ``git``; pull requests and issues are declared (number, title, state, merge commit).
 

@@ -26,7 +26,6 @@ KNOWN_CYCLES: list[list[str]] = [
 KNOWN_LONG = {
     "patchbay.apply.transaction",
     "patchbay.kinds.pip",
-    "patchbay.upstream.github",
     "patchbay.upstream.report",
     "patchbay.upstream.status",
 }

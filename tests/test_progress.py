@@ -15,7 +15,7 @@ import pytest
 from conftest import PATCHBAY, run_in_pty, write_patchset
 from inprocess import run_main
 from patchbay import progress
-from patchbay.upstream.github import GitHubClient
+from patchbay.upstream.queries import GitHubClient
 from servers import Response, Server
 
 KERNEL = b"\x7fELF" + bytes(range(256)) * 64  # 16 KiB

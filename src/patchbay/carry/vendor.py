@@ -13,7 +13,7 @@ gets the commit that ref points at now (``GET /repos/{owner}/{repo}/commits/{ref
 default branch's name from ``GET /repos/{owner}/{repo}``), recorded under ``revisions``.
 ``apply`` only reads what vendor wrote.
 
-Requests go through :class:`~patchbay.upstream.github.GitHubClient` (configurable API base,
+Requests go through :class:`~patchbay.upstream.queries.GitHubClient` (configurable API base,
 retries, rate limits; the token from ``GITHUB_TOKEN`` or ``GH_TOKEN`` is never printed and is
 sent only over https or to a loopback stand-in). A pin that is already in the lock never moves
 silently: if upstream serves another diff, vendor refuses unless ``--update``; the same diff
@@ -37,7 +37,8 @@ from ..errors import InputError, RefusedError
 from ..options import RunOptions
 from ..patchset.lockfile import Lock, LockedArtifact, LockedRevision, LockedSource
 from ..patchset.model import ArtifactPatch, BuildSource, DiffPatch, Patchset, PipPatch, RemoteSource
-from ..upstream.github import DEFAULT_API, GitHubClient
+from ..upstream.github import DEFAULT_API
+from ..upstream.queries import GitHubClient
 from .fetch import fetch_pinned
 
 

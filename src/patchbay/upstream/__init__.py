@@ -2,7 +2,10 @@
 
 - :mod:`.refs` parses a patch's ``upstream`` entries (URLs, ``owner/repo#N``,
   ``owner/repo@<commit>``);
-- :mod:`.github` asks GitHub (REST with an ETag cache, GraphQL batches, rate limits);
+- :mod:`.github` sends requests to GitHub (REST with the ETag cache of :mod:`.response_cache`,
+  GraphQL, retries, the rate limits of :mod:`.rate_limits`);
+- :mod:`.queries` asks it for pull requests, issues, commits and comparisons
+  (:class:`~.queries.GitHubClient`, GraphQL batches) and holds the records of its answers;
 - :mod:`.status` turns answers into a state per reference and a verdict per patch
   (``remove``, ``bump``, ``keep``, ``attention``), and the findings of
   ``patchbay audit --upstream`` (:func:`~.status.upstream_findings`).
@@ -10,7 +13,8 @@
 
 from __future__ import annotations
 
-from .github import GitHubClient, GitHubError, RateLimitError, github_token
+from .github import GitHubError, RateLimitError, github_token
+from .queries import GitHubClient
 from .refs import UpstreamRef, parse_ref
 from .status import Assessment, RefState, RefStatus, Verdict, assess, upstream_findings
 

@@ -1,15 +1,9 @@
-"""A GitHub client for upstream tracking: REST look-ups with a disk cache, GraphQL batches.
+"""The GitHub client's plumbing: HTTP requests with a disk cache, retries and rate limits.
 
-What it asks (GitHub REST API, version ``2022-11-28``, and the GraphQL API):
-
-- ``GET /repos/{owner}/{repo}/pulls/{n}``, ``/issues/{n}``, ``/issues/{n}/events``,
-  ``/commits/{sha}``, ``/compare/{base}...{head}`` (paged with ``per_page``/``page``; commits
-  come "in chronological order", as ``git log base..head`` would list them) and
-  ``GET /repos/{owner}/{repo}`` (the default branch);
-- with a token, one GraphQL query per 100 numbered references (``issueOrPullRequest`` under
-  aliased ``repository`` fields), instead of one REST request each;
-- for ``report --publish``: ``GET /repos/{o}/{r}/issues`` (open issues), ``POST`` and
-  ``PATCH`` of one issue.
+:class:`GitHubAPI` sends REST and GraphQL requests to one GitHub (REST API version
+``2022-11-28``); the typed look-ups built on it (pull requests, issues, commits, comparisons)
+are :class:`~patchbay.upstream.queries.GitHubClient`. Publishing (``report --publish``) uses
+its ``get`` and ``write``.
 
 Rules taken from GitHub's REST documentation ("Best practices", "Rate limits for the REST API"):
 
@@ -32,36 +26,32 @@ never part of a message, a cache key or a cache file; messages pass through :met
 from __future__ import annotations
 
 import contextlib
-import email.utils
-import hashlib
-import json
 import os
 import re
-import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from .. import __version__, progress
 from ..errors import InputError, RefusedError
 from ..redaction import redact
+from .rate_limits import limit_message, rate_limit_wait
+from .response_cache import ResponseCache
 
 if TYPE_CHECKING:
     import requests
 
 DEFAULT_API = "https://api.github.com"
 API_VERSION = "2022-11-28"
-COMPARE_PAGE = 100  # per_page of compare requests (GitHub's maximum for paged lists)
-GRAPHQL_BATCH = 100  # numbered references per GraphQL query
 
 T = TypeVar("T")
+API = TypeVar("API", bound="GitHubAPI")
 
 
 def github_token(environ: Mapping[str, str] | None = None) -> str | None:
@@ -144,159 +134,6 @@ class RequestStats:
         }
 
 
-# -- answers ------------------------------------------------------------------------------------
-
-
-def parse_time(value: str | None) -> datetime | None:
-    """An ISO 8601 time as GitHub writes it (``2026-08-12T09:44:00Z``), or None."""
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True)
-class PullRequest:
-    """A pull request as both APIs describe it.
-
-    Attributes:
-        state: ``open`` or ``closed`` (a merged PR is ``closed`` with ``merged``).
-        merge_commit: for a merged PR, the commit its base branch got: the merge commit, the
-            squash commit, or the last rebased commit (GitHub's ``merge_commit_sha``).
-        base_ref: the branch it was merged (or is to be merged) into.
-    """
-
-    repository: str
-    number: int
-    title: str
-    url: str | None
-    state: str
-    draft: bool
-    merged: bool
-    merged_at: datetime | None
-    merge_commit: str | None
-    base_ref: str | None
-    closed_at: datetime | None = None
-
-    @classmethod
-    def from_rest(cls, repository: str, data: Mapping[str, Any]) -> PullRequest:
-        """From ``GET /repos/{o}/{r}/pulls/{n}``."""
-        base = data.get("base") or {}
-        merged = bool(data.get("merged")) or data.get("merged_at") is not None
-        return cls(
-            repository=repository,
-            number=int(data["number"]),
-            title=str(data.get("title") or ""),
-            url=data.get("html_url"),
-            state=str(data.get("state") or "open"),
-            draft=bool(data.get("draft")),
-            merged=merged,
-            merged_at=parse_time(data.get("merged_at")),
-            merge_commit=data.get("merge_commit_sha") if merged else None,
-            base_ref=base.get("ref"),
-            closed_at=parse_time(data.get("closed_at")),
-        )
-
-    @classmethod
-    def from_graphql(cls, repository: str, node: Mapping[str, Any]) -> PullRequest:
-        """From a GraphQL ``PullRequest`` (state ``OPEN``, ``CLOSED`` or ``MERGED``)."""
-        merged = bool(node.get("merged")) or node.get("state") == "MERGED"
-        commit = node.get("mergeCommit") or {}
-        return cls(
-            repository=repository,
-            number=int(node["number"]),
-            title=str(node.get("title") or ""),
-            url=node.get("url"),
-            state="open" if node.get("state") == "OPEN" else "closed",
-            draft=bool(node.get("isDraft")),
-            merged=merged,
-            merged_at=parse_time(node.get("mergedAt")),
-            merge_commit=commit.get("oid") if merged else None,
-            base_ref=node.get("baseRefName"),
-            closed_at=parse_time(node.get("closedAt")),
-        )
-
-
-@dataclass(frozen=True)
-class Issue:
-    """An issue, and what closed it when the forge says.
-
-    Attributes:
-        state: ``open`` or ``closed``.
-        state_reason: ``completed``, ``not_planned``, ``reopened`` or None.
-        closed_by_pull: the pull request that closed it (GraphQL ``ClosedEvent.closer``).
-        closed_by_commit: the commit that closed it (REST ``closed`` event's ``commit_id``, or
-            the closing PR's merge commit).
-    """
-
-    repository: str
-    number: int
-    title: str
-    url: str | None
-    state: str
-    state_reason: str | None
-    closed_at: datetime | None
-    closed_by_pull: PullRequest | None = None
-    closed_by_commit: str | None = None
-
-
-@dataclass(frozen=True)
-class CommitInfo:
-    """A commit: id, full message, committer date, parents."""
-
-    sha: str
-    message: str
-    date: datetime | None
-    parents: tuple[str, ...] = ()
-
-    @property
-    def subject(self) -> str:
-        """The message's first line."""
-        return self.message.split("\n", 1)[0].strip()
-
-    @classmethod
-    def from_rest(cls, data: Mapping[str, Any]) -> CommitInfo:
-        """From a REST commit object (``/commits/{sha}``, or an item of ``compare``)."""
-        inner = data.get("commit") or {}
-        who = inner.get("committer") or inner.get("author") or {}
-        return cls(
-            sha=str(data["sha"]),
-            message=str(inner.get("message") or ""),
-            date=parse_time(who.get("date")),
-            parents=tuple(str(p["sha"]) for p in data.get("parents") or [] if "sha" in p),
-        )
-
-
-@dataclass
-class Comparison:
-    """``GET /repos/{o}/{r}/compare/{base}...{head}``: how ``head`` relates to ``base``.
-
-    Attributes:
-        status: ``ahead`` (base is an ancestor of head), ``behind`` (head is an ancestor of
-            base), ``identical`` or ``diverged``.
-        commits: the commits reachable from head and not from base (``git log base..head``),
-            oldest first, as far as they were fetched.
-        complete: every page of ``commits`` was fetched (False past the page bound).
-    """
-
-    repository: str
-    base: str
-    head: str
-    status: str
-    ahead_by: int
-    behind_by: int
-    total_commits: int
-    commits: list[CommitInfo] = field(default_factory=list)
-    complete: bool = True
-
-    @property
-    def base_is_ancestor(self) -> bool:
-        """True when ``base`` is in the history of ``head`` (or is ``head``)."""
-        return self.status in ("ahead", "identical")
-
-
 @dataclass
 class Answer:
     """A JSON answer; ``cached`` when it was a 304 served from the disk cache."""
@@ -305,50 +142,10 @@ class Answer:
     cached: bool = False
 
 
-# -- the disk cache -----------------------------------------------------------------------------
-
-
-class ResponseCache:
-    """GET answers on disk, keyed by URL and query (never by credentials), with their validators.
-
-    One JSON file per URL under ``<folder>/<2 hex>/<sha256>.json``, written atomically, so
-    concurrent writers of one key leave one whole file.
-    """
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-
-    def _path(self, key: str) -> Path:
-        digest = hashlib.sha256(key.encode()).hexdigest()
-        return self.folder / digest[:2] / f"{digest}.json"
-
-    def load(self, key: str) -> dict[str, Any] | None:
-        """The stored entry (``etag``, ``last_modified``, ``data``), or None."""
-        try:
-            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return entry if isinstance(entry, dict) and "data" in entry else None
-
-    def store(self, key: str, etag: str | None, last_modified: str | None, data: Any) -> None:
-        """Keep ``data`` with its validators; a failure to write only costs a later request."""
-        path = self._path(key)
-        entry = {"key": key, "etag": etag, "last_modified": last_modified, "data": data}
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(entry, fh)
-            os.replace(tmp, path)
-        except OSError:
-            with contextlib.suppress(OSError, UnboundLocalError):
-                os.unlink(tmp)
-
-
 # -- the client ---------------------------------------------------------------------------------
 
 
-class GitHubClient:
+class GitHubAPI:
     """REST and GraphQL requests to one GitHub (github.com or a GitHub Enterprise server).
 
     Args:
@@ -411,8 +208,12 @@ class GitHubClient:
 
     @classmethod
     def from_env(
-        cls, api_url: str | None = None, *, environ: Mapping[str, str] | None = None, **kwargs: Any
-    ) -> GitHubClient:
+        cls: type[API],
+        api_url: str | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> API:
         """A client with the token of :func:`github_token` and the API base of ``api_url``
         (default ``$PATCHBAY_GITHUB_API``, else ``https://api.github.com``)."""
         env = os.environ if environ is None else environ
@@ -420,7 +221,9 @@ class GitHubClient:
         return cls(api, token=github_token(env), **kwargs)
 
     def __repr__(self) -> str:  # never shows the token
-        return redact(f"GitHubClient({self.api!r}, token={'set' if self._token else 'none'})")
+        return redact(
+            f"{type(self).__name__}({self.api!r}, token={'set' if self._token else 'none'})"
+        )
 
     @property
     def authenticated(self) -> bool:
@@ -464,7 +267,7 @@ class GitHubClient:
             s.close()
             self._local.session = None
 
-    def __enter__(self) -> GitHubClient:
+    def __enter__(self: API) -> API:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -550,30 +353,17 @@ class GitHubClient:
     def _wait_for_limit(self, wait: float, resp: requests.Response, shown: str) -> None:
         with self._lock:
             if self._stopped is None and self._rate_waited + wait > self.max_wait:
-                self._stopped = self._limit_message(wait, resp, shown)
+                self._stopped = self.redact(
+                    limit_message(
+                        wait, resp, shown, max_wait=self.max_wait, authenticated=self.authenticated
+                    )
+                )
             if self._stopped is not None:
                 raise RateLimitError(self._stopped, status=resp.status_code, url=resp.url)
             self._rate_waited += wait
         progress.note(f"{shown}: rate limit (HTTP {resp.status_code}); waiting {wait:.0f} s")
         self.stats.slept(wait)
         self._sleep(wait)
-
-    def _limit_message(self, wait: float, resp: requests.Response, shown: str) -> str:
-        h = resp.headers
-        reset = h.get("x-ratelimit-reset", "")
-        when = ""
-        if reset.isdigit():
-            at = datetime.fromtimestamp(int(reset), tz=timezone.utc)
-            when = f"; it resets at {at:%Y-%m-%d %H:%M:%S} UTC"
-        kind = "rate limit reached" if h.get("x-ratelimit-remaining") == "0" else "rate limited"
-        limit = h.get("x-ratelimit-limit")
-        per = f" ({limit} requests an hour)" if limit else ""
-        hint = "run later" if self._token else "set GITHUB_TOKEN for a higher limit, or run later"
-        return self.redact(
-            f"GitHub {kind}{per} at {shown} (HTTP {resp.status_code}){when}: waiting "
-            f"{wait:.0f} s more would pass the {self.max_wait:g} s this run may wait "
-            f"(--max-wait); {hint}"
-        )
 
     def _error(self, resp: requests.Response, shown: str) -> GitHubError:
         message = ""
@@ -766,262 +556,6 @@ class GitHubClient:
                 first = errors[0].get("message") if errors else "no data"
                 raise GitHubError(self.redact(f"{shown}: {first}"))
             return data, errors
-
-    # -- typed look-ups -------------------------------------------------------------------------
-
-    def pull(self, repository: str, number: int) -> PullRequest:
-        """``GET /repos/{repository}/pulls/{number}``."""
-        return PullRequest.from_rest(
-            repository, self.get(f"/repos/{repository}/pulls/{number}").data
-        )
-
-    def issue(self, repository: str, number: int) -> Issue | PullRequest:
-        """``GET /repos/{repository}/issues/{number}``; a pull request (the answer has a
-        ``pull_request`` key) is looked up as one. For a closed issue, the last ``closed`` event
-        (``/issues/{n}/events``) names the closing commit when there is one."""
-        data = self.get(f"/repos/{repository}/issues/{number}").data
-        if data.get("pull_request"):
-            return self.pull(repository, number)
-        closing = None
-        if data.get("state") == "closed":
-            closing = self._closing_commit(repository, number)
-        return Issue(
-            repository=repository,
-            number=int(data["number"]),
-            title=str(data.get("title") or ""),
-            url=data.get("html_url"),
-            state=str(data.get("state") or "open"),
-            state_reason=data.get("state_reason"),
-            closed_at=parse_time(data.get("closed_at")),
-            closed_by_commit=closing,
-        )
-
-    def _closing_commit(self, repository: str, number: int) -> str | None:
-        commit = None
-        for page in range(1, 11):
-            events = self.get(
-                f"/repos/{repository}/issues/{number}/events", {"per_page": 100, "page": page}
-            ).data
-            for event in events:
-                if event.get("event") == "closed":
-                    commit = event.get("commit_id")
-                elif event.get("event") == "reopened":
-                    commit = None
-            if len(events) < 100:
-                break
-        return commit
-
-    def numbered(self, repository: str, number: int, kind: str) -> Issue | PullRequest:
-        """A numbered reference: ``pull`` and ``number`` try ``/pulls/{n}`` first (carried
-        patches mostly cite pull requests) and fall back to ``/issues/{n}`` on 404."""
-        if kind == "issue" or self._known_issue(repository, number):
-            return self.issue(repository, number)
-        try:
-            return self.pull(repository, number)
-        except GitHubError as exc:
-            if exc.status != 404 or kind == "pull":
-                raise
-            return self.issue(repository, number)
-
-    def _known_issue(self, repository: str, number: int) -> bool:
-        # a number the cache knows as an issue: skip the /pulls/ request that would 404 again
-        if self.cache is None:
-            return False
-        entry = self.cache.load(self._key(self._url(f"/repos/{repository}/issues/{number}"), None))
-        data = entry.get("data") if entry else None
-        return isinstance(data, dict) and not data.get("pull_request")
-
-    def commit(self, repository: str, sha: str) -> CommitInfo:
-        """``GET /repos/{repository}/commits/{sha}``."""
-        return CommitInfo.from_rest(self.get(f"/repos/{repository}/commits/{sha}").data)
-
-    def default_branch(self, repository: str) -> str:
-        """``default_branch`` of ``GET /repos/{repository}``."""
-        return str(self.get(f"/repos/{repository}").data["default_branch"])
-
-    def compare_many(
-        self, specs: Sequence[tuple[str, str, str]], *, max_pages: int = 30
-    ) -> list[Comparison | GitHubError]:
-        """Compare ``base...head`` in each ``(repository, base, head)``; the first pages
-        concurrently, then every further page (up to ``max_pages`` each) concurrently.
-
-        Returns:
-            One :class:`Comparison` (``complete`` False past ``max_pages``) or error per spec.
-        """
-
-        def path(spec: tuple[str, str, str]) -> str:
-            repo, base, head = spec
-            return f"/repos/{repo}/compare/{quote(base, safe='/')}...{quote(head, safe='/')}"
-
-        firsts = self.get_many([(path(s), {"per_page": COMPARE_PAGE, "page": 1}) for s in specs])
-        out: list[Comparison | GitHubError] = []
-        more: list[tuple[int, int]] = []
-        for i, (spec, first) in enumerate(zip(specs, firsts, strict=True)):
-            if isinstance(first, GitHubError):
-                out.append(first)
-                continue
-            data = first.data
-            total = int(data.get("total_commits") or 0)
-            pages = max(1, -(-total // COMPARE_PAGE))
-            out.append(
-                Comparison(
-                    repository=spec[0],
-                    base=spec[1],
-                    head=spec[2],
-                    status=str(data.get("status")),
-                    ahead_by=int(data.get("ahead_by") or 0),
-                    behind_by=int(data.get("behind_by") or 0),
-                    total_commits=total,
-                    commits=[CommitInfo.from_rest(c) for c in data.get("commits") or []],
-                    complete=pages <= max_pages,
-                )
-            )
-            more.extend((i, page) for page in range(2, min(pages, max_pages) + 1))
-        rest = self.get_many(
-            [(path(specs[i]), {"per_page": COMPARE_PAGE, "page": page}) for i, page in more]
-        )
-        for (i, _page), answer in zip(more, rest, strict=True):
-            cmp = out[i]
-            if not isinstance(cmp, Comparison):
-                continue
-            if isinstance(answer, GitHubError):
-                out[i] = answer
-            else:
-                cmp.commits.extend(CommitInfo.from_rest(c) for c in answer.data.get("commits", []))
-        return out
-
-    def numbered_graphql(
-        self, items: Sequence[tuple[str, int]]
-    ) -> dict[tuple[str, int], Issue | PullRequest | GitHubError]:
-        """Look up numbered references with GraphQL, :data:`GRAPHQL_BATCH` per query.
-
-        Args:
-            items: ``(owner/name, number)`` pairs.
-
-        Returns:
-            ``(owner/name, number)`` -> :class:`PullRequest`, :class:`Issue` (with the PR that
-            closed it, from its last ``ClosedEvent``) or :class:`GitHubError` (e.g. not found).
-        """
-        out: dict[tuple[str, int], Issue | PullRequest | GitHubError] = {}
-        unique = list(dict.fromkeys(items))
-        for start in range(0, len(unique), GRAPHQL_BATCH):
-            batch = unique[start : start + GRAPHQL_BATCH]
-            query, variables, aliases = _graphql_query(batch)
-            try:
-                data, errors = self.graphql(query, variables)
-            except RateLimitError:
-                raise
-            except GitHubError as exc:
-                for item in batch:
-                    out[item] = exc
-                continue
-            problems = {tuple(e.get("path") or ()): str(e.get("message", "")) for e in errors}
-            for (repo_alias, item_alias), item in aliases.items():
-                repo_node = data.get(repo_alias)
-                node = repo_node.get(item_alias) if isinstance(repo_node, dict) else None
-                if node is None:
-                    why = problems.get((repo_alias, item_alias)) or problems.get((repo_alias,))
-                    out[item] = GitHubError(
-                        f"GraphQL: {item[0]}#{item[1]}: not found"
-                        + (f" ({why[:160]})" if why else ""),
-                        status=404,
-                    )
-                    continue
-                out[item] = _from_graphql(item[0], node)
-        return out
-
-
-_PR_FIELDS = (
-    "number title url state isDraft merged mergedAt closedAt mergeCommit { oid } baseRefName"
-)
-_ISSUE_FIELDS = (
-    "number title url state stateReason closedAt "
-    "timelineItems(itemTypes: [CLOSED_EVENT], last: 1) { nodes { ... on ClosedEvent { "
-    "closer { __typename ... on PullRequest { " + _PR_FIELDS + " } ... on Commit { oid } } } } }"
-)
-
-
-def _graphql_query(
-    batch: Sequence[tuple[str, int]],
-) -> tuple[str, dict[str, str], dict[tuple[str, str], tuple[str, int]]]:
-    """The query text (owner and name as variables, numbers as integer literals), its
-    variables, and alias -> item."""
-    repos: dict[str, list[tuple[str, int]]] = {}
-    for item in batch:
-        repos.setdefault(item[0], []).append(item)
-    parts, decls = [], []
-    variables: dict[str, str] = {}
-    aliases: dict[tuple[str, str], tuple[str, int]] = {}
-    for r, (repo, items) in enumerate(repos.items()):
-        owner, name = repo.split("/", 1)
-        variables[f"o{r}"], variables[f"n{r}"] = owner, name
-        decls.append(f"$o{r}: String!, $n{r}: String!")
-        fields = []
-        for k, item in enumerate(items):
-            alias = f"i{r}_{k}"
-            aliases[(f"r{r}", alias)] = item
-            fields.append(
-                f"{alias}: issueOrPullRequest(number: {int(item[1])}) {{ __typename "
-                f"... on PullRequest {{ {_PR_FIELDS} }} ... on Issue {{ {_ISSUE_FIELDS} }} }}"
-            )
-        parts.append(f"r{r}: repository(owner: $o{r}, name: $n{r}) {{ {' '.join(fields)} }}")
-    query = f"query({', '.join(decls)}) {{ {' '.join(parts)} rateLimit {{ cost remaining }} }}"
-    return query, variables, aliases
-
-
-def _from_graphql(repository: str, node: Mapping[str, Any]) -> Issue | PullRequest:
-    if node.get("__typename") == "PullRequest":
-        return PullRequest.from_graphql(repository, node)
-    closer = None
-    timeline = (node.get("timelineItems") or {}).get("nodes") or []
-    if timeline and isinstance(timeline[-1], dict):
-        closer = timeline[-1].get("closer")
-    pull = commit = None
-    if isinstance(closer, dict) and closer.get("__typename") == "PullRequest":
-        pull = PullRequest.from_graphql(repository, closer)
-        commit = pull.merge_commit
-    elif isinstance(closer, dict) and closer.get("__typename") == "Commit":
-        commit = closer.get("oid")
-    closed = node.get("state") == "CLOSED"
-    reason = node.get("stateReason")
-    return Issue(
-        repository=repository,
-        number=int(node["number"]),
-        title=str(node.get("title") or ""),
-        url=node.get("url"),
-        state="closed" if closed else "open",
-        state_reason=reason.lower() if isinstance(reason, str) else None,
-        closed_at=parse_time(node.get("closedAt")),
-        closed_by_pull=pull if closed else None,
-        closed_by_commit=commit if closed else None,
-    )
-
-
-def rate_limit_wait(resp: requests.Response, *, assume_limited: bool = False) -> float | None:
-    """Seconds to wait before retrying a 403/429 answer, or None when it is no rate limit.
-
-    The rules of GitHub's "Rate limits for the REST API" (``retry-after``, else
-    ``x-ratelimit-remaining: 0`` with ``x-ratelimit-reset``, else a minute for a secondary
-    limit). The reset time is measured against the answer's ``Date`` header, so the local clock's
-    skew does not matter; one second is added for the header's whole-second resolution.
-    """
-    h = resp.headers
-    retry_after = h.get("retry-after", "").strip()
-    if retry_after.isdigit():
-        return float(retry_after)
-    reset = h.get("x-ratelimit-reset", "").strip()
-    if h.get("x-ratelimit-remaining") == "0" and reset.isdigit():
-        now = time.time()
-        with contextlib.suppress(TypeError, ValueError):
-            date = email.utils.parsedate_to_datetime(h.get("Date", ""))
-            now = date.timestamp()
-        return max(0.0, int(reset) - now) + 1.0
-    text = ""
-    with contextlib.suppress(Exception):
-        text = resp.text[:500].lower()
-    if assume_limited or resp.status_code == 429 or "rate limit" in text:
-        return 60.0
-    return None
 
 
 def _graphql_url(api: str) -> str:

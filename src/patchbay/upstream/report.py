@@ -38,7 +38,8 @@ from ..patchset.model import Patchset
 from ..printable import dumps
 from ..redaction import redact
 from .evidence import ContentEvidence
-from .github import GitHubClient, GitHubError, RequestStats
+from .github import GitHubError, RequestStats
+from .queries import GitHubClient
 from .status import VERDICTS, Assessment, Verdict, WaiverReview, assess
 
 MARKER = "<!-- patchbay:upstream-report -->"

@@ -42,16 +42,8 @@ from typing import Any
 from ..errors import InputError
 from ..patchset.model import Patchset
 from .evidence import ContentEvidence, weigh
-from .github import (
-    CommitInfo,
-    Comparison,
-    GitHubClient,
-    GitHubError,
-    Issue,
-    PullRequest,
-    malformed,
-    unique,
-)
+from .github import GitHubError, malformed, unique
+from .queries import CommitInfo, Comparison, GitHubClient, Issue, PullRequest
 from .refs import GITHUB_WEB_HOSTS, UpstreamRef, parse_ref, web_host_of
 
 

@@ -11,7 +11,7 @@ from ...errors import InputError, RefusedError
 from ...options import default_cache_dir
 from ...outputfiles import write_output_file
 from ...upstream.evidence import pinned_evidence
-from ...upstream.github import GitHubClient
+from ...upstream.queries import GitHubClient
 from ...upstream.report import (
     Report,
     append_history,
