@@ -21,7 +21,6 @@ KNOWN_CYCLES: list[list[str]] = [
     ["patchbay.apply.engine", "patchbay.apply.ledger", "patchbay.apply.noop", "patchbay.kinds",
      "patchbay.kinds.base"],
     ["patchbay.importer.convert", "patchbay.importer.patches"],
-    ["patchbay.upstream.evidence", "patchbay.upstream.status"],
     ["patchbay.waivers.body", "patchbay.waivers.references"],
     ["patchbay.waivers.document", "patchbay.waivers.frontmatter"],
 ]  # fmt: skip

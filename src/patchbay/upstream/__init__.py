@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from .github import GitHubClient, GitHubError, RateLimitError, github_token
 from .refs import UpstreamRef, parse_ref
-from .status import Assessment, RefState, RefStatus, Verdict, assess, upstream_findings
+from .status import assess, upstream_findings
+from .verdicts import Assessment, RefState, RefStatus, Verdict
 
 __all__ = [
     "Assessment",

@@ -35,9 +35,9 @@ from ..errors import InputError, PatchbayError
 from ..patchset.model import PATCHSET_FILENAMES, Patchset, load_patchset
 from ..printable import dumps
 from ..redaction import redact
-from .evidence import ContentEvidence
 from .github import GitHubClient, GitHubError, RequestStats
-from .status import VERDICTS, Assessment, Verdict, WaiverReview, assess
+from .status import assess
+from .verdicts import VERDICTS, Assessment, ContentEvidence, Verdict, WaiverReview
 
 MARKER = "<!-- patchbay:upstream-report -->"
 _NO_EVIDENCE = ContentEvidence("candidate", "the candidate", "")

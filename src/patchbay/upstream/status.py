@@ -35,13 +35,12 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..patchset.model import Patchset
-from .evidence import ContentEvidence, weigh
+from .evidence import weigh
 from .github import (
     CommitInfo,
     Comparison,
@@ -53,174 +52,7 @@ from .github import (
     unique,
 )
 from .refs import GITHUB_WEB_HOSTS, UpstreamRef, parse_ref, web_host_of
-
-
-class RefState(str, Enum):
-    """The upstream state of one reference (see the module docstring)."""
-
-    OPEN = "open"
-    DRAFT = "draft"
-    MERGED = "merged"
-    CLOSED = "closed"
-    REVERTED = "reverted"
-    UNKNOWN = "unknown"
-    ON_BRANCH = "on-branch"
-    NOT_ON_BRANCH = "not-on-branch"
-
-
-class Verdict(str, Enum):
-    """What to do with a patch (see the module docstring)."""
-
-    REMOVE = "remove"
-    BUMP = "bump"
-    REFRESH = "refresh"
-    KEEP = "keep"
-    ATTENTION = "attention"
-
-
-VERDICTS = (Verdict.REMOVE, Verdict.BUMP, Verdict.REFRESH, Verdict.KEEP, Verdict.ATTENTION)
-
-
-@dataclass
-class RefStatus:
-    """One reference's state and what it says about the patch.
-
-    Attributes:
-        ref: the parsed reference.
-        state: see :class:`RefState`.
-        verdict: what this reference alone says.
-        reason: one line: why.
-        fix: True for a pull request or commit (the change itself); False for an issue.
-        title, url: as the forge gives them.
-        merged_at: when the pull request was merged.
-        fix_commit: the commit that carries the fix upstream (merge commit, the commit itself,
-            or the commit that closed the issue).
-        base_ref: the branch the fix went into.
-        in_image: the fix is in the pinned image (None: could not be decided).
-        needed_commit: for ``bump``, the commit an image must be built from (or after).
-        reverted_by: the commit that reverted the fix on the branch, if it is still reverted.
-        closed_by: for an issue, what closed it (``owner/repo#N`` or a commit id).
-        warnings: things to know that do not change the verdict.
-    """
-
-    ref: UpstreamRef
-    state: RefState
-    verdict: Verdict
-    reason: str
-    fix: bool = True
-    title: str | None = None
-    url: str | None = None
-    merged_at: datetime | None = None
-    fix_commit: str | None = None
-    base_ref: str | None = None
-    in_image: bool | None = None
-    needed_commit: str | None = None
-    reverted_by: str | None = None
-    closed_by: str | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        """The state for a table cell, e.g. ``merged``, ``closed by #12 (merged)``."""
-        if self.closed_by:
-            return f"{self.state.value} by {self.closed_by}"
-        if self.state in (RefState.ON_BRANCH, RefState.NOT_ON_BRANCH) and self.base_ref:
-            return ("on " if self.state is RefState.ON_BRANCH else "not on ") + self.base_ref
-        return self.state.value
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ref": self.ref.text,
-            "kind": self.ref.kind,
-            "repository": self.ref.repository,
-            "state": self.state.value,
-            "verdict": self.verdict.value,
-            "reason": self.reason,
-            "title": self.title,
-            "url": self.url,
-            "merged_at": _iso(self.merged_at),
-            "fix_commit": self.fix_commit,
-            "base_ref": self.base_ref,
-            "in_image": self.in_image,
-            "needed_commit": self.needed_commit,
-            "reverted_by": self.reverted_by,
-            "closed_by": self.closed_by,
-            "warnings": self.warnings,
-        }
-
-
-@dataclass(frozen=True)
-class WaiverReview:
-    """The review date of the waiver covering a patch (``review_by`` or ``expires``, the
-    earlier), or a problem reading it."""
-
-    waiver: str
-    review: date | None
-    path: Path | None = None
-    problem: str | None = None
-
-
-@dataclass
-class Assessment:
-    """One patch: its references' states and its verdict.
-
-    Attributes:
-        patchset: the patchset's name; ``patchset_path`` its YAML file.
-        patch_id: the patch id; ``index`` its position; ``line`` the line of its ``upstream``
-            key (or of its ``id``) in the YAML file.
-        verdict: see :class:`Verdict`; ``reason`` one line saying why.
-        refs: the references' states, in the patchset's order.
-        needed_commits: for ``bump``, the commits a newer image must contain.
-        merged_at: the latest merge among the fixes (for "days since merged").
-        upstream_status: the patch's Yocto ``Upstream-Status`` and reason, if declared.
-        waiver: the waiver covering the patch and its review date, if any.
-        warnings: notes that do not change the verdict.
-        evidence: what the images' content said (:mod:`.evidence`), when an image was given.
-    """
-
-    patchset: str
-    patchset_path: Path
-    patch_id: str
-    index: int
-    line: int | None
-    verdict: Verdict
-    reason: str
-    refs: list[RefStatus] = field(default_factory=list)
-    needed_commits: list[str] = field(default_factory=list)
-    merged_at: datetime | None = None
-    upstream_status: str | None = None
-    waiver: WaiverReview | None = None
-    warnings: list[str] = field(default_factory=list)
-    evidence: list[ContentEvidence] = field(default_factory=list)
-
-    @property
-    def key(self) -> str:
-        """``patchset/patch-id``."""
-        return f"{self.patchset}/{self.patch_id}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "patchset": self.patchset,
-            "patchset_file": str(self.patchset_path),
-            "line": self.line,
-            "id": self.patch_id,
-            "verdict": self.verdict.value,
-            "reason": self.reason,
-            "needed_commits": self.needed_commits,
-            "merged_at": _iso(self.merged_at),
-            "upstream_status": self.upstream_status,
-            "waiver": None
-            if self.waiver is None
-            else {
-                "id": self.waiver.waiver,
-                "review_by": self.waiver.review.isoformat() if self.waiver.review else None,
-                "problem": self.waiver.problem,
-            },
-            "warnings": self.warnings,
-            "evidence": [e.to_json() for e in self.evidence],
-            "refs": [r.to_json() for r in self.refs],
-        }
-
+from .verdicts import Assessment, ContentEvidence, RefState, RefStatus, Verdict, WaiverReview
 
 # -- reverts ----------------------------------------------------------------------------------
 
@@ -998,7 +830,3 @@ def upstream_findings(
             message = f"the fix is in the pinned image; remove the patch ({a.reason})"
             out.append((a.patchset_path, a.line, a.patch_id, message))
     return out
-
-
-def _iso(when: datetime | None) -> str | None:
-    return when.isoformat().replace("+00:00", "Z") if when else None

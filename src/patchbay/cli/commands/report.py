@@ -24,7 +24,7 @@ from ...upstream.report import (
     read_history,
     render,
 )
-from ...upstream.status import RefState
+from ...upstream.verdicts import RefState
 from .common import note, say
 
 DEFAULT_HISTORY = Path(".patchbay") / "upstream-history.jsonl"
