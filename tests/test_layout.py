@@ -31,7 +31,6 @@ KNOWN_LONG = {
     "patchbay.patchset.model",
     "patchbay.upstream.github",
     "patchbay.upstream.report",
-    "patchbay.upstream.status",
 }
 
 

@@ -3,9 +3,11 @@
 - :mod:`.refs` parses a patch's ``upstream`` entries (URLs, ``owner/repo#N``,
   ``owner/repo@<commit>``);
 - :mod:`.github` asks GitHub (REST with an ETag cache, GraphQL batches, rate limits);
-- :mod:`.status` turns answers into a state per reference and a verdict per patch
-  (``remove``, ``bump``, ``keep``, ``attention``), and the findings of
-  ``patchbay audit --upstream`` (:func:`~.status.upstream_findings`).
+- :mod:`.status` turns answers into a state per reference (:mod:`.refstates`, a fix in the
+  pinned image by :mod:`.fixes`) and a verdict per patch (``remove``, ``bump``, ``refresh``,
+  ``keep``, ``attention``: the values in :mod:`.verdicts`), bent by an image's content
+  (:mod:`.evidence`), and the findings of ``patchbay audit --upstream``
+  (:func:`~.status.upstream_findings`).
 """
 
 from __future__ import annotations
