@@ -30,7 +30,6 @@ KNOWN_LONG = {
     "patchbay.kinds.pip",
     "patchbay.patchset.model",
     "patchbay.upstream.github",
-    "patchbay.upstream.report",
 }
 
 
