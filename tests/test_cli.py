@@ -279,8 +279,8 @@ def test_every_enum_of_every_schema_is_the_codes_enum() -> None:
     from patchbay.diff.hunks import HunkState
     from patchbay.kinds.base import ContentState
     from patchbay.upstream.refs import RefKind
-    from patchbay.upstream.status import RefState
-    from patchbay.upstream.status import Verdict as ReportVerdict
+    from patchbay.upstream.verdicts import RefState
+    from patchbay.upstream.verdicts import Verdict as ReportVerdict
 
     hunk_state = "/$defs/hunk/properties/state"
     guard_kind = "/$defs/guard/properties/checks/items/properties/kind"

@@ -19,15 +19,12 @@ KNOWN_CYCLES: list[list[str]] = [
      "patchbay.analysis.handlers.files", "patchbay.analysis.handlers.installs",
      "patchbay.analysis.handlers.shell", "patchbay.analysis.lists", "patchbay.analysis.walk"],
     ["patchbay.importer.convert", "patchbay.importer.patches"],
-    ["patchbay.upstream.evidence", "patchbay.upstream.status"],
     ["patchbay.waivers.body", "patchbay.waivers.references"],
     ["patchbay.waivers.document", "patchbay.waivers.frontmatter"],
 ]  # fmt: skip
 KNOWN_LONG = {
     "patchbay.apply.transaction",
     "patchbay.kinds.pip",
-    "patchbay.upstream.report",
-    "patchbay.upstream.status",
 }
 
 

@@ -26,7 +26,8 @@ from github_standin import (
 )
 from patchbay.patchset.loading import load_patchset
 from patchbay.upstream import GitHubClient
-from patchbay.upstream.report import MARKER, build_report, render_markdown
+from patchbay.upstream.report import build_report
+from patchbay.upstream.report_markdown import MARKER, render_markdown
 
 TOKEN = "ghp_reportTOKEN0123456789abcdef"
 TODAY = "2026-09-01"

@@ -468,8 +468,8 @@ def test_audit_findings_default_client_reads_the_environment(
 
 
 def test_revert_scan_follows_reverts_and_reapplies() -> None:
+    from patchbay.upstream.fixes import RevertScan
     from patchbay.upstream.queries import CommitInfo
-    from patchbay.upstream.status import RevertScan
 
     fix, r1, r2, r3 = "f" * 40, "1" * 40, "2" * 40, "3" * 40
     scan = RevertScan(fix, "Fix the cache (#7)")

@@ -6,9 +6,11 @@
   GraphQL, retries, the rate limits of :mod:`.rate_limits`);
 - :mod:`.queries` asks it for pull requests, issues, commits and comparisons
   (:class:`~.queries.GitHubClient`, GraphQL batches) and holds the records of its answers;
-- :mod:`.status` turns answers into a state per reference and a verdict per patch
-  (``remove``, ``bump``, ``keep``, ``attention``), and the findings of
-  ``patchbay audit --upstream`` (:func:`~.status.upstream_findings`).
+- :mod:`.status` turns answers into a state per reference (:mod:`.refstates`, a fix in the
+  pinned image by :mod:`.fixes`) and a verdict per patch (``remove``, ``bump``, ``refresh``,
+  ``keep``, ``attention``: the values in :mod:`.verdicts`), bent by an image's content
+  (:mod:`.evidence`), and the findings of ``patchbay audit --upstream``
+  (:func:`~.status.upstream_findings`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from __future__ import annotations
 from .github import GitHubError, RateLimitError, github_token
 from .queries import GitHubClient
 from .refs import UpstreamRef, parse_ref
-from .status import Assessment, RefState, RefStatus, Verdict, assess, upstream_findings
+from .status import assess, upstream_findings
+from .verdicts import Assessment, RefState, RefStatus, Verdict
 
 __all__ = [
     "Assessment",

@@ -24,61 +24,15 @@ may predate the fix), with a warning.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from .verdicts import Assessment, ContentEvidence, Verdict
 
 if TYPE_CHECKING:
     from ..apply.results import PatchReport
-    from .status import Assessment
 
 #: hunk words that mean "the change is in this image" (see :mod:`patchbay.diff.hunkview`)
 _PRESENT_WORDS = frozenset({"upstream", "present"})
-
-
-@dataclass(frozen=True)
-class ContentEvidence:
-    """One image's verdict on one patch.
-
-    Attributes:
-        image: ``pinned`` or ``candidate``.
-        where: the image for messages (``the pinned image``, ``the candidate``).
-        state: the patch's state there: ``status``'s word on the pinned image (``redundant``,
-            ``applied``, ``partial``...), ``check``'s verdict on a candidate (``upstream``,
-            ``applies``, ``partial``, ``conflict``...).
-        present: 1-based numbers (in patch order) of the hunks found in the image.
-        needed: 1-based numbers of the hunks not in it (pending, conflicting, ambiguous).
-        counts: hunks per word (``1 upstream, 1 pending, 1 conflict``).
-    """
-
-    image: str
-    where: str
-    state: str
-    present: tuple[int, ...] = ()
-    needed: tuple[int, ...] = ()
-    counts: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def whole(self) -> bool:
-        """The image ships the whole patch."""
-        return self.state in ("redundant", "upstream")
-
-    @property
-    def part(self) -> bool:
-        """Some hunks are in the image and others are not."""
-        return bool(self.present) and bool(self.needed)
-
-    @property
-    def conflicts(self) -> bool:
-        return self.state in ("conflict", "ambiguous", "partial")
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "image": self.image,
-            "state": self.state,
-            "present_hunks": list(self.present),
-            "needed_hunks": list(self.needed),
-            "hunk_counts": self.counts,
-        }
 
 
 def evidence_of(report: PatchReport, image: str, where: str, state: str) -> ContentEvidence:
@@ -124,8 +78,6 @@ def _hunks(values: tuple[int, ...]) -> str:
 def weigh(a: Assessment, evidence: list[ContentEvidence]) -> None:
     """Change ``a``'s verdict and reason by the content evidence (see the module docstring);
     waiver review dates are applied afterwards by the caller, as before."""
-    from .status import Verdict
-
     a.evidence = list(evidence)
     forge = a.verdict
     for ev in evidence:  # the pinned image first: it is what runs today

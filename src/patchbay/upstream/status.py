@@ -1,393 +1,28 @@
-"""Upstream state of every reference, and a verdict for every patch: can it go?
+"""Assessing patchsets: ask the forge about every upstream reference, and judge every patch.
 
-A reference's state comes from the forge (:mod:`.github`): a pull request is ``open``,
-``draft``, ``merged``, ``closed`` (without merge), ``reverted`` (merged, then undone on its base
-branch) or ``unknown`` (the forge did not answer: never guessed); an issue is ``open`` or
-``closed`` (with the PR or commit that closed it, when the forge says); a commit is
-``on-branch`` (on the default branch), ``not-on-branch``, ``reverted`` or ``unknown``.
-
-Whether the image has the fix is decided from history, never from the ``merged`` flag alone:
-the commit a merge put on the base branch (merge commit, squash commit or last rebased commit:
-GitHub's ``merge_commit_sha``, so all three merge methods count) must be an ancestor of the
-commit the image was built from (the patchset's ``components[].commit``), by the compare API,
-and no commit between the two may revert it. A revert is a commit whose message says
-``This reverts commit <sha>`` (what ``git revert`` writes) or whose subject is
-``Revert "<title>"`` (GitHub's revert button, and ``git revert`` of a squash commit); a revert
-of the revert (``Reapply "<title>"``) brings the fix back.
-
-Verdicts, per patch:
-
-========= ===================================================================================
-remove    the fix is in the pinned image (or ``status`` found the patch's content there)
-bump      merged after the pinned commit: an image built from the named commit removes it
-refresh   merged, but an image's content shows part of the patch still needed (or a conflict):
-          trim or rebase it (content evidence, :mod:`.evidence`)
-keep      upstream is open or draft, or the patch is carried by design (Upstream-Status
-          ``Inappropriate`` with a reason, and no reference)
-attention closed without merge, reverted, no upstream reference, unknown, or the waiver's
-          review date has passed (also for a patch carried by design)
-========= ===================================================================================
+:func:`assess` gathers the forge's answers in concurrent rounds, reads each reference's state
+from them (:mod:`.refstates`, fixes judged by :mod:`.fixes`), combines the references into one
+verdict per patch (:mod:`.verdicts` says what each verdict means), lets an image's content
+bend it (:mod:`.evidence`) and applies the review dates of waivers (:func:`waiver_reviews`);
+:func:`upstream_findings` is the same judgement for ``patchbay audit --upstream``.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timezone
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
 from ..patchset.model import Patchset
-from .evidence import ContentEvidence, weigh
+from .evidence import weigh
+from .fixes import Fix, judge_fix
 from .github import GitHubError, malformed, unique
-from .queries import CommitInfo, Comparison, GitHubClient, Issue, PullRequest
+from .queries import CommitInfo, GitHubClient, Issue, PullRequest
 from .refs import GITHUB_WEB_HOSTS, UpstreamRef, parse_ref, web_host_of
-
-
-class RefState(str, Enum):
-    """The upstream state of one reference (see the module docstring)."""
-
-    OPEN = "open"
-    DRAFT = "draft"
-    MERGED = "merged"
-    CLOSED = "closed"
-    REVERTED = "reverted"
-    UNKNOWN = "unknown"
-    ON_BRANCH = "on-branch"
-    NOT_ON_BRANCH = "not-on-branch"
-
-
-class Verdict(str, Enum):
-    """What to do with a patch (see the module docstring)."""
-
-    REMOVE = "remove"
-    BUMP = "bump"
-    REFRESH = "refresh"
-    KEEP = "keep"
-    ATTENTION = "attention"
-
-
-VERDICTS = (Verdict.REMOVE, Verdict.BUMP, Verdict.REFRESH, Verdict.KEEP, Verdict.ATTENTION)
-
-
-@dataclass
-class RefStatus:
-    """One reference's state and what it says about the patch.
-
-    Attributes:
-        ref: the parsed reference.
-        state: see :class:`RefState`.
-        verdict: what this reference alone says.
-        reason: one line: why.
-        fix: True for a pull request or commit (the change itself); False for an issue.
-        title, url: as the forge gives them.
-        merged_at: when the pull request was merged.
-        fix_commit: the commit that carries the fix upstream (merge commit, the commit itself,
-            or the commit that closed the issue).
-        base_ref: the branch the fix went into.
-        in_image: the fix is in the pinned image (None: could not be decided).
-        needed_commit: for ``bump``, the commit an image must be built from (or after).
-        reverted_by: the commit that reverted the fix on the branch, if it is still reverted.
-        closed_by: for an issue, what closed it (``owner/repo#N`` or a commit id).
-        warnings: things to know that do not change the verdict.
-    """
-
-    ref: UpstreamRef
-    state: RefState
-    verdict: Verdict
-    reason: str
-    fix: bool = True
-    title: str | None = None
-    url: str | None = None
-    merged_at: datetime | None = None
-    fix_commit: str | None = None
-    base_ref: str | None = None
-    in_image: bool | None = None
-    needed_commit: str | None = None
-    reverted_by: str | None = None
-    closed_by: str | None = None
-    warnings: list[str] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        """The state for a table cell, e.g. ``merged``, ``closed by #12 (merged)``."""
-        if self.closed_by:
-            return f"{self.state.value} by {self.closed_by}"
-        if self.state in (RefState.ON_BRANCH, RefState.NOT_ON_BRANCH) and self.base_ref:
-            return ("on " if self.state is RefState.ON_BRANCH else "not on ") + self.base_ref
-        return self.state.value
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "ref": self.ref.text,
-            "kind": self.ref.kind,
-            "repository": self.ref.repository,
-            "state": self.state.value,
-            "verdict": self.verdict.value,
-            "reason": self.reason,
-            "title": self.title,
-            "url": self.url,
-            "merged_at": _iso(self.merged_at),
-            "fix_commit": self.fix_commit,
-            "base_ref": self.base_ref,
-            "in_image": self.in_image,
-            "needed_commit": self.needed_commit,
-            "reverted_by": self.reverted_by,
-            "closed_by": self.closed_by,
-            "warnings": self.warnings,
-        }
-
-
-@dataclass(frozen=True)
-class WaiverReview:
-    """The review date of the waiver covering a patch (``review_by`` or ``expires``, the
-    earlier), or a problem reading it."""
-
-    waiver: str
-    review: date | None
-    path: Path | None = None
-    problem: str | None = None
-
-
-@dataclass
-class Assessment:
-    """One patch: its references' states and its verdict.
-
-    Attributes:
-        patchset: the patchset's name; ``patchset_path`` its YAML file.
-        patch_id: the patch id; ``index`` its position; ``line`` the line of its ``upstream``
-            key (or of its ``id``) in the YAML file.
-        verdict: see :class:`Verdict`; ``reason`` one line saying why.
-        refs: the references' states, in the patchset's order.
-        needed_commits: for ``bump``, the commits a newer image must contain.
-        merged_at: the latest merge among the fixes (for "days since merged").
-        upstream_status: the patch's Yocto ``Upstream-Status`` and reason, if declared.
-        waiver: the waiver covering the patch and its review date, if any.
-        warnings: notes that do not change the verdict.
-        evidence: what the images' content said (:mod:`.evidence`), when an image was given.
-    """
-
-    patchset: str
-    patchset_path: Path
-    patch_id: str
-    index: int
-    line: int | None
-    verdict: Verdict
-    reason: str
-    refs: list[RefStatus] = field(default_factory=list)
-    needed_commits: list[str] = field(default_factory=list)
-    merged_at: datetime | None = None
-    upstream_status: str | None = None
-    waiver: WaiverReview | None = None
-    warnings: list[str] = field(default_factory=list)
-    evidence: list[ContentEvidence] = field(default_factory=list)
-
-    @property
-    def key(self) -> str:
-        """``patchset/patch-id``."""
-        return f"{self.patchset}/{self.patch_id}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "patchset": self.patchset,
-            "patchset_file": str(self.patchset_path),
-            "line": self.line,
-            "id": self.patch_id,
-            "verdict": self.verdict.value,
-            "reason": self.reason,
-            "needed_commits": self.needed_commits,
-            "merged_at": _iso(self.merged_at),
-            "upstream_status": self.upstream_status,
-            "waiver": None
-            if self.waiver is None
-            else {
-                "id": self.waiver.waiver,
-                "review_by": self.waiver.review.isoformat() if self.waiver.review else None,
-                "problem": self.waiver.problem,
-            },
-            "warnings": self.warnings,
-            "evidence": [e.to_json() for e in self.evidence],
-            "refs": [r.to_json() for r in self.refs],
-        }
-
-
-# -- reverts ----------------------------------------------------------------------------------
-
-_REVERTS_COMMIT = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
-_REVERT_TITLE = re.compile(r'^Revert "(?P<inner>.+)"(?:\s*\(#\d+\))?\s*$')
-_REAPPLY_TITLE = re.compile(r'^(?:Reapply|Re-apply|Reland) "(?P<inner>.+)"(?:\s*\(#\d+\))?\s*$')
-_PR_SUFFIX = re.compile(r"\s*\(#\d+\)\s*$")
-
-
-def _normal_title(title: str) -> str:
-    title = title.strip()
-    while _PR_SUFFIX.search(title):
-        title = _PR_SUFFIX.sub("", title)
-    return title
-
-
-def _names(shas: Iterable[str], target: str) -> bool:
-    return any(s.startswith(target) or target.startswith(s) for s in shas)
-
-
-@dataclass
-class RevertScan:
-    """Walks commits in order and follows whether a fix is present.
-
-    ``present`` starts True (the fix commit itself was seen); a commit reverting a fix commit
-    (by id, or by ``Revert "<title>"`` when its message names no commit) clears it; a commit
-    reverting that revert (or ``Reapply "<title>"``) sets it again.
-    """
-
-    fix_sha: str
-    title: str
-    present: bool = True
-    fixes: set[str] = field(default_factory=set)
-    reverts: set[str] = field(default_factory=set)
-    last_revert: CommitInfo | None = None
-
-    def __post_init__(self) -> None:
-        self.fixes.add(self.fix_sha)
-        self.title = _normal_title(self.title)
-
-    def feed(self, commits: Iterable[CommitInfo]) -> None:
-        """Look at ``commits`` (oldest first)."""
-        for c in commits:
-            if c.sha in self.fixes or c.sha in self.reverts:
-                continue
-            named = _REVERTS_COMMIT.findall(c.message)
-            subject = c.subject
-            if self.present:
-                if named:
-                    hit = any(_names(self.fixes, n) for n in named)
-                else:
-                    m = _REVERT_TITLE.match(subject)
-                    hit = bool(self.title and m and _normal_title(m["inner"]) == self.title)
-                if hit:
-                    self.present = False
-                    self.reverts.add(c.sha)
-                    self.last_revert = c
-            else:
-                if named:
-                    hit = any(_names(self.reverts, n) for n in named)
-                else:
-                    m = _REAPPLY_TITLE.match(subject)
-                    hit = bool(self.title and m and _normal_title(m["inner"]) == self.title)
-                if hit:
-                    self.present = True
-                    self.fixes.add(c.sha)
-
-
-# -- judging one fix commit against a pinned commit ----------------------------------------
-
-
-@dataclass
-class _Fix:
-    """A commit that carries a fix upstream, and where to look for it."""
-
-    repository: str
-    sha: str
-    title: str
-    branch: str | None
-    pin: str | None
-
-
-@dataclass
-class _FixResult:
-    in_image: bool | None = None
-    on_branch: bool | None = None
-    reverted_by: CommitInfo | None = None  # still reverted at the branch head
-    reverted_before_pin: CommitInfo | None = None
-    problem: str | None = None
-    notes: list[str] = field(default_factory=list)
-
-
-def _scan_after_pin(
-    after_pin: Any, fix: _Fix, scan: RevertScan, out: _FixResult, *, find_fix: bool
-) -> None:
-    """Feed the commits between the pin and the branch head to the revert scan. With
-    ``find_fix`` (the fix is not in the pin), only the commits after the fix itself, and whether
-    the fix is on the branch at all."""
-    if isinstance(after_pin, GitHubError):
-        out.notes.append(f"commits after the pin could not be checked: {after_pin}")
-        return
-    if not isinstance(after_pin, Comparison):
-        return
-    commits = after_pin.commits
-    if find_fix:
-        index = next((i for i, c in enumerate(commits) if c.sha == fix.sha), None)
-        if index is not None:
-            out.on_branch = True
-            commits = commits[index + 1 :]
-        elif after_pin.complete:
-            out.on_branch = False
-    scan.feed(commits)
-    if not after_pin.complete:
-        out.notes.append(
-            f"the revert check covered {len(after_pin.commits)} of the "
-            f"{after_pin.total_commits} commits after the pin"
-        )
-
-
-def _judge_fix(fix: _Fix, comparisons: Mapping[tuple[str, str, str], Any]) -> _FixResult:
-    out = _FixResult()
-    scan = RevertScan(fix.sha, fix.title)
-    repo = fix.repository
-    if fix.pin is not None:
-        to_pin = comparisons.get((repo, fix.sha, fix.pin))
-        after_pin = comparisons.get((repo, fix.pin, fix.branch)) if fix.branch else None
-        if isinstance(to_pin, GitHubError) or to_pin is None:
-            out.problem = f"could not compare the fix with the pinned commit: {to_pin}"
-            return out
-        if to_pin.base_is_ancestor:
-            out.on_branch = True
-            scan.feed(to_pin.commits)
-            if not to_pin.complete:
-                out.problem = (
-                    f"{_short(fix.sha)} is an ancestor of the pinned commit, but only "
-                    f"{len(to_pin.commits)} of the {to_pin.total_commits} commits between "
-                    "them were checked for a revert"
-                )
-            elif scan.present:
-                out.in_image = True
-            else:
-                out.in_image = False
-                out.reverted_before_pin = scan.last_revert
-            _scan_after_pin(after_pin, fix, scan, out, find_fix=False)
-        else:
-            out.in_image = False
-            _scan_after_pin(after_pin, fix, scan, out, find_fix=True)
-    else:
-        to_branch = comparisons.get((repo, fix.sha, fix.branch)) if fix.branch else None
-        if isinstance(to_branch, Comparison):
-            out.on_branch = to_branch.base_is_ancestor
-            scan.feed(to_branch.commits)
-        elif isinstance(to_branch, GitHubError):
-            out.notes.append(f"the branch could not be checked: {to_branch}")
-    if not scan.present:
-        out.reverted_by = scan.last_revert
-    return out
-
-
-def _short(sha: str | None) -> str:
-    return (sha or "?")[:12]
-
-
-def _revert_text(c: CommitInfo) -> str:
-    return f"{_short(c.sha)} ({c.subject})"
-
-
-# -- assessing patchsets ----------------------------------------------------------------------
-
-
-@dataclass
-class _Context:
-    numbered: dict[tuple[str, int], Issue | PullRequest | GitHubError]
-    commits: dict[tuple[str, str], CommitInfo | GitHubError]
-    branches: dict[str, str | GitHubError]
+from .refstates import ForgeAnswers, fixes_of, ref_status
+from .verdicts import Assessment, ContentEvidence, RefStatus, Verdict, WaiverReview
 
 
 def assess(
@@ -472,10 +107,10 @@ def assess(
             commits[item] = answer
         else:
             branches[item] = answer
-    ctx = _Context(by_item, commits, branches)
+    ctx = ForgeAnswers(by_item, commits, branches)
 
     # every fix commit to judge, per patchset (pins differ between patchsets)
-    fixes: dict[tuple[str, str, str | None], _Fix] = {}
+    fixes: dict[tuple[str, str, str | None], Fix] = {}
     plans: list[tuple[Patchset, int, Any, list[UpstreamRef]]] = []
     flat = iter(parsed)
     for ps in patchsets:
@@ -484,7 +119,7 @@ def assess(
             refs = next(flat)
             plans.append((ps, i, patch, refs))
             for ref in refs:
-                for fix in _fixes_of(ref, ctx, pins):
+                for fix in fixes_of(ref, ctx, pins):
                     fixes[(fix.repository, fix.sha, fix.pin)] = fix
     specs: list[tuple[str, str, str]] = []
     for fix in fixes.values():
@@ -497,12 +132,12 @@ def assess(
     specs = unique(specs)
     compared = client.compare_many(specs, max_pages=max_pages)
     comparisons = dict(zip(specs, compared, strict=True))
-    judged = {key: _judge_fix(fix, comparisons) for key, fix in fixes.items()}
+    judged = {key: judge_fix(fix, comparisons) for key, fix in fixes.items()}
 
     out = []
     for ps, i, patch, refs in plans:
         pins = _pins(ps)
-        statuses = [_ref_status(ref, ctx, pins, judged) for ref in refs]
+        statuses = [ref_status(ref, ctx, pins, judged) for ref in refs]
         waiver = (waivers or {}).get((ps.name, patch.id))
         seen = (evidence or {}).get((ps.name, patch.id), [])
         out.append(_assess_patch(ps, i, patch, statuses, waiver, seen, today))
@@ -514,302 +149,10 @@ def _pins(ps: Patchset) -> dict[str, str | None]:
     return {c.repository.lower(): c.commit for c in ps.spec.components if c.repository}
 
 
-def _fix_of(
-    repo: str, sha: str, title: str, branch: str | None, pins: Mapping[str, str | None]
-) -> _Fix:
-    return _Fix(repo, sha, title, branch, pins.get(repo.lower()))
-
-
-def _fixes_of(ref: UpstreamRef, ctx: _Context, pins: Mapping[str, str | None]) -> list[_Fix]:
-    repo = ref.repository
-    if repo is None:
-        return []
-    if ref.number is not None:
-        item = ctx.numbered.get((repo, ref.number))
-        if isinstance(item, PullRequest) and item.merged and item.merge_commit:
-            return [_fix_of(repo, item.merge_commit, item.title, item.base_ref, pins)]
-        if isinstance(item, Issue) and item.state == "closed":
-            pull = item.closed_by_pull
-            if pull is not None and pull.merged and pull.merge_commit:
-                return [_fix_of(repo, pull.merge_commit, pull.title, pull.base_ref, pins)]
-            if pull is None and item.closed_by_commit:
-                branch = ctx.branches.get(repo)
-                info = ctx.commits.get((repo, item.closed_by_commit))
-                title = info.subject if isinstance(info, CommitInfo) else ""
-                return [
-                    _fix_of(
-                        repo,
-                        item.closed_by_commit,
-                        title,
-                        branch if isinstance(branch, str) else None,
-                        pins,
-                    )
-                ]
-        return []
-    if ref.commit is not None:
-        info = ctx.commits.get((repo, ref.commit))
-        branch = ctx.branches.get(repo)
-        if isinstance(info, CommitInfo):
-            return [
-                _fix_of(
-                    repo, info.sha, info.subject, branch if isinstance(branch, str) else None, pins
-                )
-            ]
-    return []
-
-
-def _ref_status(
-    ref: UpstreamRef,
-    ctx: _Context,
-    pins: Mapping[str, str | None],
-    judged: Mapping[tuple[str, str, str | None], _FixResult],
-) -> RefStatus:
-    if ref.kind == "other" or ref.repository is None:
-        return RefStatus(
-            ref,
-            RefState.UNKNOWN,
-            Verdict.ATTENTION,
-            "not a GitHub pull request, issue or commit; its state is not tracked",
-            fix=False,
-        )
-    repo = ref.repository
-    if ref.number is not None:
-        item = ctx.numbered.get((repo, ref.number))
-        if item is None or isinstance(item, GitHubError):
-            return _unknown(ref, item)
-        if isinstance(item, PullRequest):
-            return _pull_status(ref, item, pins, judged)
-        return _issue_status(ref, item, ctx, pins, judged)
-    info = ctx.commits.get((repo, ref.commit or ""))
-    if info is None or isinstance(info, GitHubError):
-        return _unknown(ref, info)
-    branch = ctx.branches.get(repo)
-    return _commit_status(
-        ref,
-        info,
-        branch if isinstance(branch, str) else None,
-        branch if isinstance(branch, GitHubError) else None,
-        pins,
-        judged,
-    )
-
-
-def _unknown(ref: UpstreamRef, error: GitHubError | None) -> RefStatus:
-    why = str(error) if error is not None else "no answer"
-    return RefStatus(ref, RefState.UNKNOWN, Verdict.ATTENTION, f"the forge did not answer: {why}")
-
-
-def _pull_status(
-    ref: UpstreamRef,
-    pull: PullRequest,
-    pins: Mapping[str, str | None],
-    judged: Mapping[tuple[str, str, str | None], _FixResult],
-    *,
-    fix: bool = True,
-) -> RefStatus:
-    base = {
-        "title": pull.title,
-        "url": pull.url,
-        "base_ref": pull.base_ref,
-        "merged_at": pull.merged_at,
-        "fix": fix,
-    }
-    if not pull.merged:
-        if pull.state == "open":
-            state = RefState.DRAFT if pull.draft else RefState.OPEN
-            return RefStatus(ref, state, Verdict.KEEP, f"pull request is {state.value}", **base)
-        return RefStatus(
-            ref,
-            RefState.CLOSED,
-            Verdict.ATTENTION,
-            "pull request was closed without merge: the fix is not coming from it",
-            **base,
-        )
-    if not pull.merge_commit:
-        return RefStatus(
-            ref,
-            RefState.UNKNOWN,
-            Verdict.ATTENTION,
-            "merged, but the forge names no merge commit: whether the image has it is unknown",
-            **base,
-        )
-    what = f"merged {_day(pull.merged_at)} as {_short(pull.merge_commit)}"
-    return _fix_status(ref, pull.merge_commit, what, pins, judged, base)
-
-
-def _issue_status(
-    ref: UpstreamRef,
-    issue: Issue,
-    ctx: _Context,
-    pins: Mapping[str, str | None],
-    judged: Mapping[tuple[str, str, str | None], _FixResult],
-) -> RefStatus:
-    base: dict[str, Any] = {"title": issue.title, "url": issue.url, "fix": False}
-    if issue.state == "open":
-        return RefStatus(ref, RefState.OPEN, Verdict.KEEP, "issue is open", **base)
-    if issue.state_reason == "not_planned":
-        return RefStatus(
-            ref,
-            RefState.CLOSED,
-            Verdict.ATTENTION,
-            "issue was closed as not planned: no upstream fix is coming from it",
-            **base,
-        )
-    pull = issue.closed_by_pull
-    if pull is not None:
-        inner = _pull_status(ref, pull, pins, judged, fix=False)
-        inner.state = RefState.CLOSED
-        inner.closed_by = f"#{pull.number}" + (" (merged)" if pull.merged else "")
-        inner.title, inner.url = issue.title, issue.url
-        inner.reason = f"issue closed by #{pull.number}, which was {inner.reason}"
-        return inner
-    if issue.closed_by_commit:
-        info = ctx.commits.get((issue.repository, issue.closed_by_commit))
-        title = info.subject if isinstance(info, CommitInfo) else ""
-        branch = ctx.branches.get(issue.repository)
-        fake = CommitInfo(issue.closed_by_commit, title, None)
-        inner = _commit_status(
-            ref,
-            fake,
-            branch if isinstance(branch, str) else None,
-            branch if isinstance(branch, GitHubError) else None,
-            pins,
-            judged,
-        )
-        inner.fix = False
-        inner.state = RefState.CLOSED
-        inner.closed_by = _short(issue.closed_by_commit)
-        inner.title, inner.url = issue.title, issue.url
-        inner.reason = f"issue closed by commit {_short(issue.closed_by_commit)}: {inner.reason}"
-        return inner
-    return RefStatus(
-        ref,
-        RefState.CLOSED,
-        Verdict.ATTENTION,
-        "issue is closed, and the forge names no pull request or commit that closed it: "
-        "check by hand whether the image has the fix",
-        **base,
-    )
-
-
-def _commit_status(
-    ref: UpstreamRef,
-    info: CommitInfo,
-    branch: str | None,
-    branch_error: GitHubError | None,
-    pins: Mapping[str, str | None],
-    judged: Mapping[tuple[str, str, str | None], _FixResult],
-) -> RefStatus:
-    base: dict[str, Any] = {"title": info.subject or None, "base_ref": branch}
-    if branch is None and pins.get((ref.repository or "").lower()) is None:
-        why = f": {branch_error}" if branch_error else ""
-        return RefStatus(
-            ref,
-            RefState.UNKNOWN,
-            Verdict.ATTENTION,
-            f"the default branch is unknown{why}",
-            **base,
-        )
-    return _fix_status(ref, info.sha, f"commit {_short(info.sha)}", pins, judged, base)
-
-
-def _fix_status(
-    ref: UpstreamRef,
-    sha: str,
-    what: str,
-    pins: Mapping[str, str | None],
-    judged: Mapping[tuple[str, str, str | None], _FixResult],
-    base: dict[str, Any],
-) -> RefStatus:
-    repo = ref.repository or ""
-    pin = pins.get(repo.lower())
-    result = judged.get((repo, sha, pin))
-    is_pull = ref.kind != "commit"
-    merged_state = RefState.MERGED if is_pull else RefState.ON_BRANCH
-    if result is None:
-        return RefStatus(
-            ref, RefState.UNKNOWN, Verdict.ATTENTION, f"{what}: not judged", fix_commit=sha, **base
-        )
-    state = merged_state
-    if result.reverted_by is not None:
-        state = RefState.REVERTED
-    elif not is_pull and result.on_branch is False:
-        state = RefState.NOT_ON_BRANCH
-    status = RefStatus(ref, state, Verdict.ATTENTION, "", fix_commit=sha, **base)
-    status.in_image = result.in_image
-    status.warnings.extend(result.notes)
-    if result.reverted_by is not None:
-        status.reverted_by = result.reverted_by.sha
-    if (repo.lower()) not in pins:
-        status.reason = (
-            f"{what}; the patchset's components do not name {repo}, so whether the image has "
-            "it is unknown (add the component with its `commit`)"
-        )
-        return status
-    if pin is None:
-        status.reason = (
-            f"{what}; the component {repo} has no pinned `commit`, so whether the image has it "
-            "is unknown"
-        )
-        return status
-    if result.problem is not None:
-        status.reason = f"{what}; {result.problem}"
-        return status
-    if result.in_image:
-        status.verdict = Verdict.REMOVE
-        status.reason = f"{what}, an ancestor of the pinned commit {_short(pin)}: in the image"
-        if result.reverted_by is not None:
-            status.warnings.append(
-                f"upstream reverted it after the pinned commit in "
-                f"{_revert_text(result.reverted_by)}: an image built past "
-                f"{_short(result.reverted_by.sha)} needs the patch again"
-            )
-        return status
-    if result.reverted_before_pin is not None:
-        status.reason = (
-            f"{what}, then reverted in {_revert_text(result.reverted_before_pin)} before the "
-            f"pinned commit {_short(pin)}: the image lacks the fix; the patch is still needed"
-        )
-        return status
-    if result.reverted_by is not None:
-        status.reason = (
-            f"{what} after the pinned commit {_short(pin)}, then reverted in "
-            f"{_revert_text(result.reverted_by)}: keep the patch; no newer image carries the fix"
-        )
-        return status
-    if not is_pull and result.on_branch is None:
-        status.state = RefState.UNKNOWN
-        status.reason = (
-            f"{what} is not in the pinned commit's history, and whether it is on the default "
-            "branch could not be checked" + (f": {result.notes[-1]}" if result.notes else "")
-        )
-        return status
-    if not is_pull and result.on_branch is False:
-        status.reason = (
-            f"{what} is neither in the pinned commit's history nor on "
-            f"{base.get('base_ref') or 'the default branch'}: no image built from upstream "
-            "carries it"
-        )
-        return status
-    status.verdict = Verdict.BUMP
-    status.needed_commit = sha
-    branch = base.get("base_ref")
-    on = f" on {branch}" if branch else ""
-    status.reason = (
-        f"{what}, after the pinned commit {_short(pin)}: an image built from "
-        f"{_short(sha)}{on} or later removes the patch"
-    )
-    return status
-
-
 def _by_design(patch: Any) -> bool:
     """An ``Inappropriate`` upstream status with a reason: not meant for upstream."""
     status = patch.upstream_status
     return bool(status and status.status == "Inappropriate" and (status.reason or "").strip())
-
-
-def _day(when: datetime | None) -> str:
-    return when.date().isoformat() if when else "(date unknown)"
 
 
 def _assess_patch(
@@ -990,7 +333,3 @@ def upstream_findings(
             message = f"the fix is in the pinned image; remove the patch ({a.reason})"
             out.append((a.patchset_path, a.line, a.patch_id, message))
     return out
-
-
-def _iso(when: datetime | None) -> str | None:
-    return when.isoformat().replace("+00:00", "Z") if when else None

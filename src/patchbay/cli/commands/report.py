@@ -17,14 +17,12 @@ from ...upstream.report import (
     append_history,
     build_report,
     check_candidate,
-    check_publish_target,
     find_patchsets,
-    last_published,
-    publish,
     read_history,
-    render,
 )
-from ...upstream.status import RefState
+from ...upstream.report_formats import render
+from ...upstream.tracking_issue import check_publish_target, last_published, publish
+from ...upstream.verdicts import RefState
 from .common import note, say
 
 DEFAULT_HISTORY = Path(".patchbay") / "upstream-history.jsonl"
