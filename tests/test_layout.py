@@ -28,7 +28,6 @@ KNOWN_CYCLES: list[list[str]] = [
 KNOWN_LONG = {
     "patchbay.apply.engine",
     "patchbay.apply.transaction",
-    "patchbay.kinds.pip",
     "patchbay.patchset.model",
     "patchbay.upstream.github",
     "patchbay.upstream.report",
