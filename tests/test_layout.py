@@ -24,7 +24,6 @@ KNOWN_CYCLES: list[list[str]] = [
 ]  # fmt: skip
 KNOWN_LONG = {
     "patchbay.apply.transaction",
-    "patchbay.kinds.pip",
 }
 
 

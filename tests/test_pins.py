@@ -16,7 +16,7 @@ import pytest
 
 from conftest import Engine, run_cli, write_patchset
 from inprocess import run_main
-from patchbay.kinds.pip import pip_failure, unreachable
+from patchbay.kinds.pipcall import pip_failure, unreachable
 from servers import Server, make_wheel
 
 
@@ -175,7 +175,7 @@ def test_a_run_killed_after_the_install_is_undone_by_the_next_run_pins_included(
 
 def test_a_journaled_undo_runs_only_pips_index_options(tmp_path: Path) -> None:
     from patchbay.errors import RefusedError
-    from patchbay.kinds.pip import journaled_undo, undo_journaled
+    from patchbay.kinds.piprestore import journaled_undo, undo_journaled
 
     good = journaled_undo("/e/bin/python", {"torchx": "1.0"}, ["--no-index"], {"PIP_X": "1"})[1]
     for bad in (

@@ -85,7 +85,7 @@ def finish_journal(state_dir: Path, roots: list[Path], *, python: str | None = N
             folder for a run that writes patch files).
         python: the engine interpreter of this run (``--python``), or None. The package
             installs a killed run journaled are undone only in that same interpreter
-            (:func:`patchbay.kinds.pip.undo_journaled`): the journal never decides which
+            (:func:`patchbay.kinds.piprestore.undo_journaled`): the journal never decides which
             program recovery runs.
 
     Raises:

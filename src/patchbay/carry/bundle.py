@@ -33,7 +33,8 @@ from ..apply.ledger import sha256_bytes
 from ..environment.targets import Environment
 from ..environment.tree import Tree
 from ..errors import InputError, RefusedError
-from ..kinds.pip import index_args, vcs_commit
+from ..kinds.pins import vcs_commit
+from ..kinds.pipcall import index_args
 from ..options import RunOptions
 from ..patchset.lockfile import Lock
 from ..patchset.model import ArtifactPatch, Patchset, PipPatch
