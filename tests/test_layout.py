@@ -22,7 +22,6 @@ KNOWN_CYCLES: list[list[str]] = [
      "patchbay.kinds.base"],
     ["patchbay.importer.convert", "patchbay.importer.patches"],
     ["patchbay.upstream.evidence", "patchbay.upstream.status"],
-    ["patchbay.waivers.document", "patchbay.waivers.frontmatter"],
 ]  # fmt: skip
 KNOWN_LONG = {
     "patchbay.apply.engine",
