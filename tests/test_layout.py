@@ -20,7 +20,6 @@ KNOWN_CYCLES: list[list[str]] = [
      "patchbay.analysis.handlers.shell", "patchbay.analysis.lists", "patchbay.analysis.walk"],
     ["patchbay.apply.engine", "patchbay.apply.ledger", "patchbay.apply.noop", "patchbay.kinds",
      "patchbay.kinds.base"],
-    ["patchbay.importer.convert", "patchbay.importer.patches"],
     ["patchbay.upstream.evidence", "patchbay.upstream.status"],
 ]  # fmt: skip
 KNOWN_LONG = {
