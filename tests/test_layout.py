@@ -15,9 +15,6 @@ MAX_LINES = 800
 # being opened (issue 25): each entry leaves this list when its cycle or its length is gone, and
 # a new cycle or long module fails at once
 KNOWN_CYCLES: list[list[str]] = [
-    ["patchbay.analysis.commands", "patchbay.analysis.handlers.diffs",
-     "patchbay.analysis.handlers.files", "patchbay.analysis.handlers.installs",
-     "patchbay.analysis.handlers.shell", "patchbay.analysis.lists", "patchbay.analysis.walk"],
     ["patchbay.apply.engine", "patchbay.apply.ledger", "patchbay.apply.noop", "patchbay.kinds",
      "patchbay.kinds.base"],
     ["patchbay.upstream.evidence", "patchbay.upstream.status"],
