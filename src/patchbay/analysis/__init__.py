@@ -9,7 +9,8 @@ Both get their answer here, from one parse and one walk:
 - :mod:`.walk` is the symbolic walk (variables, working folder, functions, loops, branches,
   ``source``), with the values of :mod:`.values`;
 - :mod:`.commands` dispatches each command to its handler in :mod:`.handlers` (one module per
-  family: the shell's own commands, diffs and checkouts, file changes, interpreters and pip);
+  family: the shell's own commands, diffs and checkouts, file changes, interpreters and pip;
+  the walk is given the table :data:`.handlers.COMMANDS`, so it imports no handler);
   :mod:`.lists` and :mod:`.words` are the walk's and-or lists/redirections and word expansion;
 - :mod:`.python` reads Python code (snippets, ``.py`` patcher files) with :mod:`ast`;
   :mod:`.pysnippet` is its strict form for the import's literal ``replace`` edits;
