@@ -15,12 +15,6 @@ MAX_LINES = 800
 # being opened (issue 25): each entry leaves this list when its cycle or its length is gone, and
 # a new cycle or long module fails at once
 KNOWN_CYCLES: list[list[str]] = [
-    ["patchbay.analysis.commands", "patchbay.analysis.handlers.diffs",
-     "patchbay.analysis.handlers.files", "patchbay.analysis.handlers.installs",
-     "patchbay.analysis.handlers.shell", "patchbay.analysis.lists", "patchbay.analysis.walk"],
-    ["patchbay.importer.convert", "patchbay.importer.patches"],
-    ["patchbay.waivers.body", "patchbay.waivers.references"],
-    ["patchbay.waivers.document", "patchbay.waivers.frontmatter"],
 ]  # fmt: skip
 KNOWN_LONG = {
     "patchbay.apply.transaction",

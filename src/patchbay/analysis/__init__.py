@@ -9,7 +9,8 @@ Both get their answer here, from one parse and one walk:
 - :mod:`.walk` is the symbolic walk (variables, working folder, functions, loops, branches,
   ``source``), with the values of :mod:`.values`;
 - :mod:`.commands` dispatches each command to its handler in :mod:`.handlers` (one module per
-  family: the shell's own commands, diffs and checkouts, file changes, interpreters and pip);
+  family: the shell's own commands, diffs and checkouts, file changes, interpreters and pip;
+  the walk is given the table :data:`.handlers.COMMANDS`, so it imports no handler);
   :mod:`.lists` and :mod:`.words` are the walk's and-or lists/redirections and word expansion;
 - :mod:`.python` reads Python code (snippets, ``.py`` patcher files) with :mod:`ast`;
   :mod:`.pysnippet` is its strict form for the import's literal ``replace`` edits;
@@ -80,12 +81,12 @@ def analyse_shell(
     Raises:
         ShellSyntaxError: an unterminated here-document (``path:line``).
     """
-    from . import commands  # noqa: F401  (registers the handlers)
+    from .handlers import COMMANDS
     from .syntax import parse_shell
     from .walk import Walker
 
     source = parse_shell(text, path)
-    walker = Walker(source, path, engines or EngineNames.build(), root)
+    walker = Walker(source, path, engines or EngineNames.build(), root, commands=COMMANDS)
     result = walker.run()
     result.modifications = _finish(walker, result.modifications)
     result.installs = list(walker.installs)
@@ -109,13 +110,15 @@ def analyse_python(
 ) -> ScriptAnalysis:
     """The modifications a Python patcher file makes (writes, copies, removals, edits of
     engine files; commands it runs; ``PYTHONPATH`` it sets)."""
-    from . import commands  # noqa: F401
+    from .handlers import COMMANDS
     from .handlers.installs import python_effects
     from .python import read_python
     from .syntax import parse_shell
     from .walk import Cmd, Walker
 
-    walker = Walker(parse_shell("", path), path, engines or EngineNames.build(), root)
+    walker = Walker(
+        parse_shell("", path), path, engines or EngineNames.build(), root, commands=COMMANDS
+    )
     walker.result.kind = "python"
     if "patchbay-reviewed" in text:
         _python_annotations(walker, text)

@@ -1,8 +1,10 @@
-"""The commands that change an engine, one handler per command family.
+"""The commands that change an engine: the handler registry and the dispatch to it.
 
-Each handler gets the walker and one expanded :class:`~.walk.Cmd`, records the modifications it
-makes (:meth:`~.walk.Walker.emit`) and returns what it prints (for pipes and ``$(...)``). A
-command without a handler only counts through its redirections (``> file``).
+Each handler (one module per command family in :mod:`.handlers`, registered with
+:func:`handles`) gets the walker and one expanded :class:`~.walk.Cmd`, records the modifications
+it makes (:meth:`~.walk.Walker.emit`) and returns what it prints (for pipes and ``$(...)``). A
+command without a handler only counts through its redirections (``> file``). The walk reaches
+:func:`run_command` through the table it is given (:data:`.handlers.COMMANDS`).
 """
 
 from __future__ import annotations
@@ -305,7 +307,3 @@ def _written_arg(cmd: Cmd, val: Val) -> str | None:
         if data == val.text or ("$" in data and data.endswith(posixpath.basename(val.text))):
             return data
     return None
-
-
-# the handlers register themselves on import
-from .handlers import diffs, files, installs, shell  # noqa: E402,F401

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .commands import environment_change, run_command
 from .engines import EngineNames
+from .handlers import COMMANDS
 from .model import Mechanism, ScriptAnalysis
 from .syntax import Node, parse_dockerfile, parse_shell
 from .values import Val
@@ -24,7 +25,7 @@ def analyse_dockerfile(
 ) -> ScriptAnalysis:
     """The modifications a Dockerfile makes (see the module docstring)."""
     data, tree = parse_dockerfile(text)
-    walker = Walker(parse_shell("", path), path, engines, root)
+    walker = Walker(parse_shell("", path), path, engines, root, commands=COMMANDS)
     walker.result.kind = "dockerfile"
     walker.note_annotations(parse_shell(text, path))
 

@@ -235,10 +235,8 @@ class ListsMixin:
         return None
 
     def commands_write(self, out: Val, node: Node, before: int) -> None:
-        from .commands import write_file
-
         cmd = self.make_cmd("{", [], node, None)
-        write_file(self, cmd, out, ">")
+        self.commands.write_file(self, cmd, out, ">")
 
 
 def same_place(a: Modification, b: Modification) -> bool:

@@ -10,6 +10,7 @@ them (``<<-`` strips leading tabs), the statements of a node, and syntax errors 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -144,3 +145,12 @@ def parse_dockerfile(text: str) -> tuple[bytes, Tree]:
 def statements(node: Node) -> list[Node]:
     """The named children of a block that are statements (comments and tokens left out)."""
     return [c for c in node.named_children if c.type != "comment"]
+
+
+def iter_nodes(node: Node) -> Iterator[Node]:
+    """Every node of the tree under ``node``, ``node`` first, in source order."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))

@@ -15,7 +15,8 @@ from __future__ import annotations
 import glob as globbing
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from .engines import EngineNames
@@ -38,6 +39,17 @@ _DUP = re.compile(r">&\s*-?\d*$")
 _REDIRECT_OP = re.compile(r"^\d*(&>>|&>|>>|>\||>|<)")
 
 
+@dataclass(frozen=True)
+class CommandTable:
+    """What the walk dispatches each command to: :data:`.handlers.COMMANDS`, the functions of
+    :mod:`.commands` with every handler registered (passed in, so the walk imports no handler)."""
+
+    run_command: Callable[[Walker, Cmd], Stream | None]
+    inert_command: Callable[[str], bool]
+    environment_change: Callable[..., None]
+    write_file: Callable[..., None]
+
+
 class Walker(ListsMixin, WordsMixin):
     """Walks one script (and what it sources) and collects its modifications.
 
@@ -47,12 +59,20 @@ class Walker(ListsMixin, WordsMixin):
         engines: what counts as an engine.
         root: the repository, to follow ``source``/``bash other.sh`` and read checked-in files
             (None: nothing is followed).
+        commands: what each command is dispatched to (:data:`.handlers.COMMANDS`).
     """
 
     def __init__(
-        self, source: Source, path: str, engines: EngineNames, root: Path | None = None
+        self,
+        source: Source,
+        path: str,
+        engines: EngineNames,
+        root: Path | None = None,
+        *,
+        commands: CommandTable,
     ) -> None:
         self.src = source
+        self.commands = commands
         self.path = path
         self.engines = engines
         self.root = root
@@ -570,7 +590,7 @@ class Walker(ListsMixin, WordsMixin):
         cmd.raw = self.src.text(name_node)
         cmd.redirects = redirects
         cmd.name = self.interpreter_name(name_val, cmd)
-        return commands.run_command(self, cmd) or Stream()
+        return self.commands.run_command(self, cmd) or Stream()
 
     def inert(self, node: Node) -> bool:
         """A command that changes nothing whatever its words are, judged on its bytes without
@@ -586,7 +606,7 @@ class Walker(ListsMixin, WordsMixin):
         if _LITERAL_NAME.fullmatch(name) is None:
             return False
         base = name.rsplit(b"/", 1)[-1].decode("ascii")
-        if base in self.functions or not commands.inert_command(base):
+        if base in self.functions or not self.commands.inert_command(base):
             return False
         return _MAY_ACT.search(data, node.start_byte, node.end_byte) is None
 
@@ -670,7 +690,9 @@ class Walker(ListsMixin, WordsMixin):
             value = (previous[0] if previous else Val("")) + value
         self.set_var(name, [value], line)
         before = previous[0].text if previous else ""
-        commands.environment_change(self, name, value, line, self.src.text(node), before=before)
+        self.commands.environment_change(
+            self, name, value, line, self.src.text(node), before=before
+        )
 
     def declaration(self, node: Node) -> Stream:
         kind = node.children[0].type if node.children else ""
@@ -773,15 +795,4 @@ class Walker(ListsMixin, WordsMixin):
         return self._root_text
 
 
-def iter_nodes(node: Node) -> Iterator[Node]:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(reversed(n.children))
-
-
-__all__ = ["Cmd", "FileInfo", "Stdin", "Stream", "Walker", "display"]
-
-# the handlers import the walker; the walker reaches them through the module once both exist
-from . import commands  # noqa: E402
+__all__ = ["Cmd", "CommandTable", "FileInfo", "Stdin", "Stream", "Walker", "display"]

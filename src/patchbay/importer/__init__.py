@@ -17,6 +17,8 @@ The layout:
 - ``convert.py``: rows and outcomes of the script's statements, modifications to drafts;
 - ``patches.py``: one function per mechanism (diff, Python ``replace`` edits, pip, artifact,
   rebuild, and what is never converted);
+- ``conversion.py``: what those functions see of the converter (the statement's context, the
+  outcomes they record);
 - ``drafts.py``: the draft patches and per-command outcomes;
 - ``refs.py``: upstream references (URLs, ``owner/repo#N``, ``project #N``) in comments;
 - ``writer.py``: targets, ids, ``patchset.yaml``, patch files and ``IMPORT-NOTES.md``.

@@ -11,26 +11,19 @@ for, or that sits in a function the script never calls, is listed as not convert
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..analysis import Mechanism, Modification, ScriptAnalysis
 from ..analysis.syntax import Node, Source
 from ..analysis.values import display
 from . import patches
+from .conversion import Context
 from .drafts import DiffDraft, Draft, Outcome, OutcomeKind, ReplaceDraft, Row, WalkResult
 from .refs import find_refs
 from .statements import describe
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-@dataclass
-class Context:
-    """Where a statement sits: the comments above it and the function call it runs in."""
-
-    comments: list[str] = field(default_factory=list)
-    via: int | None = None
 
 
 def _norm(name: str) -> str:

@@ -14,7 +14,6 @@ import hashlib
 import posixpath
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -23,11 +22,9 @@ from ..analysis import Mechanism, Modification
 from ..analysis.values import display
 from ..diff.parse import parse_diff
 from ..errors import InputError
+from .conversion import Context, Conversion
 from .drafts import ArtifactDraft, CommandDraft, DiffDraft, PipDraft, ReplaceDraft
 from .refs import github_source
-
-if TYPE_CHECKING:
-    from .convert import Context, Converter
 
 _REPLACE_REMARK = (
     "Python `str.replace` changes every occurrence of the old text; a `replace` edit expects "
@@ -53,7 +50,7 @@ def site_rel(path: str | None) -> str | None:
 # ---------------------------------------------------------------------------- diffs
 
 
-def diff(c: Converter, mod: Modification, ctx: Context) -> None:
+def diff(c: Conversion, mod: Modification, ctx: Context) -> None:
     facts = mod.details
     tool = mod.tool
     label = str(facts.get("patch_file") or "standard input")
@@ -182,7 +179,7 @@ def diff(c: Converter, mod: Modification, ctx: Context) -> None:
     c.add(draft, mod, ctx, f"{what}, applied with {tool}", preamble.decode("utf-8", "replace"))
 
 
-def remote_diff(c: Converter, mod: Modification, ctx: Context) -> None:
+def remote_diff(c: Conversion, mod: Modification, ctx: Context) -> None:
     url = mod.url or ""
     source = github_source(url)
     root = site_rel(mod.target.path if mod.target else None)
@@ -219,7 +216,7 @@ def remote_diff(c: Converter, mod: Modification, ctx: Context) -> None:
 # ---------------------------------------------------------------------------- Python edits
 
 
-def python_edits(c: Converter, mods: list[Modification], ctx: Context) -> None:
+def python_edits(c: Conversion, mods: list[Modification], ctx: Context) -> None:
     """The modifications of one Python snippet: one ``replace`` draft, or why not."""
     mod = mods[0]
     facts = mod.details
@@ -314,7 +311,7 @@ def _helpers_only(code: str, mods: list[Modification]) -> bool:
     return all(m.edits and all(old for old, _ in m.edits) for m in mods)
 
 
-def helper_edits(c: Converter, mods: list[Modification], ctx: Context) -> None:
+def helper_edits(c: Conversion, mods: list[Modification], ctx: Context) -> None:
     """A ``replace`` draft from edits the snippet makes through its helper functions."""
     edits: list[tuple[str, str, str, int | None]] = []
     for mod in mods:
@@ -395,7 +392,7 @@ _PIP_QUIET = {
 }
 
 
-def pip(c: Converter, mods: list[Modification], ctx: Context, engine: dict[int, bool]) -> None:
+def pip(c: Conversion, mods: list[Modification], ctx: Context, engine: dict[int, bool]) -> None:
     """The requirements of one ``pip install``: a ``pip`` draft each, or why not."""
     facts = mods[0].details
     options: dict[str, str] = dict(facts.get("options") or {})  # type: ignore[arg-type]
@@ -507,7 +504,7 @@ def pip(c: Converter, mods: list[Modification], ctx: Context, engine: dict[int, 
 # ---------------------------------------------------------------------------- files
 
 
-def artifact(c: Converter, mods: list[Modification], ctx: Context) -> None:
+def artifact(c: Conversion, mods: list[Modification], ctx: Context) -> None:
     """Downloads into the engine (those of one unrolled loop share one draft)."""
     files: list[tuple[str, str]] = []
     notes: list[str] = []
@@ -548,7 +545,7 @@ def artifact(c: Converter, mods: list[Modification], ctx: Context) -> None:
         c.record(mod, ctx, "converted", "a download into the engine (same loop)", draft=draft)
 
 
-def rebuild(c: Converter, mod: Modification, ctx: Context) -> None:
+def rebuild(c: Conversion, mod: Modification, ctx: Context) -> None:
     """A rebuild after engine files were removed: a ``command`` draft with its ``remove``."""
     removal = c.removal
     c.removal = []
@@ -596,7 +593,7 @@ def rebuild(c: Converter, mod: Modification, ctx: Context) -> None:
         )
 
 
-def unconvertible(c: Converter, mod: Modification, ctx: Context) -> None:
+def unconvertible(c: Conversion, mod: Modification, ctx: Context) -> None:
     """What the import never converts: in-place edits, whole-file writes, copies, clones,
     injection; said with the statement's own words."""
     m = mod.mechanism

@@ -23,6 +23,7 @@ One module per concern:
 - :mod:`.files` — which files of a folder are waivers (not documentation, not translations);
 - :mod:`.frontmatter` — the YAML front matter (:class:`FrontMatter`);
 - :mod:`.body` — the Markdown body: where the four fields are, in every layout;
+- :mod:`.segments` — the body's text segments (a line or a table cell and its fields);
 - :mod:`.plain` — the fast path for plain Markdown (what ``waiver new`` writes);
 - :mod:`.fields` — the four fields, the labels that name them, what was found for each;
 - :mod:`patchbay.patchset.placeholders` — blanks left to fill (outside this package: `validate` and

@@ -4,7 +4,7 @@ columns: the layouts teams already use), and the text segments each field holds.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -12,6 +12,7 @@ from ..patchset.placeholders import placeholder_in
 from .fields import FIELDS, META_LABELS, FieldResult, Placeholder, field_matches, normalise_label
 from .plain import plain_tokens
 from .references import Reference
+from .segments import Segment
 
 
 @dataclass
@@ -22,24 +23,6 @@ class Location:
     kind_order: int  # heading before label before table column
     line: int
     where: str
-
-
-@dataclass
-class Segment:
-    """One line of text (or one table cell) and the fields it belongs to."""
-
-    line: int
-    fields: tuple[str, ...]
-    text: str  # plain text, code spans removed
-    outside_links: str  # the same without link texts (for `project #N`)
-    hrefs: list[str] = field(default_factory=list)
-    html: list[str] = field(default_factory=list)
-    row: str | None = None
-    # a cell shared by the upstream field and others: its blanks are upstream's (the other
-    # fields' part is the text that was written)
-    shared_upstream: bool = False
-    code: bool = False
-    code_spans: list[str] = field(default_factory=list)  # `...` contents (paths, commands)
 
 
 @lru_cache(maxsize=1)

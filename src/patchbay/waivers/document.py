@@ -1,5 +1,6 @@
-"""A waiver document: :class:`Waiver`, :func:`parse_waiver`, :func:`read_waiver_text` and
-:func:`read_waivers`."""
+"""A waiver document: :class:`Waiver`, :func:`parse_waiver`, :func:`read_waiver_text`,
+:func:`read_waivers`, and :func:`read_front_matter`, which validates the parsed front matter
+(:mod:`.frontmatter`) into a :class:`Waiver`."""
 
 from __future__ import annotations
 
@@ -8,12 +9,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ..errors import InputError
-from ..patchset.yamlfile import parse_yaml
+from ..patchset.placeholders import placeholder_in
+from ..patchset.validation import convert, problem_of
+from ..patchset.yamlfile import YamlDocument, parse_yaml
 from .body import BodyParser, field_result, upstream_elsewhere
 from .fields import FIELDS, FieldResult, Placeholder
 from .files import waiver_files
-from .frontmatter import FrontMatter, plain_yaml, read_front_matter, split_front_matter
+from .frontmatter import FrontMatter, plain_yaml, split_front_matter
 from .paths import NamedPath, named_paths
 from .references import Reference, find_references
 
@@ -156,3 +161,44 @@ def read_waivers(
     return [
         parse_waiver(path, names=names, projects=projects) for path in waiver_files(folder).waivers
     ]
+
+
+def read_front_matter(waiver: Waiver, doc: YamlDocument) -> None:
+    """Validate the parsed front matter into ``waiver`` (its id, key lines, placeholders).
+
+    Raises:
+        InputError: not a mapping, an unknown key or a value of the wrong type (``file:line``).
+    """
+    path = waiver.path
+    data = doc.data
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError("waiver front matter must be a YAML mapping", file=path, line=2)
+    waiver.key_lines = {k[0] if len(k) == 1 else k: v for k, v in doc.lines.items() if k}
+    clean: dict[str, Any] = {}
+    for key, value in data.items():
+        line = doc.line_of((key,)) or 2
+        if isinstance(value, str) and (blank := placeholder_in(value)):
+            waiver.placeholders.append(Placeholder(line, blank, str(key)))
+            continue
+        if key == "patches" and isinstance(value, list):
+            kept = []
+            for n, item in enumerate(value):
+                if isinstance(item, str) and (blank := placeholder_in(item)):
+                    item_line = doc.line_of((key, n)) or line
+                    waiver.placeholders.append(Placeholder(item_line, blank, "patches"))
+                else:
+                    kept.append(item)
+            value = kept
+        clean[key] = value
+    try:
+        waiver.front_matter = convert(clean, FrontMatter)
+    except msgspec.ValidationError as exc:
+        loc, msg = problem_of(exc, FrontMatter, clean)
+        where = ".".join(str(p) for p in loc) or "front matter"
+        raise InputError(
+            f"waiver front matter: {where}: {msg}", file=path, line=doc.line_of(loc) or 2
+        ) from None
+    if waiver.front_matter.id:
+        waiver.id = waiver.front_matter.id

@@ -1,23 +1,17 @@
 """The YAML front matter of a waiver: the machine fields (id, patches, owner, dates, status,
-approval), read with PyYAML or, for the plain form ``patchbay waiver new`` writes, without it."""
+approval), where the front matter ends, and a reader without PyYAML for the plain form
+``patchbay waiver new`` writes (:func:`.document.read_front_matter` validates the fields)."""
 
 from __future__ import annotations
 
 import re
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-from ..errors import InputError
-from ..patchset.placeholders import placeholder_in
-from ..patchset.validation import convert, problem_of
 from ..patchset.yamlfile import YamlDocument
-from .fields import Placeholder
-
-if TYPE_CHECKING:
-    from .document import Waiver
 
 ID_PATTERN = (
     r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z"  # the id format of patches (model.py), for waivers too
@@ -150,44 +144,3 @@ def plain_yaml(text: str, path: Path, first_line: int) -> YamlDocument | None:
     if not data:
         return None
     return YamlDocument(path=path, data=data, lines=lines)
-
-
-def read_front_matter(waiver: Waiver, doc: YamlDocument) -> None:
-    """Validate the parsed front matter into ``waiver`` (its id, key lines, placeholders).
-
-    Raises:
-        InputError: not a mapping, an unknown key or a value of the wrong type (``file:line``).
-    """
-    path = waiver.path
-    data = doc.data
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise InputError("waiver front matter must be a YAML mapping", file=path, line=2)
-    waiver.key_lines = {k[0] if len(k) == 1 else k: v for k, v in doc.lines.items() if k}
-    clean: dict[str, Any] = {}
-    for key, value in data.items():
-        line = doc.line_of((key,)) or 2
-        if isinstance(value, str) and (blank := placeholder_in(value)):
-            waiver.placeholders.append(Placeholder(line, blank, str(key)))
-            continue
-        if key == "patches" and isinstance(value, list):
-            kept = []
-            for n, item in enumerate(value):
-                if isinstance(item, str) and (blank := placeholder_in(item)):
-                    item_line = doc.line_of((key, n)) or line
-                    waiver.placeholders.append(Placeholder(item_line, blank, "patches"))
-                else:
-                    kept.append(item)
-            value = kept
-        clean[key] = value
-    try:
-        waiver.front_matter = convert(clean, FrontMatter)
-    except msgspec.ValidationError as exc:
-        loc, msg = problem_of(exc, FrontMatter, clean)
-        where = ".".join(str(p) for p in loc) or "front matter"
-        raise InputError(
-            f"waiver front matter: {where}: {msg}", file=path, line=doc.line_of(loc) or 2
-        ) from None
-    if waiver.front_matter.id:
-        waiver.id = waiver.front_matter.id

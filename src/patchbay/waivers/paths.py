@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-if TYPE_CHECKING:
-    from .body import Segment
+from .segments import Segment
 
 # a relative or absolute path with at least one folder (`...` stands for elided folders), or a
 # bare name with a script suffix (.sh, .bash, .zsh, .ksh, .py); not a URL, not `owner/repo#N`,

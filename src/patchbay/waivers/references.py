@@ -6,10 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .body import Segment
+from .segments import Segment
 
 
 @dataclass(frozen=True)

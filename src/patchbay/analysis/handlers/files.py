@@ -121,6 +121,13 @@ def cmd_perl(w: Walker, cmd: Cmd) -> Stream | None:
     return None
 
 
+@handles("awk", "gawk")
+def cmd_awk(w: Walker, cmd: Cmd) -> Stream | None:
+    if any("inplace" in a for a in cmd.args):
+        return cmd_awk_inplace(w, cmd)
+    return cmd_filter(w, cmd)
+
+
 def cmd_awk_inplace(w: Walker, cmd: Cmd) -> Stream | None:
     positional, _, _ = split_options(cmd.words, {"-i", "--include", "-v", "-f", "-F"})
     edit_files(

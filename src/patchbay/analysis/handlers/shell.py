@@ -166,12 +166,10 @@ def cmd_cat(w: Walker, cmd: Cmd) -> Stream | None:
     return None
 
 
-@handles("grep", "egrep", "awk", "cut", "head", "tail", "tr", "xargs-echo", "sort", "uniq", "gawk")
+@handles("grep", "egrep", "cut", "head", "tail", "tr", "xargs-echo", "sort", "uniq")
 def cmd_filter(w: Walker, cmd: Cmd) -> Stream | None:
-    if cmd.name in ("awk", "gawk") and any("inplace" in a for a in cmd.args):
-        from .files import cmd_awk_inplace
-
-        return cmd_awk_inplace(w, cmd)
+    """A filter: it prints what it reads (nothing for ``grep -q``). ``awk`` and ``sed``
+    without in-place editing come here from their handlers in :mod:`.files`."""
     if cmd.name == "grep" and any(a in ("-q", "--quiet", "-l", "-c") for a in cmd.args):
         return None
     if cmd.stdin is not None:
