@@ -27,7 +27,6 @@ KNOWN_CYCLES: list[list[str]] = [
 ]  # fmt: skip
 KNOWN_LONG = {
     "patchbay.apply.engine",
-    "patchbay.apply.transaction",
     "patchbay.kinds.pip",
     "patchbay.patchset.model",
     "patchbay.upstream.github",

@@ -48,21 +48,21 @@ from ..kinds.base import FileChange, aggregate
 from ..kinds.diffwrite import permissions, process_umask
 from ..options import RunOptions
 from ..patchset.model import Patchset
-from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
-from .noop import identity as noop_identity
-from .statelock import not_entered, state_lock, unwritable
-from .transaction import (
+from .journal import (
     ENTRY_BYTES,
     MANIFEST,
     MAX_ID,
-    Transaction,
     fault_point,
     folder_item_ok,
     folders_above,
     put_folder_back,
-    recover,
     write_atomic,
 )
+from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
+from .noop import identity as noop_identity
+from .recovery import recover
+from .statelock import not_entered, state_lock, unwritable
+from .transaction import Transaction
 
 
 class PatchStatus(str, Enum):
