@@ -2,7 +2,7 @@
 what is left.
 
 A killed run is a subprocess started with ``PATCHBAY_TEST_FAULT=kill@<point>:<n>`` (see
-``patchbay/apply/transaction.py``: the process sends itself SIGKILL the n-th time it reaches the
+``patchbay/apply/journal.py``: the process sends itself SIGKILL the n-th time it reaches the
 point; ``fail@...`` raises an OSError there instead, so ``fail@A,kill@B`` kills a run inside
 its own rollback). Points are listed by a clean run with ``PATCHBAY_TEST_FAULT_LOG``. A timed
 kill (SIGKILL to the whole process group after a delay) reaches places no named point marks,
@@ -39,7 +39,7 @@ import yaml
 
 from inprocess import run_main
 from patchbay.apply.ledger import Ledger, sha256_bytes
-from patchbay.apply.transaction import recover
+from patchbay.apply.recovery import recover
 
 PATCHSET_NAME = "faults"
 TIMEOUT = 60.0
@@ -296,7 +296,7 @@ def run_scenario(
     ``command``: ``apply`` on the pristine tree, or ``revert`` on the applied one (which must
     then end applied or reverted, and the next revert and apply must work).
     ``recover_first``: judge the tree right after the library's recovery; otherwise the next
-    run recovers by itself (both paths are the one :func:`patchbay.apply.transaction.recover`).
+    run recovers by itself (both paths are the one :func:`patchbay.apply.recovery.recover`).
     """
     name = f"{command} {fault or f'timed {delay:.3f}s'}"
     out = Outcome(name + (" (state on /dev/shm)" if other_fs else ""))

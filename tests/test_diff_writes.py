@@ -23,7 +23,7 @@ import pytest
 
 from conftest import write_patchset
 from inprocess import run_main
-from patchbay.apply import engine, transaction
+from patchbay.apply import engine, journal
 from patchbay.apply.engine import apply_patchset
 from patchbay.apply.ledger import Ledger, sha256_bytes
 from patchbay.apply.revert import revert_patchset
@@ -429,7 +429,7 @@ def test_a_folder_a_run_empties_and_makes_again_gets_its_own_mode_and_owner_back
     pristine, owners = _tree(site), _owners(site)
     if undo == "rollback":
         monkeypatch.setenv("PATCHBAY_TEST_FAULT", "fail@ledger-written:1")
-        monkeypatch.setattr(transaction, "_FAULT_HITS", {})  # counted per process
+        monkeypatch.setattr(journal, "_FAULT_HITS", {})  # counted per process
         res = run_main("apply", ps, "--root", site)
         assert res.code == 1 and "every file this run touched was restored" in res.err, res.err
     else:

@@ -22,11 +22,12 @@ import pytest
 
 from conftest import write_patchset
 from inprocess import run_main
-from patchbay.apply import transaction
+from patchbay.apply import journal
 from patchbay.apply.engine import apply_patchset
 from patchbay.apply.ledger import Ledger
+from patchbay.apply.recovery import Rollback, recover
 from patchbay.apply.revert import revert_patchset
-from patchbay.apply.transaction import Rollback, Transaction, recover
+from patchbay.apply.transaction import Transaction
 from patchbay.environment.targets import resolve_environment
 from patchbay.errors import PatchbayError
 from patchbay.patchset.loading import load_patchset
@@ -147,8 +148,8 @@ def killable(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]
         self._done = True
         if self._manifest is not None:
             self._manifest.close()
-            transaction._release_staging_id(self.id)
-        transaction._LIVE_STAGING.clear()
+            journal._release_staging_id(self.id)
+        journal._LIVE_STAGING.clear()
         return Rollback()
 
     monkeypatch.setattr(os, "kill", kill)
@@ -156,7 +157,7 @@ def killable(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]
 
     def arm(fault: str) -> None:
         killed.clear()
-        monkeypatch.setattr(transaction, "_FAULT_HITS", {})  # counted per process
+        monkeypatch.setattr(journal, "_FAULT_HITS", {})  # counted per process
         monkeypatch.setenv("PATCHBAY_TEST_FAULT", fault)
 
     yield arm
@@ -165,7 +166,7 @@ def killable(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]
 def _points(run: Callable[[], object], log: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every fault point ``run`` (a clean apply or revert) reaches, in order, as
     ``<point>:<n>``."""
-    monkeypatch.setattr(transaction, "_FAULT_HITS", {})
+    monkeypatch.setattr(journal, "_FAULT_HITS", {})
     monkeypatch.setenv("PATCHBAY_TEST_FAULT_LOG", str(log))
     run()
     monkeypatch.delenv("PATCHBAY_TEST_FAULT_LOG")
@@ -275,7 +276,7 @@ def test_with_the_state_folder_on_another_filesystem_the_originals_are_kept_outs
     its place), and apply, a failed apply and revert all leave the tree they should."""
     site, ps = _setup(tmp_path, direction)
     pristine = _state(site)
-    monkeypatch.setattr(transaction, "_FAULT_HITS", {})
+    monkeypatch.setattr(journal, "_FAULT_HITS", {})
     monkeypatch.setenv("PATCHBAY_TEST_FAULT", "fail@batch-written:1")
     res = run_main("apply", ps, "--root", site, "--state-dir", other_fs)
     assert res.code == 1 and "every file this run touched was restored" in res.err, res.err

@@ -16,7 +16,9 @@ import pytest
 
 from conftest import REPO, Engine, Result, diff_patch, run_cli, snapshot, write_patchset
 from inprocess import run_main
-from patchbay.apply.transaction import JOURNAL_FORMAT, Transaction, recover, write_atomic
+from patchbay.apply.journal import JOURNAL_FORMAT, write_atomic
+from patchbay.apply.recovery import recover
+from patchbay.apply.transaction import Transaction
 from patchbay.errors import ApplyFailed
 
 
@@ -57,7 +59,8 @@ def test_commit_keeps_changes_and_drops_journal(tmp_path: Path) -> None:
 KILLED_RUN = """
 import os, sys
 from pathlib import Path
-from patchbay.apply.transaction import Transaction, write_atomic
+from patchbay.apply.journal import write_atomic
+from patchbay.apply.transaction import Transaction
 txn = Transaction(Path(sys.argv[1]), [Path(sys.argv[2])])
 for name in sys.argv[3:]:
     path = Path(name)
@@ -496,7 +499,8 @@ def test_an_existing_store_entry_is_never_an_original_to_rename_back(tmp_path: P
 KILLED_STORE_RUN = """
 import hashlib, os, sys
 from pathlib import Path
-from patchbay.apply.transaction import Transaction, write_atomic
+from patchbay.apply.journal import write_atomic
+from patchbay.apply.transaction import Transaction
 root, state = Path(sys.argv[1]), Path(sys.argv[2])
 txn = Transaction(state / "journal", [root, state], store=state / "blobs")
 for name in sys.argv[3:]:
@@ -627,7 +631,8 @@ def test_a_file_where_the_journal_goes_is_refused_by_name(tmp_path: Path, comman
 KILLED_STAGED_RUN = """
 import os, sys
 from pathlib import Path
-from patchbay.apply.transaction import Transaction, staging_file
+from patchbay.apply.journal import staging_file
+from patchbay.apply.transaction import Transaction
 path = Path(sys.argv[2])
 txn = Transaction(Path(sys.argv[1]), [path.parent])
 txn.save(path)

@@ -74,7 +74,7 @@ def write_output_file(path: Path, data: str | bytes) -> None:
     Raises:
         OSError: the folder or the file could not be written (the caller names the option).
     """
-    from .apply.transaction import write_atomic
+    from .apply.journal import write_atomic
     from .printable import printable
 
     if isinstance(data, str):

@@ -39,15 +39,13 @@ from .folders import (
     space_needed,
 )
 from .interrupted import interrupted, journal_roots, recover_interrupted
+from .journal import fault_point
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .plan import load_patches, make_plan
 from .results import BLOCKING, ApplyResult, PatchReport, PatchStatus, Plan
 from .revert import entries_to_revert, revert_entries
 from .statelock import state_lock
-from .transaction import (
-    Transaction,
-    fault_point,
-)
+from .transaction import Transaction
 
 
 def upgrade_command(plan: Plan) -> str:

@@ -14,15 +14,9 @@ from ..environment.paths import PathRejected, resolve_under
 from ..environment.targets import Environment
 from ..kinds.base import FileChange
 from ..kinds.diffwrite import permissions, process_umask
+from .journal import ENTRY_BYTES, MAX_ID, folder_item_ok, folders_above, put_folder_back
 from .ledger import FileRecord, Ledger
-from .transaction import (
-    ENTRY_BYTES,
-    MAX_ID,
-    Transaction,
-    folder_item_ok,
-    folders_above,
-    put_folder_back,
-)
+from .transaction import Transaction
 
 
 def space_needed(
@@ -91,7 +85,7 @@ def mode_before(rec: FileRecord) -> int | None:
 
 
 def folder_items_above(path: Path, root: Path) -> list[list[Any]]:
-    """:func:`~patchbay.apply.transaction.folders_above`, root-relative (as the ledger keeps
+    """:func:`~patchbay.apply.journal.folders_above`, root-relative (as the ledger keeps
     paths)."""
     cut = len(str(root).rstrip(os.sep)) + 1
     return [[f[cut:], *rest] for f, *rest in folders_above(str(path), root)]

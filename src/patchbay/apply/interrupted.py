@@ -12,11 +12,9 @@ from ..environment.targets import Environment
 from ..errors import RefusedError
 from ..kinds import KINDS
 from ..patchset.model import Patchset
+from .journal import MANIFEST
+from .recovery import recover
 from .statelock import not_entered, unwritable
-from .transaction import (
-    MANIFEST,
-    recover,
-)
 
 
 def interrupted(env: Environment) -> bool:
@@ -76,7 +74,7 @@ def recover_interrupted(env: Environment, patchset: Patchset) -> list[Path]:
 
 
 def finish_journal(state_dir: Path, roots: list[Path], *, python: str | None = None) -> list[Path]:
-    """Recover the journal of ``state_dir`` (see :func:`patchbay.apply.transaction.recover`)
+    """Recover the journal of ``state_dir`` (see :func:`patchbay.apply.recovery.recover`)
     with the lock held; returns the restored paths.
 
     Args:

@@ -25,8 +25,9 @@ from typing import Any
 import msgspec
 
 from ..errors import InputError
+from .journal import fault_point, fsync_dir, write_atomic
 from .noop import IDENTITY_KEY
-from .transaction import Transaction, fault_point, fsync_dir, write_atomic
+from .transaction import Transaction
 
 LEDGER_FORMAT = 1
 

@@ -26,12 +26,10 @@ from .folders import (
     space_needed,
 )
 from .interrupted import journal_roots, recover_interrupted
+from .journal import write_atomic
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_or_none
 from .statelock import state_lock
-from .transaction import (
-    Transaction,
-    write_atomic,
-)
+from .transaction import Transaction
 
 
 class RevertResult(msgspec.Struct):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..environment.paths import unwritable
 from ..errors import RefusedError
-from .transaction import MANIFEST
+from .journal import MANIFEST
 
 POLL_SECONDS = 0.05
 """How often a waiting run tries the lock again."""

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from .. import __version__
 from ..apply.interrupted import finish_journal
+from ..apply.journal import write_atomic
 from ..apply.ledger import FileRecord, Ledger, LedgerEntry, sha256_or_none
 from ..apply.statelock import state_lock
-from ..apply.transaction import Transaction, write_atomic
+from ..apply.transaction import Transaction
 
 
 @dataclass

@@ -35,10 +35,11 @@ from pathlib import Path
 import msgspec
 
 from ..apply.check import CheckResult, Verdict, check_patchset
+from ..apply.journal import write_atomic
 from ..apply.ledger import Ledger, sha256_bytes
 from ..apply.plan import load_patches, make_plan
 from ..apply.results import PatchStatus
-from ..apply.transaction import Transaction, write_atomic
+from ..apply.transaction import Transaction
 from ..diff.gitapply import run_git
 from ..diff.gitdiff import FileVersions, write_diff
 from ..environment.paths import inside

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from ..apply.journal import write_atomic
 from ..apply.ledger import sha256_bytes
-from ..apply.transaction import write_atomic
 from ..diff.identity import diff_identity
 from ..diff.parse import git_header_names, parse_diff
 from ..environment.paths import PathRejected

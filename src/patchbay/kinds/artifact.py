@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from ..apply.journal import write_atomic
 from ..apply.ledger import sha256_bytes
-from ..apply.transaction import write_atomic
 from ..carry.fetch import cached, fetch_pinned
 from ..diff.hunks import HunkResult, HunkState
 from ..errors import InputError

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..apply.transaction import fault_point, write_atomic
+from ..apply.journal import fault_point, write_atomic
 
 if TYPE_CHECKING:
     from ..environment.tree import Tree
@@ -152,13 +152,13 @@ def _write_file(
     path: Path, data: bytes, mode: int, replacing: bool, owner: tuple[int, int] | None = None
 ) -> None:
     """Write ``data`` to ``path`` with permission bits ``mode`` through
-    :func:`~patchbay.apply.transaction.write_atomic`: complete under a temporary name first, then
+    :func:`~patchbay.apply.journal.write_atomic`: complete under a temporary name first, then
     under its own (``replacing``: after the old file is unlinked, as ``git apply`` does), so no
     reader sees a half-written file and the old inode (the journal's hard link to the
     original) is never written to.
 
     Raises:
-        OSError: as :func:`~patchbay.apply.transaction.write_atomic`.
+        OSError: as :func:`~patchbay.apply.journal.write_atomic`.
     """
     write_atomic(path, data, mode=mode, unlink_first=replacing, owner=owner)
 

@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ..apply.journal import write_atomic
 from ..apply.ledger import sha256_bytes
-from ..apply.transaction import write_atomic
 from ..diff.hunks import HunkResult, HunkState
 from ..patchset.model import ReplaceEdit, ReplacePatch
 from .base import (

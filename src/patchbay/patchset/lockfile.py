@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..apply.transaction import write_atomic
+from ..apply.journal import write_atomic
 from ..errors import InputError
 from .inputfiles import MAX_YAML_BYTES, read_input_text
 from .model import PipPatch, relative_posix_path
