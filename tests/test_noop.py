@@ -263,7 +263,7 @@ from patchbay.cli import main
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
     code = main(sys.argv[1:])
-names = ("argparse", "patchbay.cli.parser", "patchbay.cli.handlers", "patchbay.apply.engine")
+names = ("argparse", "patchbay.cli.parser", "patchbay.cli.grammar.apply", "patchbay.apply.engine")
 print(json.dumps({"code": code, "out": out.getvalue(),
                   "parser": sorted(n for n in names if n in sys.modules)}))
 """
@@ -297,7 +297,7 @@ def test_the_plain_command_line_is_answered_before_the_parser_is_imported(
     # any other option takes the parser, and the same verified no-op behind it
     got = _cli_modules("apply", ps, "--root", root, "--lock-timeout", "5")
     assert (got["code"], got["out"]) == (0, nothing)
-    assert got["parser"] == ["argparse", "patchbay.cli.handlers", "patchbay.cli.parser"]
+    assert got["parser"] == ["argparse", "patchbay.cli.grammar.apply", "patchbay.cli.parser"]
     # what the check cannot verify goes to the full engine, which re-applies the reverted file
     (root / "demo_engine" / "worker.py").write_text(OLD)
     got = _cli_modules("apply", ps, "--root", root)

@@ -1,7 +1,7 @@
 """The ``patchbay`` command line: :func:`main` parses (the grammar is
-:mod:`patchbay.cli.parser`, on argparse), dispatches to the sub-command's handler
-(:mod:`patchbay.cli.handlers`) and turns expected failures into one line and an exit code; the
-work is in ``commands/`` and the library.
+:mod:`patchbay.cli.parser`, on argparse), dispatches to the sub-command's handler (its module
+in :mod:`patchbay.cli.grammar`) and turns expected failures into one line and an exit code;
+the work is in ``commands/`` and the library.
 
 A run builds only its own command's parser and imports only what that command needs
 (``patchbay --help`` imports neither msgspec, YAML, rich nor the patch kinds); each handler imports

@@ -1,0 +1,98 @@
+"""``patchbay audit``: its arguments, and its handler, which calls
+:mod:`patchbay.cli.commands.audit`."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..arguments import add_api, add_format, add_python, add_quiet, count, day, path
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``patchbay audit``'s arguments to its parser."""
+    p.add_argument("root", metavar="ROOT", nargs="?", type=path, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--repo",
+        metavar="DIR",
+        type=path,
+        help="repository to audit (default: .; `audit DIR` is the old spelling)",
+    )
+    add_format(
+        p,
+        choices=("table", "concise", "json", "github", "sarif"),
+        text="table (people), concise (path:line: CODE message), json, github (annotations) or "
+        "sarif; default: table",
+    )
+    p.add_argument(
+        "--fail-on",
+        metavar="LEVEL",
+        choices=("error", "warning", "note"),
+        help="lowest severity that makes the run exit 1: error, warning or note (default: the "
+        "configuration's, else error)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        type=path,
+        help="patchbay.toml or pyproject.toml (default: the one in the repository)",
+    )
+    p.add_argument("--output", "-o", metavar="FILE", type=path, help="write the report to FILE")
+    p.add_argument(
+        "--today", metavar="YYYY-MM-DD", type=day, help="judge review dates as of this date"
+    )
+    p.add_argument(
+        "--upstream",
+        action="store_true",
+        help="ask GitHub about every patch's upstream fix: PB501 when it is in the pin",
+    )
+    add_api(p, "GitHub API base for --upstream")
+    add_python(
+        p,
+        "with --upstream: the pinned image's interpreter; its files are content evidence for "
+        "PB501, as in `patchbay report --python`",
+    )
+    p.add_argument(
+        "--image-root",
+        metavar="DIR",
+        type=path,
+        help="with --upstream: the pinned image as an unpacked folder (as --root elsewhere)",
+    )
+    p.add_argument(
+        "--changed-since",
+        metavar="REF",
+        help="audit the change since the merge base of REF and HEAD (a pull request): script "
+        "findings of its files, and a waiver of its own for the patching it adds",
+    )
+    p.add_argument(
+        "--pr",
+        metavar="N",
+        type=count,
+        help="the pull request's number, for change-waiver (default: from GitHub Actions)",
+    )
+    add_quiet(p)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run ``patchbay audit`` with the parsed arguments."""
+    from ..commands import audit
+
+    if args.root is not None and args.repo is not None and args.root != args.repo:
+        from ...errors import InputError
+
+        raise InputError("give the repository once: --repo DIR (ROOT is its old spelling)")
+    from pathlib import Path
+
+    return audit.run(
+        args.repo or args.root or Path("."),
+        output_format=args.output_format,
+        fail_on=args.fail_on,
+        config=args.config,
+        output=args.output,
+        today=args.today,
+        upstream=args.upstream,
+        image_python=args.python,
+        image_root=args.image_root,
+        api_url=args.api_url,
+        changed_since=args.changed_since,
+        pull_request=args.pr,
+    )

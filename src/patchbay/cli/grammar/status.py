@@ -1,0 +1,44 @@
+"""``patchbay status``: its arguments, and its handler, which calls
+:mod:`patchbay.cli.commands.status`."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..arguments import (
+    add_format,
+    add_patchset,
+    add_probe,
+    add_python,
+    add_quiet,
+    add_record,
+    add_root,
+    add_state,
+)
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``patchbay status``'s arguments to its parser."""
+    add_patchset(p)
+    add_python(p)
+    add_root(p)
+    add_state(p)
+    add_format(p)
+    add_record(p)
+    add_probe(p)
+    add_quiet(p)
+
+
+def handle(args: argparse.Namespace) -> int:
+    """Run ``patchbay status`` with the parsed arguments."""
+    from ..commands import status
+
+    return status.run(
+        args.patchset,
+        python=args.python,
+        root=args.root,
+        state_dir=args.state_dir,
+        output_format=args.output_format,
+        record=args.record,
+        probe_timeout=args.probe_timeout,
+    )
