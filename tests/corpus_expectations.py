@@ -10,7 +10,7 @@ Sidecar lines (``#`` starts a comment; an empty file: the script must stay silen
   ``pinned`` (a checkout at a fixed commit that is built: the audit reports only moving refs);
 - ``error LINE``: the script cannot be read (an unterminated here-document at ``LINE``).
 
-Used by ``tests/test_corpus.py`` and ``benchmarks/bench_corpus.py``.
+Used by ``tests/audit/test_corpus.py`` and ``benchmarks/bench_corpus.py``.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ After each kill the scenario judges, with the library and the CLI:
   (after a killed revert: the next revert, then an apply); any miss is *unrecovered*;
 - no output holds a traceback; no run outlives its timeout (a *hang*).
 
-Used by ``tests/test_faults.py`` (a sample of the points) and ``benchmarks/fault_matrix.py``
+Used by ``tests/apply/test_faults.py`` (a sample of the points) and ``benchmarks/fault_matrix.py``
 (all of them).
 """
 

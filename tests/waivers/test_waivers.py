@@ -14,7 +14,7 @@ from conftest import REPO, dedent, run_cli, write_patchset
 from patchbay.errors import InputError
 from patchbay.waivers import parse_waiver, placeholder_in, read_waivers, waiver_files
 
-LEGACY = Path(__file__).resolve().parent / "data" / "waivers-legacy"
+LEGACY = Path(__file__).resolve().parents[1] / "data" / "waivers-legacy"
 ENGINES = ["vllm", "sglang", "aiter", "triton", "torch", "flashinfer"]
 
 

@@ -365,7 +365,7 @@ def test_errors_are_one_line_with_the_token_redacted(
 def test_scheduled_workflow_example_runs_the_report_and_publishes() -> None:
     import yaml
 
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     workflow = yaml.safe_load((repo / "docs" / "examples" / "upstream-report.yml").read_text())
     triggers = workflow.get("on") or workflow.get(True)
     assert "schedule" in triggers and triggers["schedule"][0]["cron"]

@@ -90,7 +90,7 @@ WRITERS = [
     (["status", "ps", "--root", "tree", "--record", "new/deeper/r.json"], '"schema_version"'),
     (["apply", "ps", "--root", "tree", "--record", "new/deeper/r.json"], '"schema_version"'),
     (["verify", "ps", "--root", "tree", "--record", "new/deeper/r.json"], '"schema_version"'),
-]  # report -o: tests/test_report.py (it needs the forge's stand-in)
+]  # report -o: tests/upstream/test_report.py (it needs the forge's stand-in)
 
 
 @pytest.mark.parametrize(("args", "written"), WRITERS, ids=[" ".join(a) for a, _ in WRITERS])

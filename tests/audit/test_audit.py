@@ -23,7 +23,7 @@ from patchbay.audit.waived import ScriptLink, ScriptLinks, waive
 from patchbay.errors import InputError
 from patchbay.waivers import Waiver
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 TODAY = "2030-01-01"
 EDIT = [{"file": "demo_engine/x.py", "old": "a = 1\n", "new": "a = 2\n"}]
 

@@ -7,7 +7,7 @@ file over a folder that stays (or under a file that stays) is refused as git ref
 fault sweeps also run stacks that make a path a file, a folder and a file again in one run.
 
 The tree against ``git apply`` itself, revert and patch stacks are cases of
-``tests/test_diff_writes.py``."""
+``tests/apply/test_diff_writes.py``."""
 
 from __future__ import annotations
 

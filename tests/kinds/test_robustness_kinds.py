@@ -112,7 +112,7 @@ def test_command_with_a_missing_working_folder(tmp_path: Path, engine: Engine) -
 
 
 def test_no_orphan_warning_after_a_full_revert(engine: Engine) -> None:
-    demo = Path(__file__).resolve().parent.parent / "patchsets" / "demo"
+    demo = Path(__file__).resolve().parents[2] / "patchsets" / "demo"
     assert run_cli("apply", demo, "--python", engine.python).code == 0
     assert run_cli("revert", demo, "--python", engine.python).code == 0
     res = run_cli("status", demo, "--python", engine.python)
