@@ -1,8 +1,9 @@
 """The package's layout holds: no import cycle between two modules of ``src/patchbay`` (every
 import counts, also one inside a function or under ``TYPE_CHECKING``: a cycle there is still two
 concepts that need each other), nothing outside ``patchbay.cli`` imports it (the library never
-imports its command line), and no module is longer than 800 lines. The imports are read from
-the source with :mod:`ast`, nothing is imported."""
+imports its command line), each wing imports only the wings its ``__init__`` docstring names
+(:data:`WINGS`), and no module is longer than 800 lines. The imports are read from the source
+with :mod:`ast`, nothing is imported."""
 
 from __future__ import annotations
 
@@ -118,6 +119,49 @@ def test_nothing_outside_the_cli_imports_it() -> None:
         and name != "patchbay.__main__"
     }
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+# what each wing may import besides the shared top-level modules (errors, options, redaction,
+# progress, printable, outputfiles and the package's __version__), as its __init__ says; the CLI
+# may import every wing. A new arrow between wings is a change of the architecture: it goes
+# here and into the wing's docstring together.
+SHARED = {"patchbay", "errors", "options", "redaction", "progress", "printable", "outputfiles"}
+WINGS = {
+    "analysis": set(),
+    "waivers": {"patchset"},
+    "diff": {"environment"},  # the path gate
+    "patchset": {"environment", "kinds", "apply"},  # the path gate, the registry, write_atomic
+    "environment": {"patchset", "diff", "apply"},  # the ledger's originals, the state lock
+    "kinds": {"patchset", "diff", "environment", "apply", "carry"},  # the core's plug-ins; fetch
+    "apply": {"patchset", "diff", "environment", "kinds"},
+    "authoring": {"patchset", "diff", "environment", "kinds", "apply"},
+    "carry": {"patchset", "diff", "environment", "kinds", "apply", "upstream"},
+    "upstream": {"patchset", "diff", "environment", "apply", "authoring", "waivers"},
+    "importer": {"analysis", "patchset", "diff", "environment"},
+    "audit": {"analysis", "patchset", "environment", "upstream", "waivers"},
+    "outputfiles": {"apply"},  # write_atomic
+    "progress": set(),
+}
+
+
+def _wing(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "patchbay"
+
+
+def test_every_wing_imports_only_what_its_docstring_says() -> None:
+    extra = {}
+    for name, targets in graph().items():
+        wing = _wing(name)
+        if wing in ("cli", "__main__") or wing in SHARED - {"outputfiles", "progress"}:
+            continue
+        allowed = WINGS[wing] | SHARED | {wing}
+        if wing in ("outputfiles", "progress"):
+            allowed = WINGS[wing] | {"patchbay", "errors", "printable", "redaction", wing}
+        beyond = sorted(t for t in targets if _wing(t) not in allowed)
+        if beyond:
+            extra[name] = beyond
+    assert extra == {}
 
 
 def test_no_module_over_800_lines() -> None:

@@ -2,7 +2,10 @@
 
 Adding a kind means adding its spec model to :mod:`patchbay.patchset.model` and a module here that
 is registered in :data:`KINDS`. A kind's module is imported the first time :data:`KINDS` is asked
-for it, so that a run over diffs loads neither pip's nor the downloads' code.
+for it, so that a run over diffs loads neither pip's nor the downloads' code. A kind is a
+plug-in of the apply core: it stages on the core's tree, writes and journals through the
+:class:`~patchbay.apply.transaction.Transaction` it is handed and reads the ledger's records;
+the artifact kind downloads through :mod:`patchbay.carry.fetch`. Nothing here imports the CLI.
 """
 
 from __future__ import annotations
