@@ -15,7 +15,11 @@ Both get their answer here, from one parse and one walk:
 - :mod:`.python` reads Python code (snippets, ``.py`` patcher files) with :mod:`ast`;
   :mod:`.pysnippet` is its strict form for the import's literal ``replace`` edits;
 - :mod:`.model` holds the result: :class:`Modification` values;
-- :mod:`.dockerfile` walks Dockerfile instructions.
+- :mod:`.dockerfile` walks Dockerfile instructions;
+- :mod:`.engines` names the engines' packages, :mod:`.inputs` the files a script reads
+  (patch files, snippets), :mod:`.streams` what commands read and print (pipes, ``$(...)``).
+
+It reads scripts as text and imports no other wing (only :mod:`patchbay.errors`).
 """
 
 from __future__ import annotations

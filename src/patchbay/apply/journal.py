@@ -19,7 +19,7 @@ Fault injection (tests only): ``PATCHBAY_TEST_FAULT="kill@<point>[:<n>],fail@<po
 kills the process with SIGKILL (or raises an ``OSError``) the ``n``-th time (default 1) it
 reaches the named :func:`fault_point`; ``PATCHBAY_TEST_FAULT_LOG=<file>`` appends every point
 reached, so a sweep can list them. Neither is read unless set; ``benchmarks/fault_matrix.py``
-and ``tests/test_faults.py`` use them.
+and ``tests/apply/test_faults.py`` use them.
 """
 
 from __future__ import annotations

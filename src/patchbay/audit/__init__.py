@@ -7,7 +7,12 @@
 - :mod:`.changes` — what a change touches, asked of git (``--changed-since REF``);
 - :mod:`.pull_request` — a change's audit: script findings of its files, PB107;
 - :mod:`.run` — :func:`run_audit`, which ties them together;
-- :mod:`.formats` — table, JSON, GitHub workflow commands, SARIF.
+- :mod:`.formats` — table, JSON, GitHub workflow commands, SARIF;
+- :mod:`.waived` — which findings a waiver covers; :mod:`.cache` and :mod:`.documents` — what
+  was analysed and parsed before.
+
+It imports the analyser, the document, the environment (project names), the waivers and the
+upstream states (``--upstream``), never the apply core or the CLI.
 """
 
 from .rules import RESERVED, RULES, Finding, Rule, Severity, Suppression

@@ -14,6 +14,8 @@ listed too, and the import is then partial.
 
 The layout:
 
+- ``statements.py``: the outcome of a command that changes no engine file (nothing to import,
+  or not converted, with what to do);
 - ``convert.py``: rows and outcomes of the script's statements, modifications to drafts;
 - ``patches.py``: one function per mechanism (diff, Python ``replace`` edits, pip, artifact,
   rebuild, and what is never converted);
@@ -22,6 +24,9 @@ The layout:
 - ``drafts.py``: the draft patches and per-command outcomes;
 - ``refs.py``: upstream references (URLs, ``owner/repo#N``, ``project #N``) in comments;
 - ``writer.py``: targets, ids, ``patchset.yaml``, patch files and ``IMPORT-NOTES.md``.
+
+It imports the analyser, the document, the diff parser and the environment's project names,
+never the apply core or the CLI.
 """
 
 from __future__ import annotations

@@ -10,7 +10,13 @@
   pinned image by :mod:`.fixes`) and a verdict per patch (``remove``, ``bump``, ``refresh``,
   ``keep``, ``attention``: the values in :mod:`.verdicts`), bent by an image's content
   (:mod:`.evidence`), and the findings of ``patchbay audit --upstream``
-  (:func:`~.status.upstream_findings`).
+  (:func:`~.status.upstream_findings`);
+- :mod:`.report` and its renderers (:mod:`.report_formats`, :mod:`.report_markdown`,
+  :mod:`.report_html`) and :mod:`.tracking_issue` are ``patchbay report``.
+
+It imports the document, diffs, the environment and the apply core (content evidence from a
+pinned or candidate image), rebase (which patches a bump would refresh) and the waivers, never
+the CLI.
 """
 
 from __future__ import annotations

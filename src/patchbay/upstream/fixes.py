@@ -146,7 +146,7 @@ def judge_fix(fix: Fix, comparisons: Mapping[tuple[str, str, str], Any]) -> FixR
 
     Args:
         fix: the fix commit, its branch and the pinned commit of its repository.
-        comparisons: ``(repository, base, head)`` -> a :class:`~.github.Comparison` or a
+        comparisons: ``(repository, base, head)`` -> a :class:`~.queries.Comparison` or a
             :class:`~.github.GitHubError` (fix against pin, pin against branch, or fix against
             branch when nothing is pinned).
     """

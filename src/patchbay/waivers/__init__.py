@@ -26,12 +26,14 @@ One module per concern:
 - :mod:`.segments` — the body's text segments (a line or a table cell and its fields);
 - :mod:`.plain` — the fast path for plain Markdown (what ``waiver new`` writes);
 - :mod:`.fields` — the four fields, the labels that name them, what was found for each;
-- :mod:`patchbay.patchset.placeholders` — blanks left to fill (outside this package: `validate` and
-the
-  audit configuration ask it without loading the waiver parser);
+- :mod:`patchbay.patchset.placeholders` — blanks left to fill (outside this package:
+  `validate` and the audit configuration ask it without loading the waiver parser);
 - :mod:`.references` — upstream references in any form;
 - :mod:`.paths` — file paths the text names (the patch script a legacy waiver covers);
 - :mod:`.template` — the text ``patchbay waiver new`` writes.
+
+It imports only the document wing (:mod:`patchbay.patchset`: YAML with line numbers,
+validation, placeholders) and the shared top-level modules.
 """
 
 from ..patchset.placeholders import placeholder_in

@@ -1,7 +1,7 @@
 """Interpreters and installers: ``python`` (snippets, ``-m pip``, ``setup.py``) and ``pip``.
 
 A Python snippet (here-document, ``-c``, a ``.py`` file of the repository) is read by
-:mod:`.python`; each file it writes, copies or removes in the engine is one modification, its
+:mod:`..python`; each file it writes, copies or removes in the engine is one modification, its
 ``subprocess`` commands are judged as shell commands, and ``PYTHONPATH`` it sets is injection.
 ``pip install`` of an engine package is a modification (from a VCS URL, an archive, a wheel, a
 local tree, or an index); harness packages are listed apart, never as engine changes.
