@@ -6,8 +6,11 @@ patchset declares into PB4xx findings) and ``patchbay import`` (which turns them
 Both get their answer here, from one parse and one walk:
 
 - :mod:`.syntax` parses shell with tree-sitter-bash and Dockerfiles with tree-sitter-dockerfile;
-- :mod:`.walk` is the symbolic walk (variables, working folder, functions, loops, branches,
-  ``source``), with the values of :mod:`.values`;
+- :mod:`.walk` is the symbolic walk (variables, working folder, functions, ``source``), with
+  the values of :mod:`.values`, the branches and loops of :mod:`.control`, the bounds of
+  :mod:`.budget` (a walk that runs past them, or fails, stops with
+  :class:`~.model.Incomplete`: one file never takes down a run) and the ``patchbay-reviewed``
+  comments of :mod:`.annotations`;
 - :mod:`.commands` dispatches each command to its handler in :mod:`.handlers` (one module per
   family: the shell's own commands, diffs and checkouts, file changes, interpreters and pip;
   the walk is given the table :data:`.handlers.COMMANDS`, so it imports no handler);
@@ -124,12 +127,17 @@ def analyse_python(
         parse_shell("", path), path, engines or EngineNames.build(), root, commands=COMMANDS
     )
     walker.result.kind = "python"
+    walker.script_text = text
     if "patchbay-reviewed" in text:
         _python_annotations(walker, text)
-    facts = read_python(text, [path])
-    cmd = Cmd("python", [], "python", {}, [], None, 1, 1, "")
-    python_effects(walker, cmd, facts.effects, text, [path], per_line=True, offset=0,
-                   uncalled=facts.uncalled_lines)  # fmt: skip
+
+    def walk() -> None:
+        facts = read_python(text, [path])
+        cmd = Cmd("python", [], "python", {}, [], None, 1, 1, "")
+        python_effects(walker, cmd, facts.effects, text, [path], per_line=True, offset=0,
+                       uncalled=facts.uncalled_lines)  # fmt: skip
+
+    walker.guarded(walk)
     result = walker.result
     result.modifications = _finish(walker, sorted(walker.mods, key=lambda m: m.line))
     result.installs = list(walker.installs)

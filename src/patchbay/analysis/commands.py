@@ -233,6 +233,8 @@ def environment_change(
     entries = [e for e in raw.split(":") if e and e not in old]
     if name == "PYTHONPATH":
         entries = [e for e in entries if not _harmless_entry(w, e)]
+    elif name == "LD_PRELOAD" and not _preload_reaches_engine(w, entries, command):
+        return
     if not entries:
         return
     cmd = Cmd(name, [], name, {}, [], None, line, line, text)
@@ -244,6 +246,20 @@ def environment_change(
         content=":".join(entries),
         details={"variable": name, "command": command},
     )
+
+
+def _preload_reaches_engine(w: Walker, entries: list[str], command: str | None) -> bool:
+    """Whether an ``LD_PRELOAD`` can reach an engine process: a library of an engine (its
+    path names an engine, or lies below an install root), one set for an engine's own
+    command (``LD_PRELOAD=x vllm serve``), or one exported by a script that names an engine.
+    Debugging wrappers (``fakeroot``, ``heaptrack``: ``LD_PRELOAD=lib "$@"``) in a script that
+    names no engine preload into whatever they are given, which is no engine patching."""
+    for entry in entries:
+        if w.engines.named_in(entry) or "-packages/" in entry or entry.startswith("/@site"):
+            return True
+    if command is not None:
+        return w.engines.is_engine(command)
+    return w.names_engine
 
 
 def _harmless_entry(w: Walker, entry: str) -> bool:

@@ -27,6 +27,7 @@ def analyse_dockerfile(
     data, tree = parse_dockerfile(text)
     walker = Walker(parse_shell("", path), path, engines, root, commands=COMMANDS)
     walker.result.kind = "dockerfile"
+    walker.script_text = text
     walker.note_annotations(parse_shell(text, path))
 
     def node_text(node: Node) -> str:

@@ -156,6 +156,26 @@ class FunctionInfo:
     calls: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True)
+class Incomplete:
+    """Why the walk of a file stopped before its end (the audit's PB412).
+
+    Attributes:
+        path: the file the walk was in when it stopped (the analysed file, or one it
+            followed), repository-relative.
+        line: the line of the statement it reached (None: before the first one).
+        reason: why, for a reader (``the walk visited 60001 statements, its bound``, or the
+            analyser's own error: ``AttributeError: ...``).
+        kind: ``budget`` (a bound of :mod:`.budget` ran out) or ``error`` (a fault of the
+            analyser: a bug to report).
+    """
+
+    path: str
+    line: int | None
+    reason: str
+    kind: str
+
+
 @dataclass
 class ScriptAnalysis:
     """What the analyser found in one file.
@@ -180,6 +200,10 @@ class ScriptAnalysis:
             ``__file__``), first met first.
         inputs: the repository files the analysis looked at besides the script, with what it
             saw (:data:`~.inputs.Probe`): what a cached result depends on.
+        incomplete: set when the walk stopped before the end (a bound, or a fault of the
+            analyser): what it found up to there is kept, nothing after is judged.
+        steps: the statements the walk visited (functions expanded, loops unrolled and
+            scripts followed included; see :mod:`.budget`).
     """
 
     path: str
@@ -197,6 +221,8 @@ class ScriptAnalysis:
     loops: dict[int, dict[str, object]] = field(default_factory=dict)
     packages: list[str] = field(default_factory=list)
     inputs: list[tuple[str, str, object]] = field(default_factory=list)
+    incomplete: Incomplete | None = None
+    steps: int = 0
 
     @property
     def uncalled(self) -> list[FunctionInfo]:

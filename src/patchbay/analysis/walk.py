@@ -12,23 +12,32 @@ commands themselves are judged in :mod:`.commands`; what they change is recorded
 
 from __future__ import annotations
 
-import glob as globbing
 import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .annotations import AnnotationsMixin
+from .budget import Budget, Exhausted
+from .control import ControlMixin
 from .engines import EngineNames
 from .inputs import Inputs
-from .lists import ListsMixin, same_place
-from .model import TMP, FunctionInfo, Mechanism, Modification, ScriptAnalysis, Target
+from .lists import ListsMixin
+from .model import (
+    TMP,
+    FunctionInfo,
+    Incomplete,
+    Mechanism,
+    Modification,
+    ScriptAnalysis,
+    Target,
+)
 from .streams import Cmd, FileInfo, Frame, Stdin, Stream, _Function
 from .syntax import Node, Source, parse_shell, statements
 from .values import SCRIPT_DIR, State, Val, display, join, unknown
 from .words import WordsMixin
 
-_ANNOTATION = re.compile(r"patchbay-reviewed\b(?P<codes>(?:[\s,]*PB\d{3})*)\s*:?\s*(?P<reason>.*)$")
 _SOURCE_SUFFIXES = (".py", ".pyi", ".so", ".co", ".hsaco", ".cubin", ".cu", ".cuh", ".pth")
 _DATA_SUFFIXES = (".csv", ".json", ".yaml", ".yml", ".txt", ".cfg", ".toml", ".h", ".hpp", ".cpp")
 _MAX_DEPTH = 12
@@ -50,7 +59,7 @@ class CommandTable:
     write_file: Callable[..., None]
 
 
-class Walker(ListsMixin, WordsMixin):
+class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
     """Walks one script (and what it sources) and collects its modifications.
 
     Args:
@@ -72,6 +81,7 @@ class Walker(ListsMixin, WordsMixin):
         commands: CommandTable,
     ) -> None:
         self.src = source
+        self.result_source = source  # the analysed file (``src`` moves into what it follows)
         self.commands = commands
         self.path = path
         self.engines = engines
@@ -101,24 +111,48 @@ class Walker(ListsMixin, WordsMixin):
         self._repo_files: dict[tuple[str, str, str | None], Path | None] = {}
         self.fn_stdin: list[Stdin | None] = []  # the standard input of each function call
         self.uninstalled: dict[str, int] = {}  # distribution -> line of its pip uninstall
+        self.budget = Budget()
+        self.script_text: str | None = None  # the analysed file's text, when not ``source``
+        self._names_engine: bool | None = None
+        self.reached: tuple[str, int | None] = (path, None)  # the statement walked last
 
     # ------------------------------------------------------------------ driver
 
     def run(self) -> ScriptAnalysis:
-        """Walk the script, then the functions it never calls; return the analysis."""
+        """Walk the script, then the functions it never calls; return the analysis (with
+        :attr:`~.model.ScriptAnalysis.incomplete` set when a bound or a fault stopped it)."""
         self.note_annotations(self.src)
-        self.block(self.src.root)
-        for fn in list(self.functions.values()):
-            if fn.calls:
-                continue
-            self.walk_uncalled(fn)
+        self.guarded(self.walk_all)
         self.result.modifications = sorted(self.mods, key=lambda m: (m.chain, m.line))
         self.result.functions = [
             FunctionInfo(f.name, f.line, f.end_line, tuple(f.calls))
             for f in self.functions.values()
         ]
         self.result.set_e = self.state.set_e
+        self.result.steps = self.budget.steps
         return self.result
+
+    def walk_all(self) -> None:
+        self.block(self.src.root)
+        for fn in list(self.functions.values()):
+            if fn.calls:
+                continue
+            self.walk_uncalled(fn)
+
+    def guarded(self, work: Callable[[], None]) -> None:
+        """Run ``work`` (a walk); a bound that runs out or a fault of the analyser stops it
+        and is recorded as :class:`~.model.Incomplete` at the statement reached, so that one
+        file never takes down a whole audit (what was found before is kept)."""
+        try:
+            work()
+        except Exhausted as exc:
+            self.result.incomplete = Incomplete(*self.reached, str(exc), "budget")
+        except RecursionError:
+            reason = "the script nests deeper than the analyser can follow"
+            self.result.incomplete = Incomplete(*self.reached, reason, "budget")
+        except Exception as exc:  # a fault in one file is that file's finding, not the run's
+            reason = f"{type(exc).__name__}: {exc}"
+            self.result.incomplete = Incomplete(*self.reached, reason, "error")
 
     def walk_uncalled(self, fn: _Function) -> None:
         saved = (self.state, self.src, self.chain)
@@ -136,53 +170,21 @@ class Walker(ListsMixin, WordsMixin):
             self.frames.pop()
             self.state, self.src, self.chain = saved
 
-    def note_annotations(
-        self, source: Source, into: dict[int, tuple[frozenset[str], str, int]] | None = None
-    ) -> None:
-        """``patchbay-reviewed`` comments (comment nodes of the grammar, never text in a
-        string): on a line, or on a comment line right above one."""
-        data = source.data
-        at = data.find(b"patchbay-reviewed")
-        if at == -1:
-            return
-        comments: dict[int, Node] = {}  # the comment nodes that hold the word, by start
-        while at != -1:
-            node = source.root.descendant_for_byte_range(at, at + len(b"patchbay-reviewed"))
-            if node is not None and node.type == "comment":
-                comments.setdefault(node.start_byte, node)
-            at = data.find(b"patchbay-reviewed", at + 1)
-        lines = data.decode("utf-8", "replace").split("\n")
-        for start in sorted(comments, reverse=True):  # a later one reviewing a line yields
-            node = comments[start]
-            text = source.text(node)
-            row = node.start_point[0]
-            before = lines[row][: node.start_point[1]] if row < len(lines) else ""
-            self.annotate(
-                text, row + 1 + source.line_offset, own_line=not before.strip(), into=into
-            )
-
-    def annotate(
-        self,
-        comment: str,
-        line: int,
-        *,
-        own_line: bool,
-        into: dict[int, tuple[frozenset[str], str, int]] | None = None,
-    ) -> None:
-        """Record one comment's annotation; an own-line comment reviews the next line."""
-        m = _ANNOTATION.search(comment)
-        if not m:
-            return
-        codes = frozenset(re.findall(r"PB\d{3}", m.group("codes")))
-        reviewed = line + 1 if own_line else line
-        target = self.result.annotations if into is None else into
-        target[reviewed] = (codes, m.group("reason").strip(), line)
-
     # ------------------------------------------------------------------ recording
 
     @property
     def live(self) -> bool:
         return all(f.live for f in self.frames)
+
+    @property
+    def names_engine(self) -> bool:
+        """The analysed script names an engine anywhere (its bytes, as a word)."""
+        if self._names_engine is None:
+            text = self.script_text
+            if text is None:
+                text = self.result_source.data.decode("utf-8", "replace")
+            self._names_engine = self.engines.named_in(text) is not None
+        return self._names_engine
 
     @property
     def function(self) -> str | None:
@@ -213,6 +215,8 @@ class Walker(ListsMixin, WordsMixin):
             text=cmd.text,
             **kw,  # type: ignore[arg-type]
         )
+        if self.budget.summaries:
+            mod.details["summarised"] = self.budget.summaries[-1]
         via = [f.line for f in self.frames if f.name and f.live]
         if via:
             mod.details.setdefault("via", via)
@@ -298,6 +302,8 @@ class Walker(ListsMixin, WordsMixin):
             self.statement(child)
 
     def statement(self, node: Node, stdin: Stdin | None = None) -> Stream:
+        self.budget.step()
+        self.reached = (self.chain[-1], self.src.line(node))
         t = node.type
         if t in ("command",):
             return self.command(node, stdin)
@@ -356,176 +362,6 @@ class Walker(ListsMixin, WordsMixin):
         self.functions[name] = _Function(
             name, body, self.src, self.chain, self.src.line(node), self.src.end_line(node)
         )
-
-    # -- branches and loops
-
-    def if_statement(self, node: Node) -> None:
-        cond = node.child_by_field_name("condition")
-        cond_text = self.src.text(cond).strip() if cond is not None else ""
-        clauses: list[tuple[str, list[Node]]] = []
-        body: list[Node] = []
-        for child in node.children:
-            if child.type in ("elif_clause", "else_clause"):
-                break
-            if child.is_named and child != cond and child.type != "comment":
-                if node.field_name_for_child(node.children.index(child)) == "condition":
-                    continue
-                body.append(child)
-        clauses.append((f"if {cond_text}", body))
-        for child in node.children:
-            if child.type == "elif_clause":
-                c = child.child_by_field_name("condition")
-                parts = [
-                    x
-                    for i, x in enumerate(child.children)
-                    if x.is_named
-                    and x.type != "comment"
-                    and child.field_name_for_child(i) != "condition"
-                ]
-                clauses.append((f"elif {self.src.text(c).strip() if c else ''}", parts))
-            elif child.type == "else_clause":
-                clauses.append((f"else of if {cond_text}", statements(child)))
-        if cond is not None:
-            for c in [cond]:
-                self.statement(c)
-        self.branches(clauses)
-
-    def branches(self, clauses: list[tuple[str, list[Node]]]) -> None:
-        start = self.state
-        ends: list[State] = []
-        produced: list[list[Modification]] = []
-        for label, nodes in clauses:
-            self.state = start.copy()
-            self.conditions.append(label)
-            before = len(self.mods)
-            try:
-                for n in nodes:
-                    self.statement(n)
-            finally:
-                self.conditions.pop()
-            produced.append(self.mods[before:])
-            ends.append(self.state)
-        merged = ends[0] if ends else start
-        for other in ends[1:]:
-            merged.merge(other)
-        if len(clauses) == 1:  # no else: the state before the if is one of the outcomes
-            merged.merge(start)
-        self.state = merged
-        self.stopped = False
-        # the same file changed in two branches: one change, with alternatives
-        with_mods = [m for m in produced if m]
-        if len(with_mods) > 1:
-            first = with_mods[0][0]
-            for other in with_mods[1:]:
-                for mod in other:
-                    same = any(same_place(mod, m) for m in with_mods[0])
-                    if same and mod in self.mods:
-                        self.mods.remove(mod)
-                        first.alternatives.append(mod)
-
-    def case_statement(self, node: Node) -> None:
-        value = node.child_by_field_name("value")
-        subject = self.src.text(value) if value is not None else ""
-        clauses = []
-        for item in node.children:
-            if item.type != "case_item":
-                continue
-            pats = []
-            body = []
-            for i, c in enumerate(item.children):
-                if item.field_name_for_child(i) == "value" or c.type in ("extglob_pattern",):
-                    pats.append(self.src.text(c))
-                elif c.is_named and c.type not in ("comment",):
-                    body.append(c)
-            clauses.append((f"case {subject} in {'|'.join(pats)})", body))
-        if not any("*" in label.rsplit(" in ", 1)[-1] for label, _ in clauses):
-            clauses.append(("case: no pattern matches", []))
-        self.branches(clauses)
-
-    def for_statement(self, node: Node, stdin: Stdin | None) -> None:
-        var_node = node.child_by_field_name("variable")
-        body = node.child_by_field_name("body")
-        if var_node is None or body is None:
-            return
-        var = self.src.text(var_node)
-        values_nodes = [
-            c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "value"
-        ]
-        items: list[Val] = []
-        if not values_nodes:
-            items = list(self.state.args) or [unknown("$@", "the script's arguments")]
-        for v in values_nodes:
-            items.extend(self.fields(v))
-        if not items:
-            return
-        expanded: list[Val] = []
-        globbed = False
-        for item in items:
-            if "*" in item.text or "?" in item.text:
-                found = self.glob(item)
-                globbed = globbed or found != [item]
-                expanded.extend(found)
-            else:
-                expanded.append(item)
-        computed = [
-            self.src.text(v)
-            for v, vals in ((v, self.fields(v)) for v in values_nodes)
-            if any(not x.known or "*" in x.text or "?" in x.text for x in vals)
-            and not (globbed and all(x.text.startswith(SCRIPT_DIR) for x in vals))
-        ]
-        if not values_nodes:
-            computed = ["$@"]
-        if len(self.chain) == 1:
-            self.result.loops.setdefault(
-                self.src.line(node),
-                {"items": len(expanded), "computed": computed, "globbed": globbed},
-            )
-        for item in expanded[:32]:
-            self.state.vars[var] = [item]
-            self.statement(body)
-
-    def glob(self, pattern: Val) -> list[Val]:
-        """A glob over checked-in files next to the script is expanded now (sorted, as bash
-        does in the C locale); any other stays the pattern (below an install root it is an
-        installed location)."""
-        text = pattern.text
-        if self.root is not None and pattern.known and text.startswith(SCRIPT_DIR + "/"):
-            folder = posixpath.join(self.root_text, posixpath.dirname(self.chain[-1]))
-            rel = text[len(SCRIPT_DIR) + 1 :]
-            found = self.inputs.glob(posixpath.join(globbing.escape(folder), rel))
-            if found:
-                return [Val(SCRIPT_DIR + "/" + posixpath.relpath(f, folder)) for f in found]
-        return [pattern]
-
-    def while_statement(self, node: Node, stdin: Stdin | None) -> None:
-        body = node.child_by_field_name("body")
-        cond = node.child_by_field_name("condition")
-        lines: list[Val] = []
-        read_vars: list[str] = []
-        if cond is not None:
-            for c in [cond, *cond.named_children]:
-                if c.type == "command" and self.command_name(c) == "read":
-                    read_vars = [
-                        self.src.text(w)
-                        for w in c.children_by_field_name("argument")
-                        if not self.src.text(w).startswith("-")
-                    ]
-        if stdin is not None and read_vars:
-            if stdin.kind in ("heredoc", "herestring") and stdin.text is not None:
-                lines = [Val(x) for x in stdin.text.splitlines() if x.strip()]
-            elif stdin.value is not None:
-                lines = [stdin.value]
-        if not lines and read_vars:
-            lines = [unknown(f"${read_vars[0]}", "a value read at run time")]
-        if body is None:
-            return
-        for line in (lines or [Val("")])[:32]:
-            if read_vars:
-                words = line.text.split(None, len(read_vars) - 1)
-                for k, name in enumerate(read_vars):
-                    text = words[k] if k < len(words) else ""
-                    self.state.vars[name] = [Val(text, line.how, line.unknown)]
-            self.statement(body)
 
     # ------------------------------------------------------------------ commands
 

@@ -226,6 +226,20 @@ RULES: dict[str, Rule] = {
             "a script the analyser cannot read (an unterminated here-document): nothing after "
             "the error is judged",
         ),
+        Rule(
+            "PB412",
+            "analysis-incomplete",
+            _E,
+            "the analyser stopped before the end of a script (a bound of the walk, or a fault "
+            "of the analyser): nothing after the line reached is judged",
+        ),
+        Rule(
+            "PB413",
+            "script-not-analysed",
+            _N,
+            "a file the scripts' globs name that is not analysed: not a regular file (a FIFO, "
+            "a socket, a device) or not readable",
+        ),
         # upstream (patchbay audit --upstream)
         Rule(
             "PB501",

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Literal
 
 from ..analysis.engines import EngineNames
-from ..analysis.model import Mechanism, Modification, ScriptAnalysis
+from ..analysis.model import Incomplete, Mechanism, Modification, ScriptAnalysis
 from ..analysis.values import display
 from ..errors import InputError
 from .cache import ScriptCache
@@ -296,6 +297,8 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
         if rule is None:
             continue
         code, message = rule
+        if mod.details.get("summarised"):
+            message += f"; {mod.details['summarised']}"
         path = mod.chain[-1] if mod.chain else analysis.path
         hits = [(code, message)]
         if mod.swallowed:
@@ -318,6 +321,8 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
             if note is not None and (not note[0] or code in note[0]) and _real_reason(note[1]):
                 finding.suppression = Suppression("inSource", note[1])
             out.append(finding)
+    if analysis.incomplete is not None:
+        out.append(incomplete_finding(analysis.path, analysis.incomplete))
     for _line, (_codes, why, at) in sorted(analysis.annotations.items()):
         if not _real_reason(why):
             out.append(
@@ -330,6 +335,22 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
                 )
             )
     return out
+
+
+def incomplete_finding(rel: str, stop: Incomplete) -> Finding:
+    """PB412 for a file whose walk stopped before its end (:class:`~patchbay.analysis.model.
+    Incomplete`): at the file and line the walk reached, saying why and that nothing after it
+    was judged (a fault of the analyser asks to be reported)."""
+    where = f"line {stop.line}" if stop.line else "its start"
+    if stop.kind == "error":
+        why = f"the analyser failed ({stop.reason}); please report it"
+    else:
+        why = stop.reason
+    message = f"the analysis stopped at {where}: {why}; nothing after it was judged"
+    finding = Finding.of("PB412", stop.path, stop.line, message)
+    if stop.path != rel:
+        finding.chain = (rel,)
+    return finding
 
 
 def _real_reason(reason: str) -> bool:
@@ -362,13 +383,18 @@ def script_kind(rel: str, head: bytes | None = None) -> ScriptKind | None:
 
 
 def script_files(
-    root: Path, include: list[str], exclude: list[str]
+    root: Path,
+    include: list[str],
+    exclude: list[str],
+    skipped: list[tuple[str, str]] | None = None,
 ) -> list[tuple[str, ScriptKind]]:
     """The files the scanner reads: ``include`` globs, and files without a suffix that start
     with a shell or Python ``#!``; never ``exclude`` globs or :data:`SKIPPED_DIRS`.
 
     Folders are walked as :func:`os.walk` does (symbolic links to folders are not followed,
-    unreadable folders are skipped).
+    unreadable folders are skipped). Only regular files are read: a FIFO, socket or device
+    that an ``include`` glob names is appended to ``skipped`` as ``(path, why)`` (opening a
+    FIFO would wait for a writer).
 
     Returns:
         (path relative to ``root`` with ``/``, kind), sorted by path.
@@ -405,10 +431,18 @@ def script_files(
             rel = prefix + name
             if excluded is not None and excluded.match(rel):
                 continue
+            try:
+                regular = entry.is_file()
+            except OSError:
+                regular = False
             kind: ScriptKind | None = None
             if included is not None and included.match(rel):
+                if not regular:
+                    if skipped is not None:
+                        skipped.append((rel, "not a regular file (a FIFO, a socket or a device)"))
+                    continue
                 kind = script_kind(rel) or "shell"
-            elif "." not in name:
+            elif "." not in name and regular:
                 try:
                     with open(entry.path, "rb") as fh:
                         head = fh.read(128)
@@ -423,13 +457,16 @@ def script_files(
 
 def read_bytes(path: str) -> bytes | None:
     """A file's bytes with universal newlines (``\\r\\n`` and ``\\r`` become ``\\n``, as
-    ``open()`` in text mode reads them), or None when it cannot be read; one ``os.read`` for a
-    file under 64 KiB."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
+    ``open()`` in text mode reads them), or None when it cannot be read or is not a regular
+    file (a FIFO, a socket, a device: opened without blocking, never read); one ``os.read``
+    for a file under 64 KiB."""
+    try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None  # a FIFO, a socket or a device: never read
         data = os.read(fd, 1 << 16)
         if len(data) == 1 << 16:
             chunks = [data]
@@ -470,15 +507,17 @@ def scan_tree(
     file and line, with the chain of the first script that reached it.
 
     Returns:
-        Findings of PB401-PB411, annotated ones carrying their suppression.
+        Findings of PB401-PB413, annotated ones carrying their suppression.
     """
     found: dict[tuple[str, int | None, str], Finding] = {}
     base = os.path.join(os.fspath(root), "")
     gate = _Gate(engines, root)
     verdicts = cache is not None and cache.harmless_verdicts(gate.is_file)
-    for rel, kind in script_files(root, include, exclude):
+    skipped: list[tuple[str, str]] = []
+    for rel, kind in script_files(root, include, exclude, skipped):
         data = read_bytes(base + rel)
         if data is None:
+            skipped.append((rel, "it cannot be read (no permission, or it vanished)"))
             continue
         key = None
         if cache is not None:
@@ -498,6 +537,9 @@ def scan_tree(
             except InputError as exc:  # not cached: it is cheap, and rare
                 found[(rel, exc.line, "PB400")] = _unreadable(rel, exc)
                 continue
+            except Exception as exc:  # a fault outside the walk: this file's finding
+                stop = Incomplete(rel, None, f"{type(exc).__name__}: {exc}", "error")
+                analysis = ScriptAnalysis(rel, kind, incomplete=stop)
             findings = findings_of(analysis)
             if cache is not None:
                 cache.put(rel, kind, data, findings, analysis.inputs)
@@ -509,6 +551,8 @@ def scan_tree(
     if cache is not None:
         cache.gate_answers(gate.files)
         cache.save()
+    for rel, why in skipped:
+        found[(rel, None, "PB413")] = Finding.of("PB413", rel, None, f"not analysed: {why}")
     return [f for f in found.values() if f is not None]
 
 

@@ -107,7 +107,9 @@ def import_script(
 
     Raises:
         InputError: the script is missing or not shell the importer can read (naming
-            ``file:line``), or ``out`` is not usable.
+            ``file:line``), its analysis stopped before the end (a bound of the walk, or a
+            fault of the analyser: :class:`~patchbay.analysis.model.Incomplete`), or ``out``
+            is not usable.
     """
     text = read_script(script)
     projects = projects if projects is not None else dict(DEFAULT_PROJECTS)
@@ -118,6 +120,14 @@ def import_script(
         analysis = analyse_shell(text, script.name, engines, script.resolve().parent)
     except ShellSyntaxError as exc:
         raise InputError(exc.reason, file=script, line=exc.line) from None
+    stop = analysis.incomplete
+    if stop is not None:  # never a patchset of half a script that says it is whole
+        raise InputError(
+            f"the analysis stopped before the end of the script ({stop.reason}); "
+            "nothing was imported",
+            file=script.parent / stop.path if stop.path != script.name else script,
+            line=stop.line,
+        )
     source = parse_shell(text, script.name)
     found = convert(analysis, source, script, projects)
     return write_patchset(found, script, out, force=force)

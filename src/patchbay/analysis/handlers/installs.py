@@ -18,7 +18,7 @@ from .. import pysnippet
 from ..commands import environment_change, handles, run_command
 from ..model import Mechanism, Modification, Target
 from ..python import Effect, read_python
-from ..values import Val, join
+from ..values import Val, join, unknown
 from ..walk import Cmd, Stream, Walker
 from .diffs import _repo_of, mark_built
 
@@ -472,11 +472,10 @@ def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> 
         or spec.text.startswith("/@")
     )
     if is_path:
-        folder = (
-            w.state.cwd
-            if text in (".", "./")
-            else (join(w.state.cwd, spec) if w.state.cwd is not None else spec)
-        )
+        cwd = w.state.cwd
+        if cwd is None and text in (".", "./"):  # `cd "$(mktemp -d)"`, `cd -`: not known
+            cwd = unknown("$PWD", "the working folder, not known before the script runs")
+        folder = cwd if text in (".", "./") else (join(cwd, spec) if cwd is not None else spec)
         folder_only = Val(re.sub(r"\[.*\]$", "", folder.text), folder.how, folder.unknown)
         if mark_built(w, folder_only, cmd.line) or mark_built(w, Val(text), cmd.line):
             return
@@ -490,6 +489,8 @@ def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> 
         if engine is None:  # `pip uninstall X`, then X from a local tree: a replacement
             leaf = folder_only.text.rstrip("/").rsplit("/", 1)[-1].lower()
             engine = next((n for n in w.uninstalled if n in leaf), None)
+        if engine is None and folder_only.unknown:  # ... from a folder not known before
+            engine = next((n for n in reversed(w.uninstalled) if w.engines.is_engine(n)), None)
         if engine is None and folder is not None:
             parts = folder_only.text.rstrip("/").split("/")
             engine = next((p for p in reversed(parts) if w.engines.is_engine(p)), None)
