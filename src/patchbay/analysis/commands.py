@@ -128,11 +128,17 @@ def run_command(w: Walker, cmd: Cmd) -> Stream | None:
         elif handler is None and re.match(r"^pip\d", cmd.name):
             handler = HANDLERS["pip"]
         stream = handler(w, cmd) if handler is not None else None
+    stdout_redirected = False
     for op, target in cmd.redirects:
-        if op != "<":
-            write_file(w, cmd, target, op, stream)
-            stream = Stream()
-    if stream is not None and stream.value is not None and not cmd.redirects:
+        if op == "<":
+            continue
+        if op[0].isdigit():  # `2> log`: another descriptor; what the command prints stays
+            write_file(w, cmd, target, op.lstrip("0123456789"), None)
+            continue
+        write_file(w, cmd, target, op, stream)
+        stream = Stream()
+        stdout_redirected = True
+    if stream is not None and stream.value is not None and not stdout_redirected:
         w.print(stream)
     return stream
 

@@ -27,35 +27,65 @@ class ControlMixin:
     """Branches and loops of :class:`~.walk.Walker` (it provides the state and the walk)."""
 
     def if_statement(self, node: Node) -> None:
-        cond = node.child_by_field_name("condition")
-        cond_text = self.src.text(cond).strip() if cond is not None else ""
-        clauses: list[tuple[str, list[Node]]] = []
-        body: list[Node] = []
-        for child in node.children:
-            if child.type in ("elif_clause", "else_clause"):
-                break
-            if child.is_named and child != cond and child.type != "comment":
-                if node.field_name_for_child(node.children.index(child)) == "condition":
-                    continue
-                body.append(child)
-        clauses.append((f"if {cond_text}", body))
+        """``if``/``elif``/``else``: the conditions run in turn (a command in the condition of
+        an ``elif`` runs only when the ones before failed: the same change made there is an
+        alternative, as in ``a || b``), then the clauses are branches."""
+        conditions, body = self.clause_parts(node, node)
+        cond_text = " ".join(self.src.text(c).strip() for c in conditions)
+        clauses: list[tuple[str, list[Node]]] = [(f"if {cond_text}", body)]
+        tried: list[list[Node]] = [conditions]
         for child in node.children:
             if child.type == "elif_clause":
-                c = child.child_by_field_name("condition")
-                parts = [
-                    x
-                    for i, x in enumerate(child.children)
-                    if x.is_named
-                    and x.type != "comment"
-                    and child.field_name_for_child(i) != "condition"
-                ]
-                clauses.append((f"elif {self.src.text(c).strip() if c else ''}", parts))
+                elif_conditions, parts = self.clause_parts(child, None)
+                tried.append(elif_conditions)
+                text = " ".join(self.src.text(c).strip() for c in elif_conditions)
+                clauses.append((f"elif {text}", parts))
             elif child.type == "else_clause":
                 clauses.append((f"else of if {cond_text}", statements(child)))
-        if cond is not None:
-            for c in [cond]:
+        groups: list[list[Modification]] = []
+        for nodes in tried:
+            before = len(self.mods)
+            for c in nodes:
                 self.statement(c)
+            groups.append(self.mods[before:])
+        self.merge_alternatives(groups)
         self.branches(clauses)
+
+    def clause_parts(self, clause: Node, owner: Node | None) -> tuple[list[Node], list[Node]]:
+        """(condition, body) statements of an ``if`` (``owner``: its field names say which)
+        or of an ``elif`` clause (the grammar names no field there: what comes before
+        ``then`` is the condition)."""
+        conditions: list[Node] = []
+        body: list[Node] = []
+        seen_then = False
+        for i, child in enumerate(clause.children):
+            if child.type in ("elif_clause", "else_clause"):
+                break
+            if child.type == "then":
+                seen_then = True
+                continue
+            if not child.is_named or child.type == "comment":
+                continue
+            field = clause.field_name_for_child(i)
+            if (owner is not None and field == "condition") or (owner is None and not seen_then):
+                conditions.append(child)
+            else:
+                body.append(child)
+        return conditions, body
+
+    def merge_alternatives(self, groups: list[list[Modification]]) -> None:
+        """The same file changed by several groups of statements of which only one takes
+        effect: one change (the first group's), the others its alternatives."""
+        with_mods = [m for m in groups if m]
+        if len(with_mods) < 2:
+            return
+        first = with_mods[0]
+        for other in with_mods[1:]:
+            for mod in other:
+                same = next((m for m in first if same_place(mod, m)), None)
+                if same is not None and mod in self.mods:
+                    self.mods.remove(mod)
+                    same.alternatives.append(mod)
 
     def branches(self, clauses: list[tuple[str, list[Node]]]) -> None:
         start = self.state

@@ -25,6 +25,12 @@ DEFAULT_ENGINES = (
 """Engine distributions known without configuration (a patchset's components add more)."""
 
 
+def is_bytecode(path: str) -> bool:
+    """A path (or pattern) of Python byte-code: ``__pycache__`` or ``*.pyc``/``*.pyo``.
+    Removing byte-code changes no engine: Python compiles the source again (PEP 3147)."""
+    return "__pycache__" in path or path.endswith((".pyc", ".pyo", ".py[co]", "*.pyc"))
+
+
 def normalise_name(name: str) -> str:
     """PEP 503 normalisation (``Flash_Attn`` -> ``flash-attn``)."""
     return re.sub(r"[-_.]+", "-", name).lower()

@@ -65,6 +65,10 @@ _WRITE_CALLS = frozenset(
 )
 
 
+_SEQUENCE = frozenset({"list", "tuple", "sorted", "iter", "next"})
+"""Builtins that hand a list through (see :meth:`_Reader.sequence`)."""
+
+
 @dataclass(frozen=True)
 class PyPath:
     """A path value (``str`` or ``pathlib.Path`` alike)."""
@@ -216,6 +220,12 @@ class _Reader:
             return PyUnknown("an expression")
         if isinstance(node, ast.Attribute):
             return self.attribute(node)
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            # `args.target or os.path.join(locate(), REL)`: an override, else the default;
+            # the default is the path the code computes itself
+            values = [self.value(v) for v in node.values]
+            known = [v for v in values if isinstance(v, (PyPath, PyStr))]
+            return known[-1] if known else values[-1]
         if isinstance(node, ast.Subscript):
             return self.subscript(node)
         if isinstance(node, ast.Call):
@@ -278,6 +288,8 @@ class _Reader:
         args = [self.value(a) for a in node.args]
         name = self.dotted(func)
         if name is None and isinstance(func, ast.Name):
+            if func.id in _SEQUENCE and func.id not in self.names and args:
+                return self.sequence(func.id, args[0])
             name = {"open": "open", "str": "str", "print": "print"}.get(func.id)
         if name in ("importlib.util.find_spec", "pkgutil.find_loader"):
             pkg = _text(args[0]) if args else None
@@ -285,6 +297,12 @@ class _Reader:
                 return PyUnknown("find_spec of a computed name")
             self.package(pkg)
             return PySpec(pkg)
+        if name in ("importlib.resources.files", "importlib_resources.files"):
+            pkg = _text(args[0]) if args else None
+            if pkg is None:
+                return PyUnknown("importlib.resources.files of a computed name")
+            self.package(pkg)
+            return PyPath(f"{SITE}/{pkg.replace('.', '/')}")
         if name in ("pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "str", "os.fspath"):
             text = _text(args[0]) if args else None
             return PyPath(text) if text is not None else PyUnknown("a path")
@@ -292,6 +310,10 @@ class _Reader:
             texts = [_text(a) for a in args]
             if texts and all(t is not None for t in texts):
                 return PyPath(posixpath.join(*texts))  # type: ignore[arg-type]
+            if texts and isinstance(args[0], PyPath):
+                # below a known folder, a computed name (`os.path.join(pyc_dir, name)` in a
+                # loop over `os.listdir(pyc_dir)`): any entry of that folder
+                return PyPath(posixpath.join(*(t if t is not None else "*" for t in texts)))
             return PyUnknown("a joined path")
         if name in ("os.path.dirname",):
             text = _text(args[0]) if args else None
@@ -322,6 +344,16 @@ class _Reader:
                 if all(t is not None for t in texts):
                     return PyPath(posixpath.join(owner.path, *texts))  # type: ignore[arg-type]
         return PyUnknown(f"a call of {ast.unparse(func)}")
+
+    @staticmethod
+    def sequence(builtin: str, value: Any) -> Any:
+        """``list(x)``, ``tuple(x)``, ``sorted(x)``, ``iter(x)`` of a known list are that list
+        (``list(spec.submodule_search_locations)[0]``); ``next(iter(x))`` is its first item."""
+        if not isinstance(value, PyList):
+            return PyUnknown(f"{builtin}() of a computed value")
+        if builtin == "next":
+            return value.items[0] if value.items else PyUnknown("next() of an empty list")
+        return value
 
     # -- statements
 

@@ -117,6 +117,7 @@ class _Facts(_Reader):
         self.depth = 0
         self.returned: Any = None
         self.results: dict[int, Any] = {}
+        self.read_paths: set[str] = set()  # files the code read (a write of one is an edit)
         self.argv_how = {
             i: f"sys.argv[{i}] = {a}" for i, a in enumerate(argv) if a.startswith(("/", "$"))
         }
@@ -134,7 +135,9 @@ class _Facts(_Reader):
                 owner = self.value(node.func.value)
                 attr = node.func.attr
                 if attr in ("read_text", "read") and isinstance(owner, (PyPath, PyHandle)):
-                    return PyText(owner.path if isinstance(owner, PyPath) else owner.file)
+                    read = owner.path if isinstance(owner, PyPath) else owner.file
+                    self.read_paths.add(read)
+                    return PyText(read)
                 if attr == "replace" and isinstance(owner, PyText):
                     args = [self.value(a) for a in node.args]
                     if len(args) >= 2 and all(isinstance(a, PyStr) for a in args[:2]):
@@ -294,6 +297,8 @@ class _Facts(_Reader):
         path = _text_of(self.value(target)) if target is not None else None
         expr = ast.unparse(target) if target is not None else ""
         how = self.how_of(target) if target is not None else ""
+        if kind == "write" and path and path in self.read_paths:
+            kind = "edit"  # read, then written back
         effect = Effect(kind, node.lineno, path or expr, expr, how, **kw)
         if self.depth and self.current_uncalled:
             self.facts.uncalled_lines.add(node.lineno)
@@ -327,7 +332,7 @@ class _Facts(_Reader):
                 text = self.value(node.args[0]) if node.args else None
                 if isinstance(owner, PyHandle) and isinstance(text, PyText) and text.edits:
                     for effect in reversed(self.facts.effects):
-                        if effect.kind == "write" and effect.path == owner.file:
+                        if effect.kind in ("write", "edit") and effect.path == owner.file:
                             effect.kind, effect.edits = "edit", _edits(text)
                             break
                 return

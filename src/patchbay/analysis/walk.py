@@ -45,7 +45,7 @@ _MAY_ACT = re.compile(rb"\$[({]|[`<>]")
 """Bytes of a command that may run code, assign or redirect when its words are expanded."""
 _LITERAL_NAME = re.compile(rb"[A-Za-z0-9_./+:-]+")
 _DUP = re.compile(r">&\s*-?\d*$")
-_REDIRECT_OP = re.compile(r"^\d*(&>>|&>|>>|>\||>|<)")
+_REDIRECT_OP = re.compile(r"^(\d*)(&>>|&>|>>|>\||>|<)")
 
 
 @dataclass(frozen=True)
@@ -415,7 +415,13 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
                     continue
                 if dest.type == "process_substitution":
                     continue
-                redirects.append((op.group(1), self.word(dest)))
+                fd, operator = op.groups()
+                value = self.word(dest)
+                if fd not in ("", "0", "1"):  # `2>/dev/null`: the command still prints
+                    if value.text == "/dev/null":
+                        continue
+                    operator = fd + operator
+                redirects.append((operator, value))
         if stdin is None:
             for op, val in redirects:
                 if op == "<":

@@ -98,9 +98,7 @@ def diff(c: Conversion, mod: Modification, ctx: Context) -> None:
             notes.append(
                 f"the script allowed --fuzz={facts[flag]}; patchbay matches context exactly"
             )
-    root = site_rel(mod.target.path if mod.target else None)
-    if root is not None and facts.get("directory"):
-        root = posixpath.normpath(posixpath.join(root, str(facts["directory"])))
+    root = site_rel(mod.target.path if mod.target else None)  # `--directory` included
     try:
         parsed = parse_diff(
             content, source=Path(str(facts.get("file_name") or "diff")), strip=strip

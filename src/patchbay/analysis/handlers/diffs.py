@@ -130,9 +130,13 @@ def cmd_git(w: Walker, cmd: Cmd) -> Stream | None:
         if any(f in ("--check", "--stat", "--numstat", "--summary") for f in flags):
             return None
         tool = "git apply" if sub == "apply" else "git am"
+        directory = options.get("--directory")
+        if directory is not None:  # the patch's paths are taken below DIR (git-apply(1))
+            folder = join(folder, directory) if folder is not None else directory
+            folder_written = _option_written(cmd, "--directory") or directory.display()
         extra: dict[str, object] = {"written": folder_written}
-        if "--directory" in options:
-            extra["directory"] = options["--directory"].text
+        if directory is not None:
+            extra["directory"] = directory.text
         if "-p" in options:
             extra["strip"] = options["-p"].text
         if "-R" in flags or "--reverse" in flags:
@@ -215,6 +219,27 @@ def cmd_git(w: Walker, cmd: Cmd) -> Stream | None:
                 ),
                 content=" ".join(a.text for a in rest),
             )
+    return None
+
+
+def _option_written(cmd: Cmd, option: str) -> str | None:
+    """The value of ``--option=VALUE`` (or ``--option VALUE``) as the script wrote it,
+    unquoted (``$ROOT``), for messages."""
+    node = cmd.node
+    if node is None:
+        return None
+    if node.type == "redirected_statement":
+        node = node.child_by_field_name("body") or node
+    args = [a.text.decode("utf-8", "replace") if a.text else "" for a in
+            node.children_by_field_name("argument")]  # fmt: skip
+    for k, text in enumerate(args):
+        value = None
+        if text.startswith(option + "="):
+            value = text[len(option) + 1 :]
+        elif text == option and k + 1 < len(args):
+            value = args[k + 1]
+        if value is not None:
+            return value.strip("\"'")
     return None
 
 

@@ -18,6 +18,7 @@ from ..commands import (
     split_options,
     write_file,
 )
+from ..engines import is_bytecode
 from ..model import Mechanism, Target
 from ..values import Val, join
 from ..walk import Cmd, FileInfo, Stream, Walker
@@ -355,7 +356,7 @@ def cmd_rm(w: Walker, cmd: Cmd) -> Stream | None:
     positional, _, _ = split_options(cmd.words, set())
     removed = []
     for f in positional:
-        if "__pycache__" in f.text or f.text.endswith((".pyc", "*.pyc")):
+        if is_bytecode(f.text):
             continue
         target = w.target(f, written=_written_arg(cmd, f) or f.display())
         if target.root in ("site-packages", "engine-tree") and (
@@ -402,7 +403,7 @@ def cmd_find(w: Walker, cmd: Cmd) -> Stream | None:
             k = j
         k += 1
     del found_type
-    cache = name is not None and ("__pycache__" in name or name.endswith(".pyc"))
+    cache = name is not None and is_bytecode(name)
     for root in roots:
         found = Val(
             f"{root.text.rstrip('/')}/{name or '*'}",
@@ -444,7 +445,7 @@ def cmd_find(w: Walker, cmd: Cmd) -> Stream | None:
     if not roots:
         return None
     root = roots[0]
-    if name is not None and ("__pycache__" in name or name.endswith(".pyc")):
+    if cache:
         return Stream(Val(f"{root.text.rstrip('/')}/{name}", root.how, root.unknown))
     return Stream(Val(f"{root.text.rstrip('/')}/{name or '*'}", root.how, root.unknown or ""))
 
@@ -459,7 +460,7 @@ def cmd_xargs(w: Walker, cmd: Cmd) -> Stream | None:
     if not words or cmd.stdin is None or cmd.stdin.value is None:
         return None
     item = cmd.stdin.value
-    if "__pycache__" in item.text or item.text.endswith(".pyc"):
+    if is_bytecode(item.text):
         return None
     inner = Cmd(
         words[0].text.rsplit("/", 1)[-1],

@@ -16,6 +16,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from .. import pysnippet
 from ..commands import environment_change, handles, run_command
+from ..engines import is_bytecode
 from ..model import Mechanism, Modification, Target
 from ..python import Effect, read_python
 from ..values import Val, join, unknown
@@ -191,6 +192,8 @@ def python_effects(
             if not effect.text and effect.path == "PYTHONPATH":
                 pass
             continue
+        if effect.kind == "remove" and is_bytecode(effect.path):
+            continue  # byte-code cleanup: Python compiles the source again
         how = effect.how
         val = Val(
             effect.path,
@@ -281,6 +284,10 @@ def python_effects(
 
 
 def _reads(code: str, effect: Effect) -> bool:
+    """A write that may be an edit: the code reads some file, and the path written is not
+    one the reader resolved (a resolved path read first is already an ``edit`` effect)."""
+    if effect.path.startswith("/"):
+        return False
     return ".read(" in code or "read_text(" in code or "fileinput" in code
 
 
