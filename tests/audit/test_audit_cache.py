@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import dedent, write_patchset
+from inprocess import run_main
 from patchbay.analysis import EngineNames
 from patchbay.analysis.inputs import Inputs, portable, unchanged
 from patchbay.audit import cache as cache_module
@@ -564,3 +565,33 @@ def test_the_clean_up_follows_no_link_and_removes_only_the_users_files(tmp_path:
         ["key", "scripts-new.json", "scripts-link.json", "documents-dir.json", *others]
     )
     assert (outside / "victim.json").read_text() == "{}" and (outside / "scripts-x.json").exists()
+
+
+def test_no_cache_neither_reads_nor_writes_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``patchbay audit --no-cache`` (a gate job): the folder is not looked at (a link there
+    gets no note) and nothing is written, also when a script changed since the last run."""
+    root = _tree(tmp_path / "repo")
+    xdg = tmp_path / "xdg"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(xdg))
+    warm = run_main("audit", "--repo", root, "--format", "json")
+    assert warm.code == 1 and warm.crash is None, warm.err
+    folder = xdg / "patchbay" / "audit"
+    (root / "bench" / "run.sh").write_text(RUN_SH + 'rm -rf "$SITE/vllm/_C.so"\n')
+    before = _snapshot(folder)
+    gate = run_main("audit", "--repo", root, "--format", "json", "--no-cache")
+    assert gate.code == 1 and "patchbay: note" not in gate.err
+    assert _snapshot(folder) == before
+    cached = run_main("audit", "--repo", root, "--format", "json")
+    assert json.loads(cached.out)["findings"] == json.loads(gate.out)["findings"]
+    assert _snapshot(folder) != before  # without --no-cache the new entry is written
+    shutil.rmtree(folder)
+    folder.symlink_to(tmp_path)
+    gate = run_main("audit", "--repo", root, "--format", "json", "--no-cache")
+    assert "patchbay: note" not in gate.err
+    noted = run_main("audit", "--repo", root, "--format", "json")
+    notes = [line for line in noted.err.splitlines() if line.startswith("patchbay: note:")]
+    assert notes == [f"patchbay: note: the audit's cache {folder} is a symbolic link: ignored, "
+                     "nothing is written to it"]  # fmt: skip
+    assert json.loads(noted.out)["findings"] == json.loads(gate.out)["findings"]
