@@ -3,7 +3,7 @@
 A patchset's YAML and a waiver are parsed once and reused while their text is the same; what
 comes back must be what parsing gives (compared with a fresh parse, and whole audits with an
 audit without the cache), a changed document is parsed again, bad input is never cached, and an
-entry of the wrong shape is ignored and replaced.
+entry of the wrong shape or whose seal does not check (edited by hand) is ignored and replaced.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_patchset
-from patchbay.audit import run_audit
+from patchbay.audit import run_audit, store
 from patchbay.audit.documents import DocumentCache
 from patchbay.errors import InputError
 from patchbay.patchset.yamlfile import parse_yaml
@@ -64,9 +64,10 @@ def test_a_changed_document_is_parsed_again(tmp_path: Path) -> None:
     assert w_ok["fields"]["removal"]["status"] == "missing"  # the documents did change
     assert "p-renamed" in json.dumps(fresh["findings"])
     assert _audit(root, cache_dir=folder) == fresh
-    assert len(DocumentCache(folder / "audit", root).entries) == 1 + len(
-        [p for p in (root / "waivers").glob("*.md") if p.name != "README.md"]
-    )  # the old entries were dropped
+    assert (
+        len(DocumentCache(folder / "audit", root).entries)
+        == 1 + len([p for p in (root / "waivers").glob("*.md") if p.name != "README.md"]) + 2
+    )  # the two changed documents added; the old entries kept (another clone may use them)
 
 
 def test_a_cached_waiver_is_what_parsing_gives(tmp_path: Path) -> None:
@@ -125,10 +126,10 @@ def test_a_corrupt_documents_file_is_ignored_and_replaced(
     folder = tmp_path / "cache"
     fresh = _audit(root, cache_dir=folder)
     path = _documents_file(folder)
-    if content == "forged":  # the right header, entries of the wrong shape
+    if content == "forged":  # the right header, entries of the wrong shape (and seal)
         doc = json.loads(path.read_text())
         for n, key in enumerate(doc["entries"]):
-            entry = doc["entries"][key]
+            entry = doc["entries"][key]["p"]
             if "lines" in entry:
                 entry["lines"] = [[["patches", 0], "one"]]
             elif n % 2:
@@ -141,8 +142,32 @@ def test_a_corrupt_documents_file_is_ignored_and_replaced(
         path.write_bytes(content)
     assert _audit(root, cache_dir=folder) == fresh
     cache = DocumentCache(folder / "audit", root)
-    assert json.loads(path.read_text())["format"] == 1 and cache.entries
+    assert json.loads(path.read_text())["format"] == store.FORMAT and cache.entries
     assert _audit(root, cache_dir=folder) == fresh
+
+
+def test_an_edited_document_entry_is_not_believed(tmp_path: Path) -> None:
+    """A waiver's parsed fields rewritten in the cache file (a missing section made found):
+    the seal does not check, the waiver is parsed again and the audit says so."""
+    root = _rules_repo(tmp_path / "repo")
+    folder = tmp_path / "cache"
+    waiver = root / "waivers" / "w-ok.md"
+    waiver.write_text(waiver.read_text().replace("## Removal plan", "## Rollout"))
+    fresh = _audit(root, script_cache=False)
+    assert _audit(root, cache_dir=folder) == fresh
+    path = _documents_file(folder)
+    doc = json.loads(path.read_text())
+    edited = 0
+    for entry in doc["entries"].values():
+        for name, result in entry["p"].get("fields", []):
+            if name == "removal" and result[1] == "missing":
+                result[1:4] = ["found", 3, "heading 'Removal plan'"]
+                edited += 1
+    assert edited  # w-ok, and any other waiver without the section
+    path.write_text(json.dumps(doc))
+    result = run_audit(root, today=TODAY, cache_dir=folder)
+    assert result.to_json() == fresh
+    assert any(str(path) in note and "not sealed" in note for note in result.notes)
 
 
 def test_no_cache_writes_no_documents_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -172,9 +197,9 @@ def test_a_cached_line_map_of_the_wrong_shape_is_taken_from_the_text(tmp_path: P
         4,
     )
     for forged in ('[[["patches", 0], "one"]]', "not json", '{"a": 1}'):
-        (entry,) = warm.entries.values()
+        ((key, entry),) = warm.entries.items()
         assert isinstance(entry, dict)
-        entry["lines"] = forged  # each look-up decodes its entry afresh
+        warm.store.put(key, {**entry, "lines": forged})  # sealed: as a bug would write it
         again = warm.yaml_document(path, text)
         assert again.lines == expected.lines and again.data == expected.data
     assert warm.hits == 4

@@ -6,6 +6,12 @@ patch file, whether ``./tools/x.sh`` exists, what a glob over ``patches/*.patch`
 answers it and records the answer (a content digest for a read). A cached analysis is reused
 only when every recorded answer is still the same (:func:`unchanged`), as a build tool checks
 its recorded inputs before reusing an output.
+
+The walk looks at absolute paths (below the resolved root, or the root as given). What the
+cache keeps is :func:`portable`: every path below the audited root written relative to it, so
+that the answers hold for another clone of the same tree in another folder, and are asked
+again below the current root (:func:`unchanged` with ``root``). A path outside the root stays
+absolute and is asked as it is.
 """
 
 from __future__ import annotations
@@ -16,11 +22,13 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["Inputs", "Probe", "unchanged"]
+__all__ = ["Inputs", "Probe", "portable", "unchanged"]
 
 Probe = tuple[str, str, object]
 """``(kind, path, answer)``: ``("file", path, bool)``, ``("read", path, sha256 hex or None)``,
-``("glob", pattern, [paths])``, ``("folder", path, [is a folder, names or None])``."""
+``("glob", pattern, [paths])``, ``("folder", path, [is a folder, names or None])``. The paths
+are absolute as the walk records them; in their :func:`portable` form a path that does not
+start with ``/`` is relative to the audited root (``.`` for the root itself)."""
 
 
 class Inputs:
@@ -87,14 +95,82 @@ class Inputs:
         return bool(is_dir), names
 
 
-def unchanged(probes: Iterable[Probe]) -> bool:
+def portable(probes: Iterable[Probe], root: Path) -> list[Probe] | None:
+    """The probes with every path below ``root`` relative to it (see :data:`Probe`).
+
+    A path counts as below ``root`` when it starts with the root's resolved path or its path
+    as given, then ``/``; the rest is kept as written (``lib/../x.sh`` stays so: the walk of
+    another clone builds the same string below its own root). A glob's pattern counts with
+    the root escaped as the walk escapes it (:func:`glob.escape`), and every path it listed
+    must be below the root too, else the whole probe stays absolute.
+
+    Args:
+        probes: as :attr:`Inputs.probes` records them.
+        root: the audited root (the one the walk was given).
+
+    Returns:
+        The portable probes, or None when one has a relative path that is not below ``root``
+        (a path relative to the working folder: not one the cache can ask again).
+    """
+    prefixes = _prefixes(root)
+    patterns = [globbing.escape(p) for p in prefixes]
+    out: list[Probe] = []
+    for kind, path, answer in probes:
+        if kind == "glob" and isinstance(answer, list):
+            rel = _below(path, patterns)
+            listed = [_below(p, prefixes) for p in answer if isinstance(p, str)]
+            if rel is not None and len(listed) == len(answer) and None not in listed:
+                out.append((kind, rel, listed))
+                continue
+        else:
+            rel = _below(path, prefixes)
+            if rel is not None:
+                out.append((kind, rel, answer))
+                continue
+        if not path.startswith("/"):
+            return None
+        out.append((kind, path, answer))
+    return out
+
+
+def _prefixes(root: Path) -> list[str]:
+    """The root's resolved path and its path as given, each ending in ``/``, longest first."""
+    forms = {os.fspath(root.resolve()), os.fspath(root)}
+    return sorted((f if f.endswith("/") else f + "/" for f in forms), key=len, reverse=True)
+
+
+def _below(path: str, prefixes: list[str]) -> str | None:
+    for prefix in prefixes:
+        if path.startswith(prefix):
+            return path[len(prefix) :] or "."
+        if path == prefix[:-1]:
+            return "."
+    return None
+
+
+def unchanged(probes: Iterable[Probe], root: Path | None = None) -> bool:
     """True when every recorded look gets the same answer now (False for a probe of an
-    unknown kind or shape: it is not trusted)."""
+    unknown kind or shape: it is not trusted).
+
+    Args:
+        probes: as :attr:`Inputs.probes` records them, or their :func:`portable` form.
+        root: the audited root that the relative paths of portable probes are asked below
+            (its resolved path); None: a relative path is not trusted.
+    """
+    base = None
+    if root is not None:
+        resolved = os.fspath(root.resolve())
+        base = resolved if resolved.endswith("/") else resolved + "/"
     fresh = Inputs()
     for probe in probes:
         kind, path, answer = probe
         if not isinstance(path, str):
             return False
+        relative = not path.startswith("/")
+        if relative:
+            if base is None:
+                return False
+            path = (globbing.escape(base) if kind == "glob" else base) + path
         if kind == "file":
             now: object = fresh.isfile(path)
         elif kind == "read":
@@ -104,6 +180,9 @@ def unchanged(probes: Iterable[Probe]) -> bool:
                 now = None
         elif kind == "glob":
             now = fresh.glob(path)
+            if relative:
+                assert base is not None
+                now = [p[len(base) :] if p.startswith(base) else p for p in now]
         elif kind == "folder":
             now = list(fresh.folder(Path(path)))
         else:

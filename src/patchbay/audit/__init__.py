@@ -9,7 +9,8 @@
 - :mod:`.run` — :func:`run_audit`, which ties them together;
 - :mod:`.formats` — table, JSON, GitHub workflow commands, SARIF;
 - :mod:`.waived` — which findings a waiver covers; :mod:`.cache` and :mod:`.documents` — what
-  was analysed and parsed before.
+  was analysed and parsed before; :mod:`.store` — the cache folder (trusted as ssh trusts its
+  keys) and its sealed files.
 
 It imports the analyser, the document, the environment (project names), the waivers and the
 upstream states (``--upstream``), never the apply core or the CLI.

@@ -2,48 +2,54 @@
 a file its analysis looked at, the engine names or the analyser change.
 
 Like ruff's cache, an entry is keyed by what decides the result: the script's bytes (SHA-256),
-its path and kind, and a digest of the analyser (the source of :mod:`patchbay.analysis`, of the
-scanner and its rules, the grammars' and Python's versions) and of the engine names
-(:func:`analyser_digest`). An entry also records every repository file the analysis looked at
-besides the script (:mod:`patchbay.analysis.inputs`: a ``source``d helper, a patch file, a glob,
-whether a file exists) and is reused only when each still gives the same answer.
+its path relative to the audited root and its kind (:meth:`ScriptCache.key`), in the file of
+one analyser digest (:func:`analyser_digest`: the source of :mod:`patchbay.analysis`, of the
+scanner and its rules, the grammars' and Python's versions, and the engine names). An entry
+also records every repository file the analysis looked at besides the script
+(:mod:`patchbay.analysis.inputs`: a ``source``d helper, a patch file, a glob, whether a file
+exists), relative to the root (:func:`~patchbay.analysis.inputs.portable`), and is reused only
+when each still gives the same answer below the root audited now. Nothing in a key or an entry
+says where the repository is, so a second clone of the same commit in another folder (a CI
+checkout, a worktree) finds the same entries; the one exception is an entry whose findings
+name the root's absolute path, which is bound to that root. A patchset change leaves the
+entries valid unless it changes the engine names (its components' distributions and
+repositories, its targets' packages): the only part of a patchset the analysis reads.
 
-The same file keeps the scripts the file gate of :func:`~.scanner.scan_tree` rejected (same
-key), with the answers those verdicts rested on (whether each script a line runs exists): while
-every answer holds they are not judged again. Parsed patchsets and waivers have a file of their
-own (:mod:`.documents`).
+The same file keeps, per audited root, the scripts the file gate of
+:func:`~.scanner.scan_tree` rejected (same key), with the answers those verdicts rested on
+(whether each script a line runs exists): while every answer holds they are not judged
+again. A root audited for the first time starts from the verdicts of the root audited last
+(they too hold only while every answer is the same in this tree). Parsed patchsets and waivers
+have a file of their own (:mod:`.documents`).
 
-The cache lives outside the audited tree, under ``$XDG_CACHE_HOME/patchbay/audit`` (default
-``~/.cache/patchbay/audit``): a repository can never ship verdicts about its own scripts. There
-is one file per audited root, rewritten (atomically) only when an entry was added or dropped;
-a file that does not parse, or an entry of the wrong shape, is ignored and replaced, never
-trusted. ``PATCHBAY_NO_CACHE=1`` (or ``run_audit(script_cache=False)``) turns it off.
+Every entry is sealed with the user's key and bound to the analyser digest, and the folder and
+its files are trusted only as ssh trusts its keys (:mod:`.store`): an entry edited by hand is
+not believed. The cache lives outside the audited tree, under ``$XDG_CACHE_HOME/patchbay/audit``
+(default ``~/.cache/patchbay/audit``): a repository can never ship verdicts about its own
+scripts. ``patchbay audit --no-cache``, ``PATCHBAY_NO_CACHE=1`` or
+``run_audit(script_cache=False)`` turn it off.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import importlib.util
 import json
 import os
 import sys
-import tempfile
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from ..analysis.engines import EngineNames
 from .rules import RULES, Finding, Suppression
+from .store import CacheFolder, SealedStore
 
-__all__ = ["FORMAT", "ScriptCache", "analyser_digest", "cache_disabled", "write_json"]
+__all__ = ["FORMAT", "ScriptCache", "analyser_digest", "cache_disabled"]
 
-FORMAT = 2
-"""The layout of a cache file; a file of another layout is ignored."""
-
-_KEEP_SECONDS = 30 * 24 * 3600
-"""Cache files of roots not audited for this long are removed when another is written."""
+FORMAT = 3
+"""The layout of an entry; a digest over another layout's code names another file."""
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 _SOURCES = (
@@ -55,12 +61,45 @@ _SOURCES = (
     "patchset/placeholders.py",
 )
 """What the findings of a script depend on besides its inputs: their source is in the digest."""
-_LIBRARIES = ("tree_sitter", "tree_sitter_bash", "tree_sitter_dockerfile", "packaging")
+_LIBRARIES = {
+    "tree_sitter": "tree_sitter",
+    "tree_sitter_bash": "tree_sitter_bash",
+    "tree_sitter_dockerfile": "tree_sitter_dockerfile",
+    "packaging": "packaging",
+}
+"""The libraries the analysis uses: import name -> the name of their ``.dist-info`` folder
+(the wheel's spelling of the distribution)."""
 
 
 def cache_disabled() -> bool:
     """``PATCHBAY_NO_CACHE`` is set to anything but ``""`` or ``0``."""
     return os.environ.get("PATCHBAY_NO_CACHE", "") not in ("", "0")
+
+
+@cache
+def _listing(folder: str) -> tuple[str, ...]:
+    try:
+        return tuple(os.listdir(folder))
+    except OSError:
+        return ()
+
+
+def _library(name: str, dist: str) -> str:
+    """The installed version of a library, as the name of its ``.dist-info`` folder (an
+    installation's paths and times differ from one environment to the next, its version does
+    not); else its file's size and time."""
+    spec = importlib.util.find_spec(name)
+    origin = spec.origin if spec is not None else None
+    if not origin:
+        return f"{name} missing"
+    folder = os.path.dirname(origin)
+    site = os.path.dirname(folder) if os.path.basename(origin) == "__init__.py" else folder
+    prefix = dist.lower() + "-"
+    found = [n for n in _listing(site) if n.lower().startswith(prefix) and n.endswith(".dist-info")]
+    if len(found) == 1:
+        return found[0]
+    st = os.stat(origin)
+    return f"{name} {origin} {st.st_size} {st.st_mtime_ns}"
 
 
 @cache
@@ -74,22 +113,29 @@ def _code_digest() -> str:
         for file in files:
             h.update(file.relative_to(_PACKAGE).as_posix().encode() + b"\0")
             h.update(file.read_bytes())
-    for name in _LIBRARIES:  # an upgrade rewrites the files: their size and time change
-        spec = importlib.util.find_spec(name)
-        origin = spec.origin if spec is not None else None
-        stat = os.stat(origin) if origin else None
-        h.update(f"{name} {origin} {stat and (stat.st_size, stat.st_mtime_ns)}".encode())
+    for name, dist in _LIBRARIES.items():
+        h.update(_library(name, dist).encode() + b"\0")
     return h.hexdigest()
 
 
+def _plain(value: object) -> object:
+    """A field of :class:`EngineNames` as sorted JSON data (sets and mappings have no order)."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    if isinstance(value, dict):
+        return sorted([k, _plain(v)] for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def analyser_digest(engines: EngineNames) -> str:
-    """The digest of everything besides a script and its inputs that its findings depend on:
-    the analyser's code (see :data:`_SOURCES`, the grammars, Python) and the engine names."""
-    names = {
-        "distributions": sorted(engines.distributions),
-        "imports": sorted(engines.imports),
-        "upstreams": sorted(engines.upstreams.items()),
-    }
+    """The digest (SHA-256, hexadecimal) of everything besides a script and its inputs that
+    its findings depend on: the analyser's code (see :data:`_SOURCES`; the libraries'
+    versions, Python's) and the engine names (every field of :class:`EngineNames`, which is
+    all the analysis is told of the patchsets and the configuration). Nothing else of a
+    patchset is in it: renaming a patch or a target, or moving a pin, leaves it the same."""
+    names = {f.name: _plain(getattr(engines, f.name)) for f in dataclasses.fields(engines)}
     blob = json.dumps([_code_digest(), names], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -143,65 +189,65 @@ def _probes_of(item: object) -> list[tuple[str, str, object]]:
 
 
 class ScriptCache:
-    """The cached findings of one audited root (one file under ``folder``).
+    """The cached findings of scripts, for the audit of one root.
 
     Args:
-        folder: the cache folder (``~/.cache/patchbay/audit``); created when first written.
-        root: the audited root; its resolved path names the cache file (the paths an analysis
-            looked at are resolved ones: a root that now points elsewhere has another file).
-        engines: what counts as an engine (part of every key).
+        folder: the cache folder (``~/.cache/patchbay/audit``), or the :class:`~.store.CacheFolder`
+            of the run (the one :class:`~.documents.DocumentCache` uses too: its notes are
+            the run's); created when first written.
+        root: the audited root (the one given to the analysis): what the paths of the
+            entries' inputs are relative to.
+        engines: what counts as an engine (part of the analyser digest).
+
+    Attributes:
+        path: the store file of this analyser digest.
+        hits, misses: scripts whose findings were, were not taken from the cache.
     """
 
-    def __init__(self, folder: Path, root: Path, engines: EngineNames) -> None:
-        self.folder = folder
-        self.root = str(root.resolve())
-        digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()[:24]
-        self.path = folder / f"scripts-{digest}.json"
+    def __init__(self, folder: Path | CacheFolder, root: Path, engines: EngineNames) -> None:
+        self.folder = folder if isinstance(folder, CacheFolder) else CacheFolder(folder)
+        self.root = root
+        self.root_text = os.fspath(root.resolve())
         self.analyser = analyser_digest(engines)
-        self.entries: dict[str, dict[str, object]] = {}
-        self.used: set[str] = set()
-        # scripts the file gate rejected (keys as :meth:`key`), and the answers about other
+        self.store = SealedStore(self.folder, "scripts", self.analyser)
+        self.path = self.store.path
+        # scripts the gate rejected (keys as :meth:`key`), and the answers about other
         # scripts' existence those verdicts rested on ((folder, word) -> a file?)
         self.harmless: set[str] = set()
         self.harmless_used: set[str] = set()
         self.gate_probes: dict[tuple[str, str], bool] = {}
-        self.dirty = False
+        self._gate_key = "gate:" + hashlib.sha256(os.fsencode(self.root_text)).hexdigest()[:24]
+        self._gate_dirty = False
         self.hits = 0
         self.misses = 0
-        self._load()
+        self._load_harmless()
 
-    def _load(self) -> None:
-        if not self.path.exists():
-            return
-        doc = read_json(self.path, {"format": FORMAT, "analyser": self.analyser, "root": self.root})
-        if doc is not None:
-            self.entries = doc["entries"]
-            self._load_harmless(doc.get("harmless"), doc.get("gate_probes"))
-        else:
-            self.dirty = True  # another analyser's (or a broken) file: replace it
+    @property
+    def notes(self) -> list[str]:
+        """What of the cache was ignored and why (:attr:`.store.CacheFolder.notes`, and the
+        entries whose seal did not check), one line each."""
+        note = self.store.note
+        return [*self.folder.notes, *([note] if note else [])]
 
-    def _load_harmless(self, keys: object, probes: object) -> None:
-        """The gate's verdicts of the last run, when of the right shape (else dropped)."""
-        if not (isinstance(keys, list) and isinstance(probes, list)):
-            self.dirty = True
+    def _load_harmless(self) -> None:
+        """The gate's verdicts of this root's last run, else of the root audited last; a
+        record of the wrong shape or seal is dropped."""
+        others = sorted(
+            (k for k in self.store if k.startswith("gate:") and k != self._gate_key),
+            key=self.store.last_used,
+            reverse=True,
+        )
+        for key in (self._gate_key, *others):
+            record = self.store.get(key)
+            if record is None:
+                continue
+            try:
+                self.harmless, self.gate_probes = _gate_of(record)
+            except ValueError:
+                self.store.drop(key)
+                continue
+            self._gate_dirty = key != self._gate_key  # this root's own record is written
             return
-        if not all(isinstance(k, str) for k in keys):
-            self.dirty = True
-            return
-        answers: dict[tuple[str, str], bool] = {}
-        for probe in probes:
-            if not (
-                isinstance(probe, list)
-                and len(probe) == 3
-                and isinstance(probe[0], str)
-                and isinstance(probe[1], str)
-                and isinstance(probe[2], bool)
-            ):
-                self.dirty = True
-                return
-            answers[(probe[0], probe[1])] = probe[2]
-        self.harmless = set(keys)
-        self.gate_probes = answers
 
     def harmless_verdicts(self, is_file: Callable[[str, str], bool]) -> bool:
         """Whether the gate's verdicts of the last run still hold: every answer they rested
@@ -213,7 +259,7 @@ class ScriptCache:
             return True
         self.harmless.clear()
         self.gate_probes.clear()
-        self.dirty = True
+        self._gate_dirty = True
         return False
 
     def is_harmless(self, key: str) -> bool:
@@ -228,30 +274,32 @@ class ScriptCache:
         """Record a script the gate rejected (see :meth:`gate_answers`)."""
         self.harmless.add(key)
         self.harmless_used.add(key)
-        self.dirty = True
+        self._gate_dirty = True
 
     def gate_answers(self, probes: dict[tuple[str, str], bool]) -> None:
         """Record what the gate found out about other scripts' existence this run (its
         verdicts rest on these answers; the ones of earlier runs were checked to hold)."""
         if probes.items() - self.gate_probes.items():
             self.gate_probes.update(probes)
-            self.dirty = True
+            self._gate_dirty = True
 
     @staticmethod
     def key(rel: str, kind: str, data: bytes) -> str:
-        """The entry of one script: its path, kind and bytes."""
+        """The entry of one script: its path relative to the root, its kind and bytes (a
+        SHA-256, hexadecimal)."""
         # from the name's bytes: a name that is not UTF-8 has lone surrogates (surrogateescape)
         h = hashlib.sha256(kind.encode() + b"\0" + os.fsencode(rel) + b"\0")
         h.update(data)
         return h.hexdigest()
 
     def get(self, rel: str, kind: str, data: bytes, key: str | None = None) -> list[Finding] | None:
-        """The findings of a script analysed before, or None: not cached, of the wrong shape,
-        or a file its analysis looked at changed (``key``: its :meth:`key`, when known)."""
+        """The findings of a script analysed before, or None: not cached, its seal does not
+        check, of the wrong shape, bound to another root, or a file its analysis looked at
+        gives another answer below this root (``key``: its :meth:`key`, when known)."""
         from ..analysis.inputs import unchanged
 
         key = key or self.key(rel, kind, data)
-        entry = self.entries.get(key)
+        entry = self.store.get(key)
         if entry is None:
             self.misses += 1
             return None
@@ -263,14 +311,16 @@ class ScriptCache:
             if not isinstance(raw, list):
                 raise ValueError("not findings")
             findings = [_finding_of(item) for item in raw]
-            if not unchanged(probes):
-                raise ValueError("an input changed")
+            bound = entry.get("root")
+            if bound is not None and not isinstance(bound, str):
+                raise ValueError("not a root")
         except ValueError:
-            del self.entries[key]
-            self.dirty = True
+            self.store.drop(key)
             self.misses += 1
             return None
-        self.used.add(key)
+        if (bound is not None and bound != self.root_text) or not unchanged(probes, self.root):
+            self.misses += 1  # another tree's answers: replaced by this one's
+            return None
         self.hits += 1
         return findings
 
@@ -282,85 +332,62 @@ class ScriptCache:
         findings: list[Finding],
         inputs: list[tuple[str, str, object]],
     ) -> None:
-        """Record the findings of a script just analysed (before anyone changes them)."""
-        key = self.key(rel, kind, data)
-        self.entries[key] = {
-            "findings": [_finding_json(f) for f in findings],
-            "inputs": [list(p) for p in inputs],
-        }
-        self.used.add(key)
-        self.dirty = True
+        """Record the findings of a script just analysed (before anyone changes them), with
+        the files its analysis looked at (``inputs``, as the walk records them: made relative
+        to the root). An analysis that looked at a path relative to the working folder is not
+        recorded (it cannot be asked again)."""
+        from ..analysis.inputs import portable
+
+        probes = portable(inputs, self.root)
+        if probes is None:
+            return
+        raw = [_finding_json(f) for f in findings]
+        blob = json.dumps(raw)
+        named = {os.fspath(self.root), self.root_text}
+        bound = self.root_text if any(json.dumps(r)[1:-1] in blob for r in named) else None
+        self.store.put(
+            self.key(rel, kind, data),
+            {"findings": raw, "inputs": [list(p) for p in probes], "root": bound},
+        )
 
     def save(self) -> None:
-        """Write the entries this run used (others are dropped), when anything changed; a
-        cache that cannot be written is skipped silently (it is only a cache)."""
-        if (
-            not self.dirty
-            and len(self.used) == len(self.entries)
-            and len(self.harmless_used) == len(self.harmless)
-        ):
-            return
-        doc = {
-            "format": FORMAT,
-            "analyser": self.analyser,
-            "root": self.root,
-            "entries": {k: v for k, v in self.entries.items() if k in self.used},
-            "harmless": sorted(self.harmless_used),
-            "gate_probes": [[f, w, seen] for (f, w), seen in sorted(self.gate_probes.items())],
-        }
-        if write_json(self.folder, self.path, doc):
-            self.dirty = False
+        """Write the gate's verdicts and the entries, when anything changed (see
+        :meth:`.store.SealedStore.save`); a cache that cannot be written is skipped (it is
+        only a cache)."""
+        if self._gate_dirty or len(self.harmless_used) != len(self.harmless):
+            record = {
+                "harmless": sorted(self.harmless_used),
+                "probes": [[f, w, seen] for (f, w), seen in sorted(self.gate_probes.items())],
+            }
+            if self.store.put(self._gate_key, record):
+                self._gate_dirty = False
+        else:
+            self.store.get(self._gate_key)  # used: kept
+        self.store.save()
 
 
-def read_json(path: Path, header: Mapping[str, object]) -> dict[str, Any] | None:
-    """The cache file ``path`` as written by :func:`write_json`, when it parses, is an object
-    whose ``header`` keys hold exactly those values and whose ``entries`` is an object; None
-    otherwise (missing, broken, or another format, analyser or root: to be replaced)."""
-    try:
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    if (
-        isinstance(doc, dict)
-        and all(doc.get(k) == v for k, v in header.items())
-        and isinstance(doc.get("entries"), dict)
-    ):
-        return doc
-    return None
+def _gate_of(record: object) -> tuple[set[str], dict[tuple[str, str], bool]]:
+    """The harmless keys and the gate's answers of a record :meth:`ScriptCache.save` wrote.
 
-
-def write_json(folder: Path, path: Path, doc: object) -> bool:
-    """Write ``doc`` to the cache file ``path`` in ``folder`` atomically (a temporary file
-    renamed over it), then remove the cache files of roots not audited for
-    :data:`_KEEP_SECONDS`. A cache that cannot be written is skipped (it is only a cache).
-
-    Returns:
-        True when the file was written.
+    Raises:
+        ValueError: not that shape.
     """
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".cache-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, separators=(",", ":"))
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        _prune(folder)
-    except OSError:
-        return False
-    return True
-
-
-def _prune(folder: Path) -> None:
-    """Remove the cache files of roots not audited for :data:`_KEEP_SECONDS`."""
-    cutoff = time.time() - _KEEP_SECONDS
-    with os.scandir(folder) as it:
-        for entry in it:
-            if entry.name.startswith(("scripts-", "documents-")) and entry.name.endswith(".json"):
-                try:
-                    if entry.stat().st_mtime < cutoff:
-                        os.unlink(entry.path)
-                except OSError:
-                    continue
+    if not isinstance(record, dict):
+        raise ValueError("not a gate record")
+    keys, probes = record.get("harmless"), record.get("probes")
+    if not (isinstance(keys, list) and isinstance(probes, list)):
+        raise ValueError("not a gate record")
+    if not all(isinstance(k, str) for k in keys):
+        raise ValueError("not keys")
+    answers: dict[tuple[str, str], bool] = {}
+    for probe in probes:
+        if not (
+            isinstance(probe, list)
+            and len(probe) == 3
+            and isinstance(probe[0], str)
+            and isinstance(probe[1], str)
+            and isinstance(probe[2], bool)
+        ):
+            raise ValueError("not an answer")
+        answers[(probe[0], probe[1])] = probe[2]
+    return set(keys), answers

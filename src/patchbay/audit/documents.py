@@ -12,11 +12,13 @@ file a document names is looked at, on every run.
 
 An entry is only written when it reads back equal to what was parsed (a YAML date or a mapping
 with number keys has no JSON form here, so that document is simply parsed every time), and it
-is read back with its shape checked: a file that does not parse or an entry of the wrong shape
-is ignored and replaced, never trusted. Bad input raises before anything is cached. The file
-lives next to the script findings' (:mod:`.cache`): one per audited root,
-``documents-<digest of its path>.json``, written atomically and only when an entry was added
-or dropped.
+is read back with its seal and shape checked: a file that does not parse, an entry of the wrong
+shape or one whose seal does not check (edited by hand) is ignored and replaced, never
+trusted. Bad input raises before anything is cached. The file lives next to the script
+findings' (:mod:`.cache`), in the same checked folder, sealed the same way (:mod:`.store`):
+one per parsing code, ``documents-<digest>.json``, shared by every tree audited (nothing in a
+key says where a document is), written atomically and only when an entry was added or
+dropped.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import operator
-import os
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields
@@ -46,12 +47,12 @@ from ..waivers import (
     Waiver,
     parse_waiver,
 )
-from .cache import read_json, write_json
+from .store import CacheFolder, SealedStore
 
 __all__ = ["DocumentCache"]
 
-FORMAT = 1
-"""The layout of a documents file; a file of another layout is ignored."""
+FORMAT = 2
+"""The layout of an entry; a digest over another layout's code names another file."""
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 _SOURCES = (
@@ -84,32 +85,32 @@ def _code_digest() -> str:
 
 
 class DocumentCache:
-    """The parsed documents of one audited root (one file under ``folder``).
+    """The parsed documents, for the audit of one root.
 
     Args:
-        folder: the cache folder (``~/.cache/patchbay/audit``); created when first written.
-        root: the audited root; its resolved path names the cache file.
+        folder: the cache folder (``~/.cache/patchbay/audit``), or the run's
+            :class:`~.store.CacheFolder`; created when first written.
+        root: the audited root (kept for the callers; nothing in an entry depends on it).
+
+    Attributes:
+        path: the store file of this parsing code.
+        hits, misses: documents that were, were not taken from the cache.
     """
 
-    def __init__(self, folder: Path, root: Path) -> None:
-        self.folder = folder
-        self.root = str(root.resolve())
-        digest = hashlib.sha256(os.fsencode(self.root)).hexdigest()[:24]
-        self.path = folder / f"documents-{digest}.json"
+    def __init__(self, folder: Path | CacheFolder, root: Path) -> None:
+        self.folder = folder if isinstance(folder, CacheFolder) else CacheFolder(folder)
+        self.root = root
         self.code = _code_digest()
-        self.entries: dict[str, object] = {}
-        self.used: set[str] = set()
-        self.dirty = False
+        self.store = SealedStore(self.folder, "documents", self.code)
+        self.path = self.store.path
         self.hits = 0
         self.misses = 0
         self._contexts: dict[tuple[tuple[tuple[str, str], ...], tuple[str, ...]], str] = {}
-        if not self.path.exists():
-            return
-        doc = read_json(self.path, {"format": FORMAT, "code": self.code, "root": self.root})
-        if doc is not None:
-            self.entries = doc["entries"]
-        else:
-            self.dirty = True  # another version's (or a broken) file: replace it
+
+    @property
+    def entries(self) -> dict[str, object]:
+        """The entries held, key -> parsed document as JSON (their seals are not checked)."""
+        return {key: self.store.peek(key) for key in self.store}
 
     def yaml_document(self, path: Path, text: str) -> YamlDocument:
         """The YAML document of ``text`` (the content of ``path``), as
@@ -157,15 +158,13 @@ class DocumentCache:
         encode: Callable[[Any], object],
         same: Callable[[Any, Any], bool] = operator.eq,
     ) -> Any:
-        raw = self.entries.get(key)
+        raw = self.store.get(key)
         if raw is not None:
             try:
                 value = decode(raw)
             except (ValueError, TypeError, KeyError, IndexError):
-                del self.entries[key]
-                self.dirty = True
+                self.store.drop(key)
             else:
-                self.used.add(key)
                 self.hits += 1
                 return value
         self.misses += 1
@@ -176,23 +175,12 @@ class DocumentCache:
         except (ValueError, TypeError, KeyError, IndexError):
             faithful = False
         if faithful:
-            self.entries[key] = raw
-            self.used.add(key)
-            self.dirty = True
+            self.store.put(key, raw)
         return value
 
     def save(self) -> None:
-        """Write the entries this run used (others are dropped), when anything changed."""
-        if not self.dirty and len(self.used) == len(self.entries):
-            return
-        doc = {
-            "format": FORMAT,
-            "code": self.code,
-            "root": self.root,
-            "entries": {k: v for k, v in self.entries.items() if k in self.used},
-        }
-        if write_json(self.folder, self.path, doc):
-            self.dirty = False
+        """Write the entries, when anything changed (see :meth:`.store.SealedStore.save`)."""
+        self.store.save()
 
 
 def _key(kind: str, text: str) -> str:

@@ -27,6 +27,7 @@ from .documents import DocumentCache
 from .pull_request import check_change, limit_to_change
 from .rules import Finding, Severity, Suppression
 from .scanner import EngineNames, scan_tree, script_files
+from .store import CacheFolder
 from .waived import ScriptLink, script_links, waive
 
 
@@ -47,6 +48,8 @@ class AuditResult:
         scripts: waiver id -> the scripts of the repository it links.
         change: with ``--changed-since``, the change under audit (script findings are limited
             to its files; PB107 judges the patching it adds).
+        notes: what of the cache was ignored and why (:mod:`.store`), one line each, for the
+            command to print on stderr; not part of the report.
     """
 
     root: Path
@@ -58,6 +61,7 @@ class AuditResult:
     translations: list[Translation] = field(default_factory=list)
     scripts: dict[str, list[ScriptLink]] = field(default_factory=dict)
     change: Change | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def active(self) -> list[Finding]:
@@ -247,6 +251,7 @@ def upstream_checks(
     *,
     api_url: str | None = None,
     cache_dir: Path | None = None,
+    forge_cache: bool = True,
     today: date | None = None,
     image_python: str | None = None,
     image_root: Path | None = None,
@@ -255,7 +260,8 @@ def upstream_checks(
     commit), from :func:`patchbay.upstream.status.upstream_findings`. With the pinned image
     (``image_python`` or ``image_root``), its files are content evidence exactly as in
     ``patchbay report --python`` (:mod:`patchbay.upstream.evidence`): a patch only part of
-    which the image ships is no PB501, as the report calls it ``refresh``.
+    which the image ships is no PB501, as the report calls it ``refresh``. ``forge_cache``
+    false: the forge's answers are neither read from nor written to ``cache_dir/github``.
 
     Raises:
         InputError: ``api_url`` is not an http(s) URL (exit 2).
@@ -275,7 +281,8 @@ def upstream_checks(
             evidence.update({(ps.name, pid): [ev] for pid, ev in by_id.items()})
 
     # the client upstream_findings would make, kept to see whether the forge answered at all
-    client = GitHubClient.from_env(api_url, cache_dir=(cache_dir or default_cache_dir()) / "github")
+    forge = (cache_dir or default_cache_dir()) / "github" if forge_cache else None
+    client = GitHubClient.from_env(api_url, cache_dir=forge)
     try:
         found = upstream_findings(
             patchsets,
@@ -338,8 +345,10 @@ def run_audit(
             included, see :mod:`.changes`): script findings of its files only, and PB107 for
             the patching it adds without a waiver of its own (:mod:`.pull_request`).
         pull_request: the change's pull request number (``change-waiver`` names its waiver).
-        script_cache: reuse (and record) the findings of scripts analysed before; off when
-            False or when ``PATCHBAY_NO_CACHE`` is set (:func:`.cache.cache_disabled`).
+        script_cache: reuse (and record) the findings of scripts analysed before, the parsed
+            documents and, with ``upstream``, the forge's answers; off when False
+            (``patchbay audit --no-cache``) or when ``PATCHBAY_NO_CACHE`` is set
+            (:func:`.cache.cache_disabled`): then nothing is read from or written to the cache.
         image_python, image_root: with ``upstream``, the pinned image (content evidence for
             PB501, see :func:`upstream_checks`).
 
@@ -360,7 +369,8 @@ def run_audit(
     change = None
     if changed_since is not None:
         change = read_change(root, changed_since, pull_request=pull_request)
-    documents = _document_cache(script_cache, cache_dir, root)
+    folder = _cache_folder(script_cache, cache_dir)
+    documents = DocumentCache(folder, root) if folder is not None else None
     patchsets = find_patchsets(
         root, cfg.patchsets, explicit="patchsets" in loaded.keys, documents=documents
     )
@@ -386,6 +396,7 @@ def run_audit(
         waivers, root, cfg, lambda: [rel for rel, _ in script_files(root, cfg.scripts, cfg.exclude)]
     )
     today = today or date.today()
+    scripts = ScriptCache(folder, root, engines) if folder is not None else None
     findings = [
         *check_patchsets(patchsets, root),
         *check_coverage(patchsets, waivers, root, scripts=links.by_waiver),
@@ -395,7 +406,7 @@ def run_audit(
             cfg.scripts,
             cfg.exclude,
             engines,
-            _script_cache(script_cache, cache_dir, root, engines),
+            scripts,
         ),
     ]
     if upstream:
@@ -404,6 +415,7 @@ def run_audit(
             root,
             api_url=api_url,
             cache_dir=cache_dir,
+            forge_cache=script_cache and not cache_disabled(),
             today=today,
             image_python=image_python,
             image_root=image_root,
@@ -417,27 +429,22 @@ def run_audit(
     if change is not None:
         kept += _configured(check_change(change, kept, patchsets, waivers, links, root, cfg), cfg)
     kept.sort(key=Finding.sort_key)
+    notes = [] if folder is None else list(folder.notes)
+    stores = [c.store for c in (documents, scripts) if c is not None]
+    notes += [s.note for s in stores if s.note is not None]  # entries whose seal did not check
     return AuditResult(
-        root, loaded, patchsets, waivers, kept, today, translations, links.by_waiver, change
+        root, loaded, patchsets, waivers, kept, today, translations, links.by_waiver, change, notes
     )
 
 
-def _document_cache(wanted: bool, cache_dir: Path | None, root: Path) -> DocumentCache | None:
+def _cache_folder(wanted: bool, cache_dir: Path | None) -> CacheFolder | None:
+    """The run's cache folder (one for the documents and the scripts: its notes once), or
+    None when the cache is off."""
     if not wanted or cache_disabled():
         return None
     from ..options import default_cache_dir
 
-    return DocumentCache((cache_dir or default_cache_dir()) / "audit", root)
-
-
-def _script_cache(
-    wanted: bool, cache_dir: Path | None, root: Path, engines: EngineNames
-) -> ScriptCache | None:
-    if not wanted or cache_disabled():
-        return None
-    from ..options import default_cache_dir
-
-    return ScriptCache((cache_dir or default_cache_dir()) / "audit", root, engines)
+    return CacheFolder((cache_dir or default_cache_dir()) / "audit")
 
 
 def _configured(findings: list[Finding], cfg: AuditConfig) -> list[Finding]:

@@ -30,6 +30,7 @@ def run(
     pull_request: int | None = None,
     image_python: str | None = None,
     image_root: Path | None = None,
+    cache: bool = True,
 ) -> int:
     """Audit ``root`` and print the report in ``output_format`` (to ``output`` if given):
     ``table``, ``concise``, ``json``, ``github`` or ``sarif``; by default ``table`` on a
@@ -42,7 +43,9 @@ def run(
         :class:`~patchbay.errors.InputError` (exit 2); with ``upstream``, a forge that answers
         nothing raises :class:`~patchbay.upstream.GitHubError` (exit 1). ``changed_since``
         audits a change (:mod:`patchbay.audit.pull_request`); its pull request number is
-        ``pull_request``, or the GitHub Actions run's.
+        ``pull_request``, or the GitHub Actions run's. ``cache`` false (``--no-cache``): the
+        audit's cache is neither read nor written. What of the cache was ignored (a link,
+        another user's file, :mod:`patchbay.audit.store`) is one note each on stderr.
     """
     from ...audit import Severity, run_audit
     from ...errors import InputError
@@ -71,7 +74,10 @@ def run(
         pull_request=pull_request,
         image_python=image_python,
         image_root=image_root,
+        script_cache=cache,
     )
+    for line in result.notes:  # before the report: a reader of the log sees it first
+        sys.stderr.write(f"patchbay: note: {line}\n")
     threshold = Severity(fail_on or result.config.config.fail_on)
     tables = None
     if output_format is None and output is None:  # the rule of every read command

@@ -69,6 +69,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
         type=count,
         help="the pull request's number, for change-waiver (default: from GitHub Actions)",
     )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the audit's cache (a gate job: a cache another ref can "
+        "write must not decide it; docs/audit.md)",
+    )
     add_quiet(p)
 
 
@@ -95,4 +101,5 @@ def handle(args: argparse.Namespace) -> int:
         api_url=args.api_url,
         changed_since=args.changed_since,
         pull_request=args.pr,
+        cache=not args.no_cache,
     )
