@@ -74,7 +74,11 @@ __all__ = [
 
 
 def analyse_shell(
-    text: str, path: str, engines: EngineNames | None = None, root: Path | None = None
+    text: str,
+    path: str,
+    engines: EngineNames | None = None,
+    root: Path | None = None,
+    standalone: frozenset[str] = frozenset(),
 ) -> ScriptAnalysis:
     """The modifications a shell script makes.
 
@@ -84,6 +88,9 @@ def analyse_shell(
         engines: what counts as an engine (default: the known engines).
         root: the repository, to follow ``source``/``bash other.sh`` and read checked-in patch
             files; None: nothing outside ``text`` is read.
+        standalone: repository-relative scripts the caller analyses on their own too (the
+            audit's whole tree): the functions of such a script that this one sources but
+            never calls are judged there, once, not again in every script that sources it.
 
     Raises:
         ShellSyntaxError: an unterminated here-document (``path:line``).
@@ -94,6 +101,7 @@ def analyse_shell(
 
     source = parse_shell(text, path)
     walker = Walker(source, path, engines or EngineNames.build(), root, commands=COMMANDS)
+    walker.standalone = standalone
     result = walker.run()
     result.modifications = _finish(walker, result.modifications)
     result.installs = list(walker.installs)
@@ -168,13 +176,14 @@ def analyse(
     kind: str,
     engines: EngineNames | None = None,
     root: Path | None = None,
+    standalone: frozenset[str] = frozenset(),
 ) -> ScriptAnalysis:
     """:func:`analyse_shell`, :func:`analyse_python` or the Dockerfile walk, by ``kind``
-    (``shell``, ``python``, ``dockerfile``)."""
+    (``shell``, ``python``, ``dockerfile``); ``standalone`` as for :func:`analyse_shell`."""
     if kind == "python":
         return analyse_python(text, path, engines, root)
     if kind == "dockerfile":
         from .dockerfile import analyse_dockerfile
 
         return analyse_dockerfile(text, path, engines or EngineNames.build(), root)
-    return analyse_shell(text, path, engines, root)
+    return analyse_shell(text, path, engines, root, standalone)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from .memo import by_code
+
 SITE = "/@site"
 """Stands for the engine's site-packages folder in computed paths."""
 
@@ -596,6 +598,7 @@ def printed_path(
     return _text(printed) if isinstance(printed, PyPath) else None, reader.packages
 
 
+@by_code
 def analyse(code: str, argv: list[str], getenv: Callable[[str], str | None]) -> Analysis:
     """Follow a Python snippet's reads, literal ``replace`` edits and writes.
 

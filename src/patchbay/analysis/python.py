@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .memo import by_code
 from .pysnippet import (
     PyHandle,
     PyList,
@@ -382,6 +383,7 @@ def _edits(text: Any) -> list[tuple[str, str]]:
     return []
 
 
+@by_code
 def read_python(
     code: str, argv: list[str] | None = None, getenv: Callable[[str], str | None] | None = None
 ) -> PythonFacts:
@@ -393,7 +395,8 @@ def read_python(
         getenv: the value of an environment variable the calling script set, or None.
 
     Returns:
-        :class:`PythonFacts`; code that does not parse has ``error`` set and no effects.
+        :class:`PythonFacts` (shared between equal questions, :func:`.memo.by_code`: never
+        change it); code that does not parse has ``error`` set and no effects.
     """
     try:
         tree = parse_cached(code)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser, Tree
@@ -119,6 +119,7 @@ def _check(source: Source) -> None:
         stack.extend(node.children)
 
 
+@lru_cache(maxsize=256)
 def parse_shell(text: str, path: str, line_offset: int = 0) -> Source:
     """Parse sh/bash text.
 
@@ -126,6 +127,10 @@ def parse_shell(text: str, path: str, line_offset: int = 0) -> Source:
         text: the script (or a fragment of one: a ``RUN`` body, a ``bash -c`` string).
         path: the file, for messages.
         line_offset: 0-based line of the text's first line in the file.
+
+    Returns:
+        The parsed :class:`Source`, shared by equal calls (a library every script sources
+        is parsed once per run; the walk never changes a source).
 
     Raises:
         ShellSyntaxError: an unterminated here-document (``file:line`` of its operator).

@@ -121,9 +121,12 @@ class State:
     set_e: bool = False
 
     def copy(self) -> State:
+        """A copy to walk a branch with. The value lists are shared, never changed in place
+        (every assignment stores a new list, :meth:`merge` makes new ones), so a copy costs
+        one dictionary copy, not one list per variable."""
         return State(
-            {k: list(v) for k, v in self.vars.items()},
-            {k: list(v) for k, v in self.arrays.items()},
+            dict(self.vars),
+            dict(self.arrays),
             set(self.exported),
             self.cwd,
             self.cwd_written,
@@ -132,12 +135,26 @@ class State:
         )
 
     def merge(self, other: State) -> None:
-        """Take in the values of another branch (each variable keeps the values of both)."""
+        """Take in the values of another branch (each variable keeps the values of both, at
+        most :data:`MAX_ALTERNATIVES`); a variable neither branch changed is skipped at once."""
+        mine_vars = self.vars
         for name, values in other.vars.items():
-            mine = self.vars.setdefault(name, [])
+            mine = mine_vars.get(name)
+            if mine is values:
+                continue
+            if mine is None:
+                mine_vars[name] = values
+                continue
+            merged = mine
             for v in values:
-                if v not in mine and len(mine) < MAX_ALTERNATIVES:
-                    mine.append(v)
+                if len(merged) >= MAX_ALTERNATIVES:
+                    break
+                if v not in merged:
+                    if merged is mine:
+                        merged = list(mine)
+                    merged.append(v)
+            if merged is not mine:
+                mine_vars[name] = merged
         for name, items in other.arrays.items():
             self.arrays.setdefault(name, items)
         self.exported |= other.exported

@@ -112,6 +112,7 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
         self.fn_stdin: list[Stdin | None] = []  # the standard input of each function call
         self.uninstalled: dict[str, int] = {}  # distribution -> line of its pip uninstall
         self.budget = Budget()
+        self.standalone: frozenset[str] = frozenset()  # files analysed on their own too
         self.script_text: str | None = None  # the analysed file's text, when not ``source``
         self._names_engine: bool | None = None
         self.reached: tuple[str, int | None] = (path, None)  # the statement walked last
@@ -135,8 +136,8 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
     def walk_all(self) -> None:
         self.block(self.src.root)
         for fn in list(self.functions.values()):
-            if fn.calls:
-                continue
+            if fn.calls or (len(fn.chain) > 1 and fn.chain[-1] in self.standalone):
+                continue  # called, or judged in the analysis of its own file
             self.walk_uncalled(fn)
 
     def guarded(self, work: Callable[[], None]) -> None:

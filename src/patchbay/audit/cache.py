@@ -129,14 +129,16 @@ def _plain(value: object) -> object:
     return value
 
 
-def analyser_digest(engines: EngineNames) -> str:
+def analyser_digest(engines: EngineNames, scope: object = None) -> str:
     """The digest (SHA-256, hexadecimal) of everything besides a script and its inputs that
     its findings depend on: the analyser's code (see :data:`_SOURCES`; the libraries'
     versions, Python's) and the engine names (every field of :class:`EngineNames`, which is
     all the analysis is told of the patchsets and the configuration). Nothing else of a
-    patchset is in it: renaming a patch or a target, or moving a pin, leaves it the same."""
+    patchset is in it: renaming a patch or a target, or moving a pin, leaves it the same.
+    ``scope`` is what else the walk is told, as JSON data: the scripts' globs (a script that
+    sources one the audit reads on its own leaves that one's unused functions to it)."""
     names = {f.name: _plain(getattr(engines, f.name)) for f in dataclasses.fields(engines)}
-    blob = json.dumps([_code_digest(), names], sort_keys=True)
+    blob = json.dumps([_code_digest(), names, scope], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -198,17 +200,20 @@ class ScriptCache:
         root: the audited root (the one given to the analysis): what the paths of the
             entries' inputs are relative to.
         engines: what counts as an engine (part of the analyser digest).
+        scope: the scripts' include and exclude globs (part of it too).
 
     Attributes:
         path: the store file of this analyser digest.
         hits, misses: scripts whose findings were, were not taken from the cache.
     """
 
-    def __init__(self, folder: Path | CacheFolder, root: Path, engines: EngineNames) -> None:
+    def __init__(
+        self, folder: Path | CacheFolder, root: Path, engines: EngineNames, scope: object = None
+    ) -> None:
         self.folder = folder if isinstance(folder, CacheFolder) else CacheFolder(folder)
         self.root = root
         self.root_text = os.fspath(root.resolve())
-        self.analyser = analyser_digest(engines)
+        self.analyser = analyser_digest(engines, scope)
         self.store = SealedStore(self.folder, "scripts", self.analyser)
         self.path = self.store.path
         # scripts the gate rejected (keys as :meth:`key`), and the answers about other

@@ -396,7 +396,8 @@ def run_audit(
         waivers, root, cfg, lambda: [rel for rel, _ in script_files(root, cfg.scripts, cfg.exclude)]
     )
     today = today or date.today()
-    scripts = ScriptCache(folder, root, engines) if folder is not None else None
+    scope = [list(cfg.scripts), list(cfg.exclude)]
+    scripts = ScriptCache(folder, root, engines, scope) if folder is not None else None
     findings = [
         *check_patchsets(patchsets, root),
         *check_coverage(patchsets, waivers, root, scripts=links.by_waiver),

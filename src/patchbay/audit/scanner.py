@@ -514,7 +514,9 @@ def scan_tree(
     gate = _Gate(engines, root)
     verdicts = cache is not None and cache.harmless_verdicts(gate.is_file)
     skipped: list[tuple[str, str]] = []
-    for rel, kind in script_files(root, include, exclude, skipped):
+    files = script_files(root, include, exclude, skipped)
+    standalone = frozenset(rel for rel, kind in files if kind == "shell")
+    for rel, kind in files:
         data = read_bytes(base + rel)
         if data is None:
             skipped.append((rel, "it cannot be read (no permission, or it vanished)"))
@@ -533,7 +535,8 @@ def scan_tree(
             from ..analysis import analyse  # the parser and the walk, when a file needs them
 
             try:
-                analysis = analyse(data.decode("utf-8", "replace"), rel, kind, engines, root)
+                text = data.decode("utf-8", "replace")
+                analysis = analyse(text, rel, kind, engines, root, standalone)
             except InputError as exc:  # not cached: it is cheap, and rare
                 found[(rel, exc.line, "PB400")] = _unreadable(rel, exc)
                 continue
