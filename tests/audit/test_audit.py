@@ -741,7 +741,8 @@ def test_a_waiver_that_names_the_patch_script_waives_its_findings(tmp_path: Path
     lines = formats.github_lines(result)
     assert (
         f"::notice file={INNER},line=4,title=PB401 undeclared-diff-apply (waived by 2508)::"
-        "git apply into $SITE ($SITE, set at line 3)"
+        "git apply into <site-packages> "
+        "(written $SITE; $SITE, set at line 3; computed with purelib)"
     ) in lines
     assert any(line.startswith(f"::error file={OTHER},line=3,") for line in lines)
 

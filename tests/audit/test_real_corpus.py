@@ -14,6 +14,7 @@ Recall and precision against the labels of ``tests/corpus/real`` are printed by
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,9 @@ from system_scripts import copy_system_scripts
 
 SHARED = REPO.parent / "shared"
 CORPUS = SHARED / "corpus" / "inferencex-c9d4a624f"
+
+_PLACEHOLDER = re.compile(r"/@\w+|<temporary folder>|<script folder>|\$\(\S+ [^)]*\) \$\{")
+"""Placeholders of the walk, and the shell fragments a half-expanded value showed."""
 
 needs_corpus = pytest.mark.skipif(
     not CORPUS.is_dir(), reason=f"the real corpus is not at {CORPUS} (CI has it there)"
@@ -50,6 +54,10 @@ def test_the_audit_survives_the_real_benchmark_repository(
     for f in findings:
         assert (CORPUS / f["path"]).is_file(), f
         assert f["line"] is None or f["line"] >= 1
+    # a path in a message is resolved, or shown as written with why: never a placeholder of
+    # the walk, never a half-expanded shell fragment
+    shown = [f"{f['path']}:{f['line']}: {f['message']}" for f in findings]
+    assert [m for m in shown if _PLACEHOLDER.search(m)] == []
     # a second run, warm, says the same
     _, again = _audit(CORPUS, tmp_path / "cache", monkeypatch)
     assert again == findings

@@ -243,15 +243,32 @@ def environment_change(
         return
     if not entries:
         return
+    details: dict[str, object] = {"variable": name, "command": command}
+    content = ":".join(entries)
+    if value.unknown and any("$" in e or "`" in e for e in entries):
+        # shown as written, with why it is not known, never half-expanded
+        written = _assigned_text(name, text)
+        if written is not None:
+            content = ":".join(
+                e for e in _SELF_REFERENCE.sub("", written).split(":") if e and e != name
+            )
+        details["unresolved"] = value.unknown
     cmd = Cmd(name, [], name, {}, [], None, line, line, text)
-    w.emit(
-        Mechanism.INJECT,
-        f"{name}=",
-        cmd,
-        None,
-        content=":".join(entries),
-        details={"variable": name, "command": command},
-    )
+    w.emit(Mechanism.INJECT, f"{name}=", cmd, None, content=content, details=details)
+
+
+_SELF_REFERENCE = re.compile(r"\$\{(?:PYTHONPATH|LD_PRELOAD)[^}]*\}|\$(?:PYTHONPATH|LD_PRELOAD)\b")
+
+
+def _assigned_text(name: str, text: str) -> str | None:
+    """The value of ``NAME=VALUE`` as the statement writes it, unquoted (``$venv_site``)."""
+    m = re.search(r"(?<![\w$])" + re.escape(name) + r"=(\"(?:[^\"\\]|\\.)*\"|'[^']*'|\S*)", text)
+    if m is None:
+        return None
+    value = m.group(1)
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        value = value[1:-1]
+    return value
 
 
 def _preload_reaches_engine(w: Walker, entries: list[str], command: str | None) -> bool:

@@ -49,7 +49,10 @@ class ControlMixin:
                 self.statement(c)
             groups.append(self.mods[before:])
         self.merge_alternatives(groups)
-        self.branches(clauses)
+        produced = self.branches(clauses)
+        if clauses[-1][0].startswith("else of") and groups[0]:
+            # `if git apply X; then ...; else patch < X; fi`: the else runs when it failed
+            self.merge_alternatives([groups[0], produced[-1]])
 
     def clause_parts(self, clause: Node, owner: Node | None) -> tuple[list[Node], list[Node]]:
         """(condition, body) statements of an ``if`` (``owner``: its field names say which)
@@ -87,7 +90,10 @@ class ControlMixin:
                     self.mods.remove(mod)
                     same.alternatives.append(mod)
 
-    def branches(self, clauses: list[tuple[str, list[Node]]]) -> None:
+    def branches(self, clauses: list[tuple[str, list[Node]]]) -> list[list[Modification]]:
+        """Walk each clause from the same state, then merge the states; returns the
+        modifications each clause made (the same file changed in two clauses is one change,
+        the later ones its alternatives)."""
         start = self.state
         ends: list[State] = []
         produced: list[list[Modification]] = []
@@ -119,6 +125,7 @@ class ControlMixin:
                     if same and mod in self.mods:
                         self.mods.remove(mod)
                         first.alternatives.append(mod)
+        return produced
 
     def case_statement(self, node: Node) -> None:
         value = node.child_by_field_name("value")

@@ -24,6 +24,24 @@ DEFAULT_ENGINES = (
 )
 """Engine distributions known without configuration (a patchset's components add more)."""
 
+DEFAULT_HARNESS = (
+    "lm-eval",
+    "lighteval",
+    "evalplus",
+    "bigcode-eval",
+    "opencompass",
+    "swebench",
+    "minisweagent",
+    "mini-swe-agent",
+    "swerex",
+    "aiperf",
+    "genai-perf",
+    "guidellm",
+)
+"""Evaluation harnesses and benchmark clients known without configuration: a change to one of
+them (a ``sitecustomize`` or a patcher of ``lm_eval``) measures differently but serves the
+same engine, so it is never engine patching (``[tool.patchbay] harness`` adds more)."""
+
 
 def is_bytecode(path: str) -> bool:
     """A path (or pattern) of Python byte-code: ``__pycache__`` or ``*.pyc``/``*.pyo``.
@@ -44,11 +62,14 @@ class EngineNames:
         distributions: PEP 503-normalised distribution names (``vllm``, ``demo-engine``).
         imports: package folder names (``vllm``, ``demo_engine``, ``flash_attn``).
         upstreams: repository name (lower case) -> upstream ``owner/repo`` (from components).
+        harness: import names of evaluation harnesses (:data:`DEFAULT_HARNESS` and the
+            configured ones): their installed files are not the engine.
     """
 
     distributions: frozenset[str]
     imports: frozenset[str]
     upstreams: dict[str, str] = field(default_factory=dict, hash=False)
+    harness: frozenset[str] = frozenset(d.replace("-", "_") for d in DEFAULT_HARNESS)
 
     @classmethod
     def build(
@@ -56,8 +77,11 @@ class EngineNames:
         distributions: Iterable[str] = DEFAULT_ENGINES,
         packages: Iterable[str] = (),
         repositories: Iterable[str] = (),
+        harness: Iterable[str] = DEFAULT_HARNESS,
     ) -> EngineNames:
-        """Engine names from distribution names, target packages and ``owner/repo`` upstreams."""
+        """Engine names from distribution names, target packages and ``owner/repo`` upstreams;
+        ``harness``: distribution or import names of evaluation harnesses (an engine name
+        among them stays an engine)."""
         dists = {normalise_name(d) for d in distributions}
         upstreams = {}
         for repo in repositories:
@@ -66,7 +90,15 @@ class EngineNames:
             dists.add(normalise_name(name))
         imports = {d.replace("-", "_") for d in dists}
         imports |= {p.split(".")[0] for p in packages}
-        return cls(frozenset(dists), frozenset(imports), upstreams)
+        tools = {normalise_name(h).replace("-", "_") for h in harness} - imports
+        return cls(frozenset(dists), frozenset(imports), upstreams, frozenset(tools))
+
+    def is_harness(self, rel: str) -> bool:
+        """A path below site-packages that belongs to an evaluation harness
+        (``lm_eval/models/api.py``, ``swebench/harness/x.py``, ``lm_eval-0.4.dist-info``)."""
+        first = rel.split("/", 1)[0]
+        stem = re.split(r"-\d", first.removesuffix(".dist-info"), maxsplit=1)[0]
+        return normalise_name(stem).replace("-", "_") in self.harness
 
     @cached_property
     def pattern(self) -> re.Pattern[str]:

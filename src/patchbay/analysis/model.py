@@ -17,6 +17,10 @@ SITE = "/@site"
 TMP = "/@tmp"
 """Stands for a folder made by ``mktemp -d`` (``/@tmp1/x.diff``)."""
 
+ENGINE_DIR = "/@engine"
+"""Stands for a folder an engine's own helper returns
+(``/@engine/aiter.jit.core.get_user_jit_dir()``: its JIT cache, known only when it runs)."""
+
 
 class Mechanism(str, Enum):
     """How a statement changes the engine (the issue's list, one value each)."""

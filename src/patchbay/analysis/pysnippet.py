@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -66,6 +67,11 @@ _WRITE_CALLS = frozenset(
     }
 )
 
+
+ENGINE_DIR = "/@engine"
+"""Stands for a folder a package's own helper returns (:data:`.model.ENGINE_DIR`)."""
+_FOLDER_HELPER = re.compile(r"\.\w*(?:dir|path|folder|root|cache_home)$", re.IGNORECASE)
+"""A package function that names a folder (``aiter.jit.core.get_user_jit_dir``)."""
 
 _SEQUENCE = frozenset({"list", "tuple", "sorted", "iter", "next"})
 """Builtins that hand a list through (see :meth:`_Reader.sequence`)."""
@@ -337,6 +343,11 @@ class _Reader:
             return PyList((PyPath(SITE),))
         if name in ("distutils.sysconfig.get_python_lib", "site.getusersitepackages"):
             return PyPath(SITE) if name.startswith("distutils") else PyUnknown("the user site")
+        if name and name.split(".")[0] not in _STDLIB and _FOLDER_HELPER.search(name):
+            # `from aiter.jit.core import get_user_jit_dir as g; print(g())`: a folder the
+            # package itself names (its JIT cache), known only when it runs
+            self.package(name)
+            return PyPath(f"{ENGINE_DIR}/{name}()")
         if isinstance(func, ast.Attribute):
             owner = self.value(func.value)
             if isinstance(owner, PyPath) and func.attr in ("resolve", "absolute", "expanduser"):

@@ -4,9 +4,10 @@ unknown, and the walk's state (variables, working folder, positional arguments).
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 
-from .model import SITE, TMP
+from .model import ENGINE_DIR, SITE, TMP
 
 SCRIPT_DIR = "/@script"
 """Stands for the folder of the script being walked (``$(dirname "$0")``)."""
@@ -65,6 +66,7 @@ class Val:
 def display(text: str) -> str:
     """``/@site/vllm`` -> ``<site-packages>/vllm``; ``/@tmp1`` -> ``<temporary folder>``."""
     out = text.replace(SITE, "<site-packages>").replace(SCRIPT_DIR, "<script folder>")
+    out = re.sub(re.escape(ENGINE_DIR) + r"/([\w.]+\(\))", r"<the folder \1 returns>", out)
     while TMP in out:
         at = out.index(TMP)
         end = at + len(TMP)

@@ -25,6 +25,7 @@ from .engines import EngineNames
 from .inputs import Inputs
 from .lists import ListsMixin
 from .model import (
+    ENGINE_DIR,
     TMP,
     FunctionInfo,
     Incomplete,
@@ -253,10 +254,15 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
         origin = full.origin or val.origin
         if full.installed:
             rel = Target(full.text, written, "site-packages").site_relative or ""
+            if self.engines.is_harness(rel):
+                return Target(full.text, written, "none")  # an evaluation harness's file
             engine = self.engines.package_of(rel)
             return Target(
                 full.text, written, "site-packages", engine, how or "site-packages", origin
             )
+        helper = self.engine_helper_folder(full.text)
+        if helper is not None:
+            return Target(full.text, written, "engine-tree", helper[0], how or helper[1], origin)
         tree = self.engine_tree(full.text)
         if tree is not None:
             return Target(full.text, written, "engine-tree", tree[0], how or tree[1], origin)
@@ -278,6 +284,17 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
                 if part in self.engines.imports:
                     return part, "an engine package folder"
         return None
+
+    def engine_helper_folder(self, text: str) -> tuple[str, str] | None:
+        """(engine, how) for a path below a folder an engine's own helper returns
+        (:data:`~.model.ENGINE_DIR`: ``get_user_jit_dir()``, its JIT cache)."""
+        if not text.startswith(ENGINE_DIR + "/"):
+            return None
+        name = text[len(ENGINE_DIR) + 1 :].split("()", 1)[0]
+        top = name.split(".", 1)[0]
+        if not self.engines.is_engine(top):
+            return None
+        return top, f"the folder {name}() returns"
 
     def engine_folder(self, text: str) -> str | None:
         """The engine a folder is a checkout of (``/opt/vllm``, a clone), or None."""
@@ -503,7 +520,7 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
     def set_var(self, name: str, values: list[Val], line: int) -> None:
         out = []
         for v in values:
-            if v.installed or self.engine_tree(v.text):
+            if v.installed or self.engine_tree(v.text) or v.text.startswith(ENGINE_DIR):
                 origin = v.origin or ("" if v.how.startswith("$") else v.how)
                 v = Val(v.text, f"${name}, set at line {line}", v.unknown, origin)
             out.append(v)

@@ -115,6 +115,8 @@ class WordsMixin:
             return self.state.cwd or Val(".")
         if name in ("$", "!", "?", "#", "-", "RANDOM"):
             return unknown(written, f"{written} is known only at run time")
+        if name == "BASH_SOURCE" and name not in self.state.vars:
+            return self.lookup("0")[0]  # `$BASH_SOURCE`: the file the statement is in
         values = self.lookup(name)
         if values:
             return values[0]
@@ -131,7 +133,10 @@ class WordsMixin:
             if sub is not None:
                 arr = sub.child_by_field_name("name")
                 idx = sub.child_by_field_name("index")
-                items = self.state.arrays.get(self.src.text(arr) if arr else "", [])
+                arr_name = self.src.text(arr) if arr else ""
+                if arr_name == "BASH_SOURCE" and arr_name not in self.state.arrays:
+                    return self.lookup("0")[0]  # the file the statement is in, as `$0`
+                items = self.state.arrays.get(arr_name, [])
                 idx_text = self.src.text(idx) if idx is not None else ""
                 if idx_text.isdigit() and int(idx_text) < len(items):
                     return items[int(idx_text)]

@@ -10,6 +10,7 @@ over ``[tool.ruff]``. Every key is optional::
     scripts = ["**/*.sh", "**/Dockerfile*", "**/*.py"]   # what the scanner reads
     exclude = ["tests/**"]             # never scanned
     engines = ["my-engine"]            # engine packages besides the defaults and components
+    harness = ["my-eval-client"]       # evaluation harnesses besides the defaults (not engines)
     fail-on = "error"                  # lowest severity that makes the run exit 1
     expiry-warning-days = 30           # PB204: review date within this many days
     upstream-names = {flashinfer = "flashinfer-ai/flashinfer"}   # `project #N` -> owner/repo
@@ -144,6 +145,7 @@ class AuditConfig(
     scripts: list[str] = msgspec.field(default_factory=lambda: list(DEFAULT_SCRIPTS))
     exclude: list[str] = msgspec.field(default_factory=list)
     engines: list[str] = msgspec.field(default_factory=list)
+    harness: list[str] = msgspec.field(default_factory=list)
     upstream_names: dict[str, str] = msgspec.field(default_factory=dict)
     fail_on: SeverityName = "error"
     expiry_warning_days: Annotated[int, msgspec.Meta(ge=0)] = 30

@@ -13,6 +13,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from ..analysis.engines import DEFAULT_HARNESS
 from ..environment.projects import DEFAULT_PROJECTS
 from ..errors import InputError
 from ..patchset.inputfiles import MAX_YAML_BYTES, PATCHSET_FILENAMES, read_input_text
@@ -379,6 +380,7 @@ def run_audit(
         cfg.engine_names(c.distribution for c in components),
         [t.package for ps in patchsets for t in ps.spec.targets.values() if t.package],
         [c.repository for c in components if c.repository],
+        [*DEFAULT_HARNESS, *cfg.harness],
     )
     names = {c.distribution: c.repository for c in components if c.repository}
     names.update({repo.rsplit("/", 1)[-1]: repo for repo in names.values()})

@@ -194,11 +194,28 @@ class _Gate:
 
 
 def _where(mod: Modification) -> str:
+    """Where a modification writes, for a reader: the resolved path (site-packages named as
+    such), then how the script wrote it and where that came from; a path the walk could not
+    resolve is shown as written, with why (never a placeholder of the walk)."""
     t = mod.target
     if t is None:
         return ""
-    written = t.written or display(t.path)
-    return f"{written} ({t.how})" if t.how and t.how != written else written
+    resolved = display(t.path)
+    written = t.written or resolved
+    if _PLACEHOLDER.search(resolved) or "$" in resolved:
+        resolved = written  # part of it is known only at run time
+    notes = []
+    if written != resolved:
+        notes.append(f"written {written}")
+    if t.how and t.how not in (written, resolved):
+        notes.append(t.how)
+    if t.origin and t.origin not in t.how:
+        notes.append(t.origin)
+    return f"{resolved} ({'; '.join(notes)})" if notes else resolved
+
+
+_PLACEHOLDER = re.compile(r"/@\w+|<temporary folder>|<script folder>")
+"""What :func:`~patchbay.analysis.values.display` leaves of a folder made at run time."""
 
 
 def _pip_message(mod: Modification) -> tuple[str, str]:
@@ -240,7 +257,13 @@ def rule_of(mod: Modification) -> tuple[str, str] | None:
         if mod.target is None:
             variable = mod.details.get("variable", "PYTHONPATH")
             return "PB407", (
-                f"{variable} injection of {mod.content} (can shadow or monkey-patch engine modules)"
+                f"{variable} injection of {display(str(mod.content))}"
+                + (
+                    f" (unresolved: {mod.details['unresolved']})"
+                    if mod.details.get("unresolved")
+                    else ""
+                )
+                + " (can shadow or monkey-patch engine modules)"
             )
         base = mod.target.path.rsplit("/", 1)[-1]
         return "PB407", (
@@ -262,6 +285,9 @@ def rule_of(mod: Modification) -> tuple[str, str] | None:
             f"{mod.tool} of engine {engine} at a moving ref ({ref}, no commit pinned), built or "
             f"installed at line {built}"
         )
+    if m is Mechanism.REBUILD:
+        removed = ", after removing the built module" if mod.details.get("remove") else ""
+        return "PB403", f"{mod.tool} rebuilds engine code: {where}{removed}"
     if python:
         inline = "inline Python heredoc" if mod.details.get("inline") else "Python"
         return "PB403", f"{inline} writes an installed file: {where}"

@@ -12,6 +12,7 @@ from ..commands import (
     _HOOKS,
     _TEMP_SUFFIXES,
     _engine_evidence,
+    _read,
     _written_arg,
     handles,
     run_command,
@@ -159,6 +160,11 @@ def _copy_like(w: Walker, cmd: Cmd, with_value: set[str]) -> None:
         target = w.target(final, written=_written_arg(cmd, dest) or dest.display())
         if target.root == "none":
             info = w.files.get(src.text)
+            if info is None:  # a checked-in file copied somewhere (a hook into a temp folder)
+                repo = w.repo_file(src)
+                text = _read(w, repo) if repo is not None else None
+                if text is not None:
+                    info = FileInfo("repo", text, source=src.display(), line=cmd.line)
             if info is not None:
                 w.files[final.text] = info
             if cmd.name == "mv":
@@ -356,8 +362,8 @@ def cmd_rm(w: Walker, cmd: Cmd) -> Stream | None:
     positional, _, _ = split_options(cmd.words, set())
     removed = []
     for f in positional:
-        if is_bytecode(f.text):
-            continue
+        if is_bytecode(f.text) or f.text in w.pending:
+            continue  # byte-code, or the script's own download to a temporary name
         target = w.target(f, written=_written_arg(cmd, f) or f.display())
         if target.root in ("site-packages", "engine-tree") and (
             target.site_relative != "" or target.root == "engine-tree"

@@ -24,7 +24,12 @@ from ..walk import Cmd, Stream, Walker
 from .diffs import _repo_of, mark_built
 
 _SHA40 = re.compile(r"[0-9a-f]{40}")
-_BUILDS = re.compile(r"build|jit|compile|get_module|load_module", re.IGNORECASE)
+_BUILDS = re.compile(
+    r"\b(?:build\w*|compile\w*|jit\w*|get_module|load_module)\s*\(|\bsetup\.py\b|\bbdist|--build",
+    re.IGNORECASE,
+)
+"""A build step in Python code: a call of ``build_module(...)``, ``compile_ops(...)``,
+``jit_load(...)`` (a folder query such as ``get_user_jit_dir()`` is not one)."""
 
 
 def _getenv(w: Walker, env: dict[str, Val]):

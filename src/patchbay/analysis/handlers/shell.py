@@ -128,13 +128,36 @@ def _inline(w: Walker, source: object, flatten_lines: int | None = None) -> None
 def cmd_echo(w: Walker, cmd: Cmd) -> Stream | None:
     words = [a for a in cmd.words if not re.match(r"^-[neE]+$", a.text)]
     if cmd.name == "printf" and words and "%" in words[0].text:
-        words = words[1:]
+        return Stream(_printf(words[0], words[1:]))
     if not words:
         return Stream(Val(""))
     out = words[0]
     for extra in words[1:]:
         out = out + Val(" ") + extra
     return Stream(out)
+
+
+def _printf(fmt: Val, args: list[Val]) -> Val:
+    """What ``printf FORMAT ARGS...`` prints: each ``%s``/``%d`` conversion takes the next
+    argument (the format is reused while arguments are left, as printf(1) does), ``%%`` is
+    ``%``; a conversion with no argument left prints nothing. An unknown argument keeps its
+    written form and makes the whole value unknown."""
+    pieces = re.split(r"(%%|%[-+ #0-9.]*[sdbiuxXoqfgec])", fmt.text)
+    out = Val("")
+    k = 0
+    while True:
+        for piece in pieces:
+            if piece == "%%":
+                out = out + Val("%")
+            elif piece.startswith("%") and len(piece) > 1:
+                if k < len(args):
+                    out = out + args[k]
+                k += 1
+            else:
+                out = out + Val(piece.replace("\\n", "\n"), fmt.how, fmt.unknown)
+        if k >= len(args) or not any(p.startswith("%") and p != "%%" for p in pieces):
+            break
+    return Val(out.text.rstrip("\n"), out.how, out.unknown, out.origin)
 
 
 @handles("cat")

@@ -1,0 +1,3 @@
+from lm_eval.models.openai_completions import LocalChatCompletion
+
+LocalChatCompletion.max_retries = 10
