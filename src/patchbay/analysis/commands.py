@@ -234,7 +234,7 @@ def environment_change(
     if before is None:
         previous = w.state.vars.get(name)
         before = previous[0].text if previous else ""
-    raw = re.sub(r"\$\{PYTHONPATH[^}]*\}|\$PYTHONPATH\b", "", value.text)
+    raw = _SELF_REFERENCE.sub("", value.text)
     old = set(before.split(":"))
     entries = [e for e in raw.split(":") if e and e not in old]
     if name == "PYTHONPATH":
@@ -333,16 +333,37 @@ def _read(w: Walker, path: Path) -> str | None:
         return None
 
 
-def _written_arg(cmd: Cmd, val: Val) -> str | None:
+def written_args(cmd: Cmd) -> list[str]:
+    """The command's arguments as the script wrote them, outer quotes removed (``$ROOT``,
+    ``--directory=$META``), for messages; empty when the command has no syntax node."""
     if cmd.node is None:
-        return None
+        return []
     node = cmd.node
     if node.type == "redirected_statement":
         node = node.child_by_field_name("body") or node
+    out = []
     for arg in node.children_by_field_name("argument"):
         data = arg.text.decode("utf-8", "replace") if arg.text else ""
         if len(data) >= 2 and data[0] == data[-1] and data[0] in "'\"":
             data = data[1:-1]
+        out.append(data)
+    return out
+
+
+def _written_arg(cmd: Cmd, val: Val) -> str | None:
+    """The argument that expanded to ``val``, as written."""
+    for data in written_args(cmd):
         if data == val.text or ("$" in data and data.endswith(posixpath.basename(val.text))):
             return data
+    return None
+
+
+def option_written(cmd: Cmd, option: str) -> str | None:
+    """The value of ``--option=VALUE`` (or ``--option VALUE``) as written, unquoted."""
+    args = written_args(cmd)
+    for k, text in enumerate(args):
+        if text.startswith(option + "="):
+            return text[len(option) + 1 :].strip("\"'")
+        if text == option and k + 1 < len(args):
+            return args[k + 1]
     return None

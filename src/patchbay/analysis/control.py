@@ -115,16 +115,7 @@ class ControlMixin:
             merged.merge(start)
         self.state = merged
         self.stopped = False
-        # the same file changed in two branches: one change, with alternatives
-        with_mods = [m for m in produced if m]
-        if len(with_mods) > 1:
-            first = with_mods[0][0]
-            for other in with_mods[1:]:
-                for mod in other:
-                    same = any(same_place(mod, m) for m in with_mods[0])
-                    if same and mod in self.mods:
-                        self.mods.remove(mod)
-                        first.alternatives.append(mod)
+        self.merge_alternatives(produced)  # the same file changed in two branches
         return produced
 
     def case_statement(self, node: Node) -> None:

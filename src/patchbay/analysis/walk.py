@@ -116,7 +116,7 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
         self.standalone: frozenset[str] = frozenset()  # files analysed on their own too
         self.script_text: str | None = None  # the analysed file's text, when not ``source``
         self._names_engine: bool | None = None
-        self.reached: tuple[str, int | None] = (path, None)  # the statement walked last
+        self.reached_at: tuple[Source, tuple[str, ...], Node] | None = None  # walked last
 
     # ------------------------------------------------------------------ driver
 
@@ -155,6 +155,14 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
         except Exception as exc:  # a fault in one file is that file's finding, not the run's
             reason = f"{type(exc).__name__}: {exc}"
             self.result.incomplete = Incomplete(*self.reached, reason, "error")
+
+    @property
+    def reached(self) -> tuple[str, int | None]:
+        """The file and line of the statement walked last (where a stopped walk stopped)."""
+        if self.reached_at is None:
+            return (self.path, None)
+        src, chain, node = self.reached_at
+        return (chain[-1], src.line(node))
 
     def walk_uncalled(self, fn: _Function) -> None:
         saved = (self.state, self.src, self.chain)
@@ -321,7 +329,7 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
 
     def statement(self, node: Node, stdin: Stdin | None = None) -> Stream:
         self.budget.step()
-        self.reached = (self.chain[-1], self.src.line(node))
+        self.reached_at = (self.src, self.chain, node)  # its line only when a walk stops
         t = node.type
         if t in ("command",):
             return self.command(node, stdin)

@@ -13,6 +13,7 @@ from ..commands import (
     _diff_files_engine,
     _read,
     handles,
+    option_written,
     split_options,
 )
 from ..model import Mechanism, Target
@@ -133,7 +134,7 @@ def cmd_git(w: Walker, cmd: Cmd) -> Stream | None:
         directory = options.get("--directory")
         if directory is not None:  # the patch's paths are taken below DIR (git-apply(1))
             folder = join(folder, directory) if folder is not None else directory
-            folder_written = _option_written(cmd, "--directory") or directory.display()
+            folder_written = option_written(cmd, "--directory") or directory.display()
         extra: dict[str, object] = {"written": folder_written}
         if directory is not None:
             extra["directory"] = directory.text
@@ -219,27 +220,6 @@ def cmd_git(w: Walker, cmd: Cmd) -> Stream | None:
                 ),
                 content=" ".join(a.text for a in rest),
             )
-    return None
-
-
-def _option_written(cmd: Cmd, option: str) -> str | None:
-    """The value of ``--option=VALUE`` (or ``--option VALUE``) as the script wrote it,
-    unquoted (``$ROOT``), for messages."""
-    node = cmd.node
-    if node is None:
-        return None
-    if node.type == "redirected_statement":
-        node = node.child_by_field_name("body") or node
-    args = [a.text.decode("utf-8", "replace") if a.text else "" for a in
-            node.children_by_field_name("argument")]  # fmt: skip
-    for k, text in enumerate(args):
-        value = None
-        if text.startswith(option + "="):
-            value = text[len(option) + 1 :]
-        elif text == option and k + 1 < len(args):
-            value = args[k + 1]
-        if value is not None:
-            return value.strip("\"'")
     return None
 
 

@@ -10,11 +10,17 @@ from ..commands import (
     _read,
     handles,
     run_command,
+    written_args,
 )
 from ..values import Val, basename, dirname, join, unknown
 from ..walk import Cmd, FileInfo, Stream, Walker
 
 # ---------------------------------------------------------------------------- the shell itself
+
+
+def _written_at(cmd: Cmd, index: int) -> str | None:
+    args = written_args(cmd)
+    return args[index] if index < len(args) else None
 
 
 @handles("cd", "pushd")
@@ -31,24 +37,8 @@ def cmd_cd(w: Walker, cmd: Cmd) -> Stream | None:
     if not dest.text.startswith(("/", "~")) and w.state.cwd is None:
         new = dest if dest.unknown or dest.text.startswith("/@") else Val(dest.text)
     w.state.cwd = new
-    w.state.cwd_written = _written(cmd, 0) or dest.display()
+    w.state.cwd_written = _written_at(cmd, 0) or dest.display()
     return None
-
-
-def _written(cmd: Cmd, index: int) -> str | None:
-    """The argument as the script wrote it, unquoted (``$VLLM_DIR``)."""
-    if cmd.node is None:
-        return None
-    args = [c for c in cmd.node.children_by_field_name("argument")]
-    if cmd.node.type == "redirected_statement":
-        body = cmd.node.child_by_field_name("body")
-        args = list(body.children_by_field_name("argument")) if body is not None else []
-    if index >= len(args):
-        return None
-    data = args[index].text.decode("utf-8", "replace") if args[index].text else ""
-    if len(data) >= 2 and data[0] == data[-1] and data[0] in "'\"":
-        data = data[1:-1]
-    return data
 
 
 @handles("popd")
