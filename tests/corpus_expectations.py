@@ -8,7 +8,9 @@ Sidecar lines (``#`` starts a comment; an empty file: the script must stay silen
   (``lib/x.sh:LINE`` for one in a file it sources or runs); flags: ``uncalled`` (in a function
   never called), ``swallowed`` (its failure is swallowed), ``alt=N`` (N alternatives),
   ``pinned`` (a checkout at a fixed commit that is built: the audit reports only moving refs);
-- ``error LINE``: the script cannot be read (an unterminated here-document at ``LINE``).
+- ``error LINE``: the script cannot be read (an unterminated here-document at ``LINE``);
+- ``unresolved LINE`` (or ``PATH:LINE``): a statement that runs code the analyser cannot see
+  (the audit's PB414); every other script must have none.
 
 Used by ``tests/audit/test_corpus.py`` and ``benchmarks/bench_corpus.py``.
 """
@@ -36,6 +38,7 @@ class Case:
     kind: str
     expected: list[Expected]
     error_line: int | None = None
+    unresolved: set[tuple[str, int]] = field(default_factory=set)
 
 
 def kind_of(name: str) -> str:
@@ -53,6 +56,7 @@ def load_cases() -> list[Case]:
         rel = script.relative_to(CORPUS).as_posix()
         expected: list[Expected] = []
         error = None
+        unresolved: set[tuple[str, int]] = set()
         for raw in sidecar.read_text().splitlines():
             line = raw.split("#", 1)[0].strip()
             if not line:
@@ -61,10 +65,19 @@ def load_cases() -> list[Case]:
             if head == "error":
                 error = int(rest[0])
                 continue
+            if head == "unresolved":
+                path, _, number = rest[0].rpartition(":")
+                unresolved.add((path, int(number)))
+                continue
             path, _, number = head.rpartition(":")
             expected.append(Expected(path, int(number), rest[0], frozenset(rest[1:])))
-        cases.append(Case(script, rel, kind_of(script.name), expected, error))
+        cases.append(Case(script, rel, kind_of(script.name), expected, error, unresolved))
     return cases
+
+
+def unresolved_of(analysis, rel: str) -> set[tuple[str, int]]:
+    """The analysis's unresolved statements as ``(path, line)`` (path "" for the script)."""
+    return {("" if u.path == rel else u.path, u.line) for u in analysis.unresolved}
 
 
 def found_of(analysis, rel: str) -> list[tuple[Expected, object]]:

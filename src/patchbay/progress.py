@@ -29,9 +29,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, TypeVar
+
+T = TypeVar("T")
 
 _state: dict[str, Any] = {"quiet": False, "live": None}  # live: the Step drawn on the terminal
 _lock = threading.Lock()
@@ -272,6 +274,79 @@ def download(title: str, *, total: int | None = None) -> Step:
 def count(title: str, *, total: int | None) -> Step:
     """``total`` items (forge queries) done one by one: n of m."""
     return Step(title, kind="count", total=total)
+
+
+class Later(Step):
+    """A count of items shown only on a terminal, and only once it has run ``after`` seconds:
+    a run that ends sooner prints nothing, and a CI log gets no line per item. Each
+    :meth:`item` names the item that starts (the one before it is done); the live line shows
+    n of m and the current item, and disappears at the end (the caller prints its summary).
+
+    Args:
+        title: what is counted, e.g. ``audit: scripts``.
+        total: how many items.
+        after: seconds before the line appears.
+    """
+
+    def __init__(self, title: str, *, total: int, after: float) -> None:
+        super().__init__(title, kind="count", total=total)
+        self.after = after
+        self._off = False
+        self._seen = 0  # items started
+
+    def __enter__(self) -> Later:
+        self.started = time.monotonic()
+        self._off = quiet() or not _stderr_is_terminal()
+        return self
+
+    def item(self, name: str) -> None:
+        """``name`` starts; the items before it are done."""
+        if self._off:
+            return
+        done, self._seen = self._seen, self._seen + 1
+        if self._live is None:
+            if time.monotonic() - self.started < self.after:
+                return
+            if _state["live"] is not None:  # another live line is drawn: stay quiet
+                self._off = True
+                return
+            self._start_live()
+        self.done = done
+        self.line(name)
+        self._live.update(self._task, completed=done)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+            _state["live"] = None
+
+
+def later(title: str, *, total: int, after: float | None = None) -> Later:
+    """A :class:`Later` count: ``after`` seconds (default ``$PATCHBAY_PROGRESS_AFTER``, else
+    2) before it shows on a terminal."""
+    if after is None:
+        try:
+            after = float(os.environ.get("PATCHBAY_PROGRESS_AFTER", "2"))
+        except ValueError:
+            after = 2.0
+    return Later(title, total=total, after=after)
+
+
+def each(
+    items: Sequence[T], title: str, name: Callable[[T], str], *, after: float | None = None
+) -> Iterator[T]:
+    """``items`` one by one, counted by a :func:`later` line (``name(item)`` shown as the
+    current one): ``for rel, kind in progress.each(files, "audit: scripts", first)``."""
+    with later(title, total=len(items), after=after) as shown:
+        for item in items:
+            shown.item(name(item))
+            yield item
 
 
 def follow(stream: IO[bytes], s: Step, write: Callable[[bytes], object]) -> threading.Thread:

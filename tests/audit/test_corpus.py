@@ -1,7 +1,8 @@
 """The analyser against every expectation of the corpus (``tests/corpus``), in-process.
 
-Each script's modifications (line and mechanism, and the flags the sidecar names) must be exactly
-the expected ones: nothing missed, nothing extra, and the silent scripts silent. The recall and
+Each script's modifications (line and mechanism, and the flags the sidecar names) and the
+statements it runs that the analyser cannot see must be exactly the expected ones: nothing
+missed, nothing extra, and the silent scripts silent. The recall and
 precision figures over the same corpus, for the audit too, are printed by
 ``benchmarks/bench_corpus.py``.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus_expectations import CORPUS, Case, found_of, load_cases
+from corpus_expectations import CORPUS, Case, found_of, load_cases, unresolved_of
 from inprocess import run_main
 from patchbay.analysis import EngineNames, ShellSyntaxError, analyse
 from patchbay.importer import import_script
@@ -46,6 +47,7 @@ def test_analyser_meets_the_expectations(case: Case) -> None:
     got = {(e.path, e.line, e.mechanism) for e, _ in found}
     want = {(e.path, e.line, e.mechanism) for e in case.expected}
     assert got == want, [m.describe() for _, m in found]
+    assert unresolved_of(analysis, case.rel) == case.unresolved, analysis.unresolved
     for exp in case.expected:
         flags = set().union(
             *(

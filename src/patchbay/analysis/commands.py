@@ -12,6 +12,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from .walk import Cmd, FileInfo, Stream, Walker
 Handler = Callable[[Walker, Cmd], "Stream | None"]
 HANDLERS: dict[str, Handler] = {}
 
+_SCRIPT = re.compile(r"\.(?:sh|bash)$|^/@script/")
+_NAME = re.compile(r"[A-Za-z_][\w.+-]*")
 _WRAPPERS = {"sudo", "env", "time", "nohup", "exec", "command", "nice", "stdbuf", "timeout"}
 _HOOKS = ("sitecustomize.py", "usercustomize.py")
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
@@ -93,6 +96,11 @@ def split_options(
 def run_command(w: Walker, cmd: Cmd) -> Stream | None:
     """Judge one command: wrappers, prefixes (``VAR=x cmd``), functions, then its handler and
     its output redirections."""
+    if cmd.name in ("command", "which", "type") and len(cmd.words) >= 1:
+        found = lookup_command(cmd)  # `$(command -v python3)`: the command's name stands in
+        if found is not None:
+            w.print(found)
+            return found
     while cmd.name in _WRAPPERS and cmd.words:
         wrapper = cmd.name
         words = list(cmd.words)
@@ -127,7 +135,10 @@ def run_command(w: Walker, cmd: Cmd) -> Stream | None:
             handler = HANDLERS["python"]
         elif handler is None and re.match(r"^pip\d", cmd.name):
             handler = HANDLERS["pip"]
-        stream = handler(w, cmd) if handler is not None else None
+        if handler is None and cmd.path is not None:
+            stream = run_path(w, cmd)
+        else:
+            stream = handler(w, cmd) if handler is not None else None
     stdout_redirected = False
     for op, target in cmd.redirects:
         if op == "<":
@@ -141,6 +152,38 @@ def run_command(w: Walker, cmd: Cmd) -> Stream | None:
     if stream is not None and stream.value is not None and not stdout_redirected:
         w.print(stream)
     return stream
+
+
+def lookup_command(cmd: Cmd) -> Stream | None:
+    """``command -v NAME``, ``which NAME``, ``type -P NAME``: what they print is where NAME is
+    on ``PATH``, known only at run time; its base name is NAME, which is what a command run
+    through it (``"$(command -v python3)" -m pip``) is judged by. None for another use of
+    ``command`` (a wrapper) or ``type``."""
+    words = [word.text for word in cmd.words]
+    if cmd.name == "which":
+        names = [x for x in words if not x.startswith("-")]
+    elif cmd.name == "command" and words[0] in ("-v", "-V"):
+        names = words[1:]
+    elif cmd.name == "type" and words[0] in ("-p", "-P"):
+        names = words[1:]
+    else:
+        return None
+    if len(names) != 1 or not _NAME.fullmatch(names[0]):
+        return None
+    return Stream(Val(names[0]))
+
+
+def run_path(w: Walker, cmd: Cmd) -> Stream | None:
+    """A script run by its path (``./patch.sh``, ``"$DIR/fix.py" --apply``): a ``.py`` file as
+    ``python3 path``, anything else as ``bash path`` (its ``#!`` line is not read: a file of
+    the repository that is run this way is a script the walk follows either way)."""
+    assert cmd.path is not None
+    if cmd.path.text.endswith(".py"):
+        return HANDLERS["python"](w, replace(cmd, name="python3", words=[cmd.path, *cmd.words]))
+    argv = Cmd(cmd.name, [cmd.path, *cmd.words], "", {}, [], None, cmd.line, cmd.line, cmd.text)
+    if not w.follow(cmd.path, argv, fresh=True) and _SCRIPT.search(cmd.path.text):
+        w.cannot_follow(cmd.path, cmd.line, "runs")  # not a tool: `"$VENV/bin/aiperf"`
+    return None
 
 
 def write_file(w: Walker, cmd: Cmd, dest: Val, op: str, stream: Stream | None = None) -> None:

@@ -180,6 +180,25 @@ class Incomplete:
     kind: str
 
 
+@dataclass(frozen=True)
+class Unresolved:
+    """A statement that runs code the walk cannot see (the audit's PB414): ``eval`` of a
+    string known only at run time, a command whose name is computed (``"$@"`` of a helper
+    called with unknown words, ``$CMD``), or a script of the repository that is not there.
+
+    Attributes:
+        path: the file of the statement, repository-relative.
+        line: its line.
+        what: what it runs, as written (``eval "$PATCH_CMD"``).
+        why: why it cannot be judged, for a reader (``$PATCH_CMD is not set by the script``).
+    """
+
+    path: str
+    line: int
+    what: str
+    why: str
+
+
 @dataclass
 class ScriptAnalysis:
     """What the analyser found in one file.
@@ -208,6 +227,8 @@ class ScriptAnalysis:
             analyser): what it found up to there is kept, nothing after is judged.
         steps: the statements the walk visited (functions expanded, loops unrolled and
             scripts followed included; see :mod:`.budget`).
+        unresolved: statements that run code the walk cannot see (:class:`Unresolved`),
+            recorded only in a script that names an engine.
     """
 
     path: str
@@ -227,6 +248,7 @@ class ScriptAnalysis:
     inputs: list[tuple[str, str, object]] = field(default_factory=list)
     incomplete: Incomplete | None = None
     steps: int = 0
+    unresolved: list[Unresolved] = field(default_factory=list)
 
     @property
     def uncalled(self) -> list[FunctionInfo]:

@@ -50,6 +50,8 @@ class Frame:
     name: str | None
     line: int
     live: bool
+    chain: tuple[str, ...] = ()  # the caller's: the scripts its call is in
+    text: str = ""  # the call's source text (first line)
 
 
 @dataclass
@@ -81,6 +83,12 @@ class Cmd:
         stdin: what it reads.
         line, end_line: its lines in the file (a here-document's end included).
         text: its source text (first line).
+        node: its syntax node.
+        output_to: where its standard output goes, when a handler needs to know.
+        path: the name's value when it is a path (``./patch.sh``, ``"$DIR/fix.py"``): a
+            script run by its path.
+        forwarded: the call whose words this command runs (a step helper's ``"$@"``): what
+            it changes is the call's statement, and is reported at the call's line.
     """
 
     name: str
@@ -94,6 +102,8 @@ class Cmd:
     text: str
     node: Node | None = None
     output_to: Val | None = None
+    path: Val | None = None
+    forwarded: Frame | None = None
 
     @property
     def args(self) -> list[str]:

@@ -34,14 +34,20 @@ from .model import (
     ScriptAnalysis,
     Target,
 )
+from .running import RunningMixin
 from .streams import Cmd, FileInfo, Frame, Stdin, Stream, _Function
-from .syntax import Node, Source, parse_shell, statements
+from .syntax import Node, Source, statements
 from .values import SCRIPT_DIR, State, Val, display, join, unknown
 from .words import WordsMixin
 
 _SOURCE_SUFFIXES = (".py", ".pyi", ".so", ".co", ".hsaco", ".cubin", ".cu", ".cuh", ".pth")
 _DATA_SUFFIXES = (".csv", ".json", ".yaml", ".yml", ".txt", ".cfg", ".toml", ".h", ".hpp", ".cpp")
 _MAX_DEPTH = 12
+_COMPUTED_NAME = frozenset(
+    ("simple_expansion", "expansion", "string", "concatenation", "command_substitution")
+)
+"""Syntax of a command name whose value the walk computes (``$CMD``, ``"$@"``, ``"$1"``)."""
+_POSITIONAL = re.compile(r'"?\$\{?(?:@|\*|[1-9])\}?"?')
 _MAY_ACT = re.compile(rb"\$[({]|[`<>]")
 """Bytes of a command that may run code, assign or redirect when its words are expanded."""
 _LITERAL_NAME = re.compile(rb"[A-Za-z0-9_./+:-]+")
@@ -60,7 +66,7 @@ class CommandTable:
     write_file: Callable[..., None]
 
 
-class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
+class Walker(AnnotationsMixin, ControlMixin, ListsMixin, RunningMixin, WordsMixin):
     """Walks one script (and what it sources) and collects its modifications.
 
     Args:
@@ -117,6 +123,8 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
         self.script_text: str | None = None  # the analysed file's text, when not ``source``
         self._names_engine: bool | None = None
         self.reached_at: tuple[Source, tuple[str, ...], Node] | None = None  # walked last
+        self.moved = False  # a `cd` was walked: a relative path may be anywhere
+        self.venvs: set[str] = set()  # folders of virtual environments the script creates
 
     # ------------------------------------------------------------------ driver
 
@@ -207,7 +215,11 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
         self, mechanism: Mechanism, tool: str, cmd: Cmd, target: Target | None = None, **kw: object
     ) -> Modification | None:
         """Record a modification made by ``cmd`` (duplicates of one line are kept once)."""
-        key = (self.chain, cmd.line, mechanism, tool, target.path if target else None)
+        chain, line, end, text = self.chain, cmd.line, max(cmd.end_line, cmd.line), cmd.text
+        if cmd.forwarded is not None and cmd.forwarded.chain:
+            call = cmd.forwarded
+            chain, line, end, text = call.chain, call.line, call.line, call.text
+        key = (chain, line, mechanism, tool, target.path if target else None)
         key = (*key, kw.get("url"), str(kw.get("content"))[:200])
         if key in self.seen:
             return None
@@ -215,14 +227,14 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
         mod = Modification(
             mechanism,
             tool,
-            cmd.line,
-            max(cmd.end_line, cmd.line),
+            line,
+            end,
             target,
-            chain=self.chain,
+            chain=chain,
             function=self.function,
             called=self.live,
             condition=self.conditions[-1] if self.conditions else None,
-            text=cmd.text,
+            text=text,
             **kw,  # type: ignore[arg-type]
         )
         if self.budget.summaries:
@@ -422,8 +434,16 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
             for k, v in env.items():
                 self.set_var(k, [v], self.src.line(node))
             return Stream()
-        name_val = self.word(name_node.named_children[0] if name_node.named_children else name_node)
+        name_child = name_node.named_children[0] if name_node.named_children else name_node
         words: list[Val] = []
+        if name_child.type in _COMPUTED_NAME:
+            # `"$@"`, `$CMD`, `"${cmd[@]}"`: the name is the first field, the rest are words
+            fields = self.fields(name_child)
+            if not fields:
+                return Stream()  # `"$@"` of no words runs nothing
+            name_val, words = fields[0], fields[1:]
+        else:
+            name_val = self.word(name_child)
         for arg in node.children_by_field_name("argument"):
             words.extend(self.fields(arg))
         where = outer if outer is not None else node
@@ -454,10 +474,16 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
                     stdin = Stdin("file", value=val, file=self.files.get(val.text))
         if stdin is None and self.fn_stdin:
             stdin = self.fn_stdin[-1]
+        if not name_val.known and name_child.type in _COMPUTED_NAME:
+            name_val, words = self.computed_name(name_val, words, node)
         cmd = self.make_cmd(name_val.text, words, where, stdin, env)
         cmd.raw = self.src.text(name_node)
         cmd.redirects = redirects
         cmd.name = self.interpreter_name(name_val, cmd)
+        if "/" in name_val.text:
+            cmd.path = name_val
+        if self.frames[-1].name and _POSITIONAL.fullmatch(self.src.text(name_child)):
+            cmd.forwarded = self.frames[-1]  # `step "label" sed -i ...`: the call's statement
         return self.commands.run_command(self, cmd) or Stream()
 
     def inert(self, node: Node) -> bool:
@@ -502,7 +528,7 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
         saved = (self.state.args, self.src, self.chain)
         self.state.args = list(cmd.words)
         self.src, self.chain = fn.source, fn.chain
-        self.frames.append(Frame(fn.name, cmd.line, True))
+        self.frames.append(Frame(fn.name, cmd.line, True, saved[2], cmd.text))
         self.depth += 1
         self.captures.append([])
         self.fn_stdin.append(cmd.stdin)  # `helper <<EOF`: its commands read the here-document
@@ -548,7 +574,8 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
         if v is not None and v.type == "array":
             items: list[Val] = []
             for item in v.named_children:
-                items.extend(self.fields(item))
+                if item.type != "comment":  # a comment line inside `( ... )` is no element
+                    items.extend(self.fields(item))
             self.state.arrays[name] = (self.state.arrays.get(name, []) if append else []) + items
             self.state.vars[name] = items[:1] or [Val("")]
             return
@@ -588,79 +615,6 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, WordsMixin):
                 return [unknown(f"${k}", f"the script's argument ${k}")]
             return [Val("")]
         return self.state.vars.get(name)
-
-    # ------------------------------------------------------------------ other scripts
-
-    def follow(self, rel: Val, cmd: Cmd, *, fresh: bool) -> bool:
-        """Walk a script of the same repository (``source x.sh``, ``bash x.sh``)."""
-        path = self.repo_file(rel)
-        if path is None or self.root is None:
-            return False
-        relpath = path.relative_to(self.root).as_posix()
-        if relpath in self.chain or len(self.chain) > 8:
-            return True
-        try:
-            text = self.inputs.read_text(path)
-            source = parse_shell(text, relpath)
-        except (OSError, ValueError):
-            return False
-        except Exception as exc:  # a syntax error in the followed file: a note, not a crash
-            self.result.notes.append((cmd.line, f"{relpath} could not be read: {exc}"))
-            return False
-        self.result.sourced.append((cmd.line, relpath))
-        if relpath not in self.result.followed_annotations:
-            self.note_annotations(source, self.result.followed_annotations.setdefault(relpath, {}))
-        saved = (self.src, self.chain, self.state)
-        self.src, self.chain = source, (*self.chain, relpath)
-        if fresh:
-            state = State(exported=set(self.state.exported))
-            state.vars = {k: v for k, v in self.state.vars.items() if k in self.state.exported}
-            state.args = list(cmd.words[1:])
-            self.state = state
-        try:
-            self.block(source.root)
-        finally:
-            sourced_state = self.state
-            self.src, self.chain, self.state = saved
-            if not fresh:
-                self.state = sourced_state
-        return True
-
-    def repo_file(self, val: Val) -> Path | None:
-        """A file of the repository that a path word names (relative to the script's folder,
-        the working folder, or the repository), or None."""
-        if self.root is None or not val.known:
-            return None
-        cwd = self.state.cwd.text if self.state.cwd is not None else None
-        key = (val.text, self.chain[-1], cwd)
-        if key not in self._repo_files:
-            self._repo_files[key] = self._repo_file(val.text)
-        return self._repo_files[key]
-
-    def _repo_file(self, text: str) -> Path | None:
-        script_dir = posixpath.dirname(self.chain[-1])
-        candidates = []
-        if text.startswith(SCRIPT_DIR):
-            candidates.append(posixpath.join(script_dir, text[len(SCRIPT_DIR) :].lstrip("/")))
-        elif not text.startswith("/"):
-            if self.state.cwd is not None and self.state.cwd.text.startswith(SCRIPT_DIR):
-                rel = self.state.cwd.text[len(SCRIPT_DIR) :].lstrip("/")
-                candidates.append(posixpath.join(script_dir, rel, text))
-            candidates += [posixpath.join(script_dir, text), text]
-        root = self.root_text
-        for c in candidates:
-            full = posixpath.normpath(posixpath.join(root, c))
-            if not full.startswith(root + "/"):
-                continue
-            if self.inputs.isfile(full):
-                return Path(full)
-        return None
-
-    @property
-    def root_text(self) -> str:
-        if self._root_text is None:
-            self._root_text = str(self.root.resolve()) if self.root is not None else ""
-        return self._root_text
 
 
 __all__ = ["Cmd", "CommandTable", "FileInfo", "Stdin", "Stream", "Walker", "display"]

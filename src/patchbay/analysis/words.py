@@ -103,9 +103,9 @@ class WordsMixin:
     @staticmethod
     def _literal(data: bytes, quoted: bool) -> str:
         text = data.decode("utf-8", "replace")
-        if quoted:
-            return re.sub(r'\\([$`"\\\n])', r"\1", text)
-        return re.sub(r"\\(.)", r"\1", text)
+        if quoted:  # `\<newline>` is a line continuation, removed whole, quoted or not
+            return re.sub(r'\\([$`"\\\n])', lambda m: "" if m[1] == "\n" else m[1], text)
+        return re.sub(r"\\(.)", r"\1", re.sub(r"\\\n", "", text))
 
     def var(self, name: str, written: str) -> Val:
         if name in ("HOME",):

@@ -240,6 +240,14 @@ RULES: dict[str, Rule] = {
             "a file the scripts' globs name that is not analysed: not a regular file (a FIFO, "
             "a socket, a device) or not readable",
         ),
+        Rule(
+            "PB414",
+            "execution-unresolved",
+            _W,
+            "a script that names an engine runs code the analyser cannot see (`eval` of a "
+            "string known only at run time, a command whose name is computed, a script of its "
+            "own folder that is not in the repository): what that code changes is not judged",
+        ),
         # upstream (patchbay audit --upstream)
         Rule(
             "PB501",

@@ -1,4 +1,4 @@
-"""The audit's script rules (PB401-PB410): modifications of the engine that no patchset declares.
+"""The audit's script rules (PB401-PB414): modifications of the engine that no patchset declares.
 
 Which statements change the installed engine is the analyser's question
 (:mod:`patchbay.analysis`: one parse with tree-sitter, one symbolic walk, shared with
@@ -27,6 +27,7 @@ import stat
 from pathlib import Path
 from typing import Literal
 
+from .. import progress
 from ..analysis.engines import EngineNames
 from ..analysis.model import Incomplete, Mechanism, Modification, ScriptAnalysis
 from ..analysis.values import display
@@ -347,6 +348,23 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
             if note is not None and (not note[0] or code in note[0]) and _real_reason(note[1]):
                 finding.suppression = Suppression("inSource", note[1])
             out.append(finding)
+    for gap in analysis.unresolved:
+        if (gap.path, "PB414", gap.line) in seen:
+            continue
+        seen.add((gap.path, "PB414", gap.line))
+        why = f" ({gap.why})" if gap.why else ""
+        message = f"runs code the audit cannot see: {gap.what}{why}; what it changes is not judged"
+        finding = Finding.of("PB414", gap.path, gap.line, message)
+        if gap.path != analysis.path:
+            finding.chain = (analysis.path,)
+        note = (
+            analysis.annotations
+            if gap.path == analysis.path
+            else analysis.followed_annotations.get(gap.path, {})
+        ).get(gap.line)
+        if note is not None and (not note[0] or "PB414" in note[0]) and _real_reason(note[1]):
+            finding.suppression = Suppression("inSource", note[1])
+        out.append(finding)
     if analysis.incomplete is not None:
         out.append(incomplete_finding(analysis.path, analysis.incomplete))
     for _line, (_codes, why, at) in sorted(analysis.annotations.items()):
@@ -515,6 +533,10 @@ def read_script(path: str) -> str | None:
     return None if data is None else data.decode("utf-8", "replace")
 
 
+def _first(item: tuple[str, str]) -> str:
+    return item[0]
+
+
 def scan_tree(
     root: Path,
     include: list[str],
@@ -542,7 +564,7 @@ def scan_tree(
     skipped: list[tuple[str, str]] = []
     files = script_files(root, include, exclude, skipped)
     standalone = frozenset(rel for rel, kind in files if kind == "shell")
-    for rel, kind in files:
+    for rel, kind in progress.each(files, "audit: scripts", _first):  # after 2 s on a terminal
         data = read_bytes(base + rel)
         if data is None:
             skipped.append((rel, "it cannot be read (no permission, or it vanished)"))

@@ -372,7 +372,24 @@ class Converter:
 
     def leftovers(self) -> None:
         """Modifications no statement accounted for (functions never called, statements of
-        files the script runs): listed, never dropped."""
+        files the script runs), and statements that run code the analysis cannot see
+        (:class:`~patchbay.analysis.model.Unresolved`): listed, never dropped."""
+        listed = {o.start for o in self.outcomes if o.kind == "unconverted"}
+        for gap in self.analysis.unresolved:
+            where = f" in {gap.path}" if gap.path != self.analysis.path else ""
+            if not where and gap.line in listed:
+                continue  # its statement is listed as not converted already
+            why = f" ({gap.why})" if gap.why else ""
+            line = gap.line if not where else None
+            row = next((r for r in self.rows if line and r.start <= line <= r.end), None)
+            self.record(
+                (gap.line, gap.line),
+                Context(),
+                "unconverted",
+                f"runs code the import cannot see{where}: {gap.what}{why}",
+                row=row,
+                hint="check by hand what it changes, and add that as patches",
+            )
         for mod in self.analysis.modifications:
             if id(mod) in self.done:
                 continue

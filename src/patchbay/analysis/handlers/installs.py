@@ -57,6 +57,10 @@ def cmd_python(w: Walker, cmd: Cmd) -> Stream | None:
     args = [x.text for x in words]
     if args[:2] == ["-m", "pip"]:
         return pip(w, cmd, words[2:])
+    if args[:2] == ["-m", "venv"] or args[:2] == ["-m", "virtualenv"]:
+        folders = [x for x in words[2:] if not x.text.startswith("-")]
+        w.venvs.update(x.text.rstrip("/") for x in folders)
+        return None
     if args[:1] == ["-m"]:
         return None
     if args[:1] == ["-c"] and len(words) > 1:
@@ -82,7 +86,20 @@ def cmd_python(w: Walker, cmd: Cmd) -> Stream | None:
                 )
             finally:
                 w.chain = saved
+    if words and not words[0].text.startswith("-"):
+        w.cannot_follow(words[0], cmd.line, f"{cmd.name} runs")
     return None
+
+
+def in_new_venv(w: Walker, cmd: Cmd) -> bool:
+    """The command is run by the interpreter or ``pip`` of a virtual environment the script
+    itself created (``python3 -m venv "$venv"`` then ``"$venv/bin/python" -m pip install``):
+    what it installs goes into that environment, not into the image's engine. The folder is
+    compared as written when it is known only at run time (the same ``$1/venv`` both times)."""
+    if cmd.path is None or not w.venvs:
+        return False
+    folder = cmd.path.text.rsplit("/bin/", 1)[0] if "/bin/" in cmd.path.text else None
+    return folder is not None and folder.rstrip("/") in w.venvs
 
 
 def posix_base(path: str) -> str:
@@ -364,6 +381,8 @@ def cmd_uv(w: Walker, cmd: Cmd) -> Stream | None:
 def pip(w: Walker, cmd: Cmd, words: list[Val]) -> Stream | None:
     if not words:
         return None
+    if in_new_venv(w, cmd):
+        return None  # `"$venv/bin/python" -m pip` of a venv the script made: not the image's
     sub = words[0].text
     rest = words[1:]
     if sub == "show":
@@ -540,9 +559,30 @@ def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> 
         harness(w, cmd, text, details)
         return
     name, specifier = req
-    details.update({"source": "index", "engine": name, "pin": specifier or "latest"})
+    index_pin = None if specifier else pinned_index(details.get("options", {}))
+    pin = specifier or (f"pinned by the index {index_pin}" if index_pin else "latest")
+    details.update({"source": "index", "engine": name, "pin": pin})
     w.emit(Mechanism.PIP, "pip install", cmd, None, content=text,
-           pinned=specifier.startswith("=="), details=details)  # fmt: skip
+           pinned=specifier.startswith("==") or index_pin is not None,
+           details=details)  # fmt: skip
+
+
+_INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url", "-f", "--find-links")
+_PINNED_INDEX = re.compile(r"/(?:[0-9a-f]{40}|[0-9a-f]{12,39}|v?\d+\.\d+(?:\.\d+)?[\w.+-]*)(?:/|$)")
+"""A segment of an index URL that fixes what it serves: a commit (``wheels.vllm.ai/<sha>``,
+full or abbreviated to 12+ digits) or a release (``releases/expanded_assets/v0.5.3-rocm``)."""
+
+
+def pinned_index(options: dict[str, str]) -> str | None:
+    """The index or find-links URL of a ``pip install`` that serves one build: a URL with a
+    commit or a release in its path (vLLM's per-commit wheel index, a GitHub release's
+    assets). A requirement without a version from such an index is pinned by it, not
+    "latest". None when no option names one."""
+    for key in _INDEX_OPTIONS:
+        url = options.get(key, "")
+        if url.startswith(("http://", "https://")) and _PINNED_INDEX.search(url.split("://", 1)[1]):
+            return url
+    return None
 
 
 @lru_cache(maxsize=4096)

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..commands import (
     _read,
@@ -33,6 +34,7 @@ def cmd_cd(w: Walker, cmd: Cmd) -> Stream | None:
     if dest.text == "-":
         w.state.cwd, w.state.cwd_written = None, None
         return None
+    w.moved = True
     new = join(w.state.cwd, dest) if w.state.cwd is not None else dest
     if not dest.text.startswith(("/", "~")) and w.state.cwd is None:
         new = dest if dest.unknown or dest.text.startswith("/@") else Val(dest.text)
@@ -64,6 +66,7 @@ def cmd_set(w: Walker, cmd: Cmd) -> Stream | None:
 def cmd_source(w: Walker, cmd: Cmd) -> Stream | None:
     if cmd.words and not w.follow(cmd.words[0], cmd, fresh=False):
         w.result.notes.append((cmd.line, f"sources {cmd.words[0].display()}, not followed"))
+        w.cannot_follow(cmd.words[0], cmd.line, "sources")
     return None
 
 
@@ -91,6 +94,7 @@ def cmd_bash(w: Walker, cmd: Cmd) -> Stream | None:
             fresh=True,
         ):
             w.result.notes.append((cmd.line, f"runs {positional[0].display()}, not followed"))
+            w.cannot_follow(positional[0], cmd.line, f"{cmd.name} runs")
         return None
     if cmd.stdin is not None and cmd.stdin.kind == "heredoc" and cmd.stdin.text is not None:
         try:
@@ -98,6 +102,58 @@ def cmd_bash(w: Walker, cmd: Cmd) -> Stream | None:
         except Exception:
             return None
         _inline(w, source)
+    return None
+
+
+@handles("shift")
+def cmd_shift(w: Walker, cmd: Cmd) -> Stream | None:
+    """``shift [N]``: the positional arguments lose their first N (1 by default); a count
+    known only at run time leaves them unknown."""
+    count = cmd.words[0].text if cmd.words else "1"
+    if count.isdigit():
+        w.state.args = list(w.state.args[int(count) :])
+    else:
+        w.state.args = [unknown(f"${k}", f"shift {count}") for k in range(1, 10)]
+    return None
+
+
+@handles("eval")
+def cmd_eval(w: Walker, cmd: Cmd) -> Stream | None:
+    """``eval WORDS``: the words joined by spaces are read again as shell and walked, at the
+    line of the ``eval`` (as bash does: a part known only at run time stays as written and is
+    expanded again; a command whose name is still unknown then is PB414). A string that is not
+    shell the analyser can read is PB414 itself."""
+    from ..syntax import parse_shell
+
+    if not cmd.words:
+        return None
+    text = " ".join(word.text for word in cmd.words)
+    if w.depth >= 12:
+        w.unresolved(cmd.line, cmd.text, "eval nests deeper than the analyser follows")
+        return None
+    try:
+        source = parse_shell(text, w.src.path, cmd.line - 1)
+    except Exception:  # a string that is not shell: what it runs cannot be judged
+        w.unresolved(cmd.line, cmd.text, "the string is not shell the analyser can read")
+        return None
+    if source.root.has_error:
+        why = next((word.unknown for word in cmd.words if word.unknown), "")
+        w.unresolved(cmd.line, cmd.text, why or "the string is not shell the analyser can read")
+        return None
+    before, gaps = len(w.mods), len(w.result.unresolved)
+    w.depth += 1
+    try:
+        _inline(w, source, flatten_lines=cmd.line)
+    finally:
+        w.depth -= 1
+    for k in range(gaps, len(w.result.unresolved)):  # reached through the eval
+        gap = w.result.unresolved[k]
+        what = cmd.text if gap.what in cmd.text else f"{cmd.text}, which {gap.what}"
+        w.result.unresolved[k] = replace(gap, what=what)
+    written = " ".join(cmd.text.split()[1:])
+    for mod in w.mods[before:]:  # a path is written in the string's variables, not as shown
+        if mod.target is not None and "/@" in mod.target.written:
+            mod.target = replace(mod.target, written=f"{written} (run by eval)")
     return None
 
 
@@ -219,11 +275,6 @@ def cmd_pwd(w: Walker, cmd: Cmd) -> Stream | None:
 @handles("mktemp")
 def cmd_mktemp(w: Walker, cmd: Cmd) -> Stream | None:
     return Stream(w.new_tmp())
-
-
-@handles("which", "command-v")
-def cmd_which(w: Walker, cmd: Cmd) -> Stream | None:
-    return Stream(cmd.words[-1]) if cmd.words else None
 
 
 @handles("docker", "podman")

@@ -1,0 +1,99 @@
+"""Dynamic execution is reported, never dropped: PB414 (issue 21, part 1).
+
+A script that names an engine and runs code the analyser cannot see (``eval`` of a string
+known only at run time, a command whose name is computed, a patcher of its own folder that is
+not in the repository, a script whose path is known only at run time) gets a PB414 warning at
+that statement; the same statements in a script that names no engine stay silent, as do the
+forms that can be followed (a step helper's ``"$@"``, ``eval`` of a string the script built,
+a path whose known part places it in the repository).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import run_cli
+from inprocess import run_main
+
+SITE = "SITE=$(python3 -c 'import vllm, os; print(os.path.dirname(vllm.__file__))')\n"
+DYNAMIC = (
+    'PATCH_CMD=$(curl -fsSL "$PATCH_URL")\n'  # 1
+    'eval "$PATCH_CMD"\n'  # 2
+    "$LAUNCH_CMD --port 8000\n"  # 3
+    'python3 "$(dirname "$0")/patch_mooncake_batches.py"\n'  # 4
+    'bash "$PATCHER" --apply\n'  # 5
+)
+
+
+def _audit(root: Path) -> dict:
+    res = run_cli("audit", root, "--format", "json", "--no-cache")
+    assert res.code in (0, 1), res.out + res.err
+    return json.loads(res.out)
+
+
+def test_dynamic_execution_in_an_engine_script_is_pb414_at_its_line(tmp_path: Path) -> None:
+    (tmp_path / "patch.sh").write_text("#!/bin/bash\nset -e\n" + SITE + DYNAMIC)
+    doc = _audit(tmp_path)
+    found = {f["line"]: f for f in doc["findings"] if f["code"] == "PB414"}
+    assert sorted(found) == [5, 6, 7, 8]  # every statement but the assignment
+    assert {f["severity"] for f in found.values()} == {"warning"}
+    assert 'eval "$PATCH_CMD"' in found[5]["message"]
+    assert "$LAUNCH_CMD" in found[6]["message"]
+    assert "patch_mooncake_batches.py" in found[7]["message"]
+    assert "no such file is in the repository" in found[7]["message"]
+    assert "$PATCHER" in found[8]["message"]
+    for f in found.values():  # never a placeholder of the walk
+        assert "/@" not in f["message"] and "<script folder>" not in f["message"], f
+
+
+def test_the_same_statements_in_a_script_that_names_no_engine_are_silent(tmp_path: Path) -> None:
+    (tmp_path / "tool.sh").write_text("#!/bin/bash\nset -e\n" + DYNAMIC)
+    assert _audit(tmp_path)["findings"] == []
+
+
+def test_a_review_annotation_with_a_reason_suppresses_pb414(tmp_path: Path) -> None:
+    (tmp_path / "patch.sh").write_text(
+        "#!/bin/bash\n"
+        + SITE
+        + "# patchbay-reviewed PB414: the launcher command only starts vllm serve\n"
+        + "$LAUNCH_CMD --port 8000\n"
+    )
+    doc = _audit(tmp_path)
+    (finding,) = [f for f in doc["findings"] if f["code"] == "PB414"]
+    assert finding["suppressed"]["reason"].startswith("the launcher command"), finding
+
+
+def test_followable_forms_are_followed_not_reported(tmp_path: Path) -> None:
+    """A step helper runs its words at the call's line; eval of a string the script built is
+    walked; a patcher whose path has a run-time prefix but whose file is in the repository is
+    analysed on its own; a tool of a virtual environment is no script."""
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "fix.py").write_text(
+        "import sys\np = sys.argv[1]\nt = open(p).read()\nopen(p, 'w').write(t.replace('a', 'b'))\n"
+    )
+    (tmp_path / "patch.sh").write_text(
+        "#!/bin/bash\nset -e\n"
+        + SITE  # 3
+        + 'step() { echo "== $1"; shift; "$@"; }\n'  # 4
+        + "step 'envs' sed -i s/x/y/ \"$SITE/envs.py\"\n"  # 5
+        + 'FIX="sed -i s/p/q/ \\\n  $SITE/config.py"\n'  # 6-7
+        + 'eval "$FIX"\n'  # 8
+        + 'python3 "$WS_PATH/tools/fix.py" "$SITE/worker.py"\n'  # 9
+        + '"$VENV/bin/aiperf" profile --model "$MODEL"\n'  # 10
+    )
+    doc = _audit(tmp_path)
+    assert [f for f in doc["findings"] if f["code"] == "PB414"] == []
+    lines = {(f["path"], f["line"]) for f in doc["findings"] if f["code"] == "PB402"}
+    assert ("patch.sh", 5) in lines  # the call's statement, not the helper's "$@"
+    assert ("patch.sh", 8) in lines  # the eval, one command across the continuation
+
+
+def test_import_lists_the_code_it_cannot_see(tmp_path: Path) -> None:
+    script = tmp_path / "patch.sh"
+    script.write_text("#!/bin/bash\nset -e\n" + SITE + 'python3 "$(dirname "$0")/gone.py"\n')
+    out = tmp_path / "out"
+    res = run_main("import", script, "--out", out)
+    assert res.code in (0, 1), res.out + res.err
+    notes = (out / "IMPORT-NOTES.md").read_text()
+    assert "runs code the import cannot see" in notes and "gone.py" in notes
