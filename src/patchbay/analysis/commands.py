@@ -251,11 +251,22 @@ def _engine_evidence(w: Walker, path: str, content: str | None) -> bool:
     return bool(w.engines.named_in(path) or (content and _diff_files_engine(w, content)))
 
 
-def _diff_files_engine(w: Walker, content: str) -> bool:
+def diff_engine(w: Walker, content: str) -> tuple[str, str] | None:
+    """(engine, path) when the files a diff changes are an engine's: a path whose first
+    folder is an engine package (``vllm/envs.py``), or the second below ``python/`` or
+    ``src/`` (``python/sglang/srt/x.py``, SGLang's layout). A folder a diff is applied in
+    is then an engine's source tree, whatever it is called (``/opt/vllm-local``)."""
     for m in re.finditer(r"^(?:\+\+\+|---) (?:[ab]/)?(\S+)", content, re.M):
-        if w.engines.package_of(m.group(1)) is not None:
-            return True
-    return False
+        path = m.group(1)
+        for inner in (path, path.split("/", 1)[1] if path.startswith(("python/", "src/")) else ""):
+            engine = w.engines.package_of(inner) if inner else None
+            if engine is not None:
+                return engine, path
+    return None
+
+
+def _diff_files_engine(w: Walker, content: str) -> bool:
+    return diff_engine(w, content) is not None
 
 
 # ---------------------------------------------------------------------------- environment

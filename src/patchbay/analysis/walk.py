@@ -43,6 +43,11 @@ from .words import WordsMixin
 _SOURCE_SUFFIXES = (".py", ".pyi", ".so", ".co", ".hsaco", ".cubin", ".cu", ".cuh", ".pth")
 _DATA_SUFFIXES = (".csv", ".json", ".yaml", ".yml", ".txt", ".cfg", ".toml", ".h", ".hpp", ".cpp")
 _MAX_DEPTH = 12
+_CHECKOUT_WORDS = (
+    "src", "source", "local", "main", "master", "dev", "git", "repo", "checkout", "upstream",
+    "fork", "nightly",
+)  # fmt: skip
+_CHECKOUT = re.compile(rf"([a-z][\w.]*?)[-_](?:{'|'.join(_CHECKOUT_WORDS)})")
 _COMPUTED_NAME = frozenset(
     ("simple_expansion", "expansion", "string", "concatenation", "command_substitution")
 )
@@ -303,7 +308,20 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, RunningMixin, WordsMixi
             for part in parts[1:-1]:
                 if part in self.engines.imports:
                     return part, "an engine package folder"
+        if text.endswith(_SOURCE_SUFFIXES + _DATA_SUFFIXES):
+            for part in parts[1:-1]:
+                engine = self.named_checkout(part)
+                if engine is not None:
+                    return engine, f"a file of {part}, a {engine} checkout"
         return None
+
+    def named_checkout(self, name: str) -> str | None:
+        """The engine of a folder named as a checkout of it: ``vllm-src``, ``vllm_local``,
+        ``sglang-main`` (an engine name, then one of :data:`_CHECKOUT_WORDS`), or None."""
+        m = _CHECKOUT.fullmatch(name)
+        if m is None or not self.engines.is_engine(m.group(1)):
+            return None
+        return m.group(1)
 
     def engine_helper_folder(self, text: str) -> tuple[str, str] | None:
         """(engine, how) for a path below a folder an engine's own helper returns
@@ -323,8 +341,10 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, RunningMixin, WordsMixi
                 return engine
         name = text.rstrip("/").rsplit("/", 1)[-1]
         plain = text.startswith(("/", "~", ".")) or "/" not in text
-        if plain and self.engines.is_engine(name) and not text.startswith((TMP, SCRIPT_DIR)):
-            return name
+        if plain and not text.startswith((TMP, SCRIPT_DIR)):
+            if self.engines.is_engine(name):
+                return name
+            return self.named_checkout(name)
         return None
 
     def new_tmp(self) -> Val:

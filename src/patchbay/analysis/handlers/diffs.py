@@ -12,6 +12,7 @@ from ..commands import (
     _SHA40,
     _diff_files_engine,
     _read,
+    diff_engine,
     handles,
     option_written,
     split_options,
@@ -83,20 +84,24 @@ def emit_diff(
     if folder is None:
         folder = w.state.cwd
     if folder is None:
-        if content and _diff_files_engine(w, content) and False:
-            pass
-        return
+        return  # the folder the script was started in: not known to be an engine's
     target = w.target(folder, written=extra.pop("written", None) or None)
     if target.root == "none":
         tree = w.engine_folder(folder.text)
-        if tree is None:
+        by_content = diff_engine(w, content) if tree is None and content else None
+        if tree is not None:
+            how = "an engine source tree"
+        elif by_content is not None:  # `/opt/vllm-local`: its files are what the diff changes
+            tree, how = (
+                by_content[0],
+                f"the diff changes {by_content[1]}, a file of {by_content[0]}",
+            )
+        else:
             return
-        target = Target(folder.text, folder.display(), "engine-tree", tree, "an engine source tree")
-    if target.root == "unknown" and not (content and _diff_files_engine(w, content)):
-        if not w.live:
-            pass
-        elif not files and cmd.stdin is None:
-            return
+        target = Target(folder.text, folder.display(), "engine-tree", tree, how)
+    engine_files = content and _diff_files_engine(w, content)
+    if target.root == "unknown" and not engine_files and w.live and not files and not cmd.stdin:
+        return
     url = facts.get("url")
     w.emit(
         Mechanism.DIFF,
