@@ -23,7 +23,10 @@ The layout:
   outcomes they record);
 - ``drafts.py``: the draft patches and per-command outcomes;
 - ``refs.py``: upstream references (URLs, ``owner/repo#N``, ``project #N``) in comments;
-- ``writer.py``: targets, ids, ``patchset.yaml``, patch files and ``IMPORT-NOTES.md``.
+- ``writer.py``: targets, ids, ``patchset.yaml``, patch files and ``IMPORT-NOTES.md``;
+- ``observe.py`` and ``observed.py``: ``--observe``, the script run against a scratch engine:
+  the engine's state before and after, the run, and what it changed as drafts labelled by the
+  static reading.
 
 It imports the analyser, the document, the diff parser and the environment's project names,
 never the apply core or the CLI.
@@ -34,12 +37,17 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ..analysis import DEFAULT_ENGINES, EngineNames, ShellSyntaxError, analyse_shell
+from ..analysis.model import ScriptAnalysis
 from ..analysis.syntax import parse_shell
 from ..errors import InputError
-from .convert import convert
+from .convert import Converter
+from .drafts import WalkResult
+from .observe import Changes, RunResult, compare, keep_bytes, run_script, take_state
+from .observed import is_text, observed_result
 from .refs import DEFAULT_PROJECTS, parse_projects
 from .writer import NOTES_NAME, ImportResult, write_patchset
 
@@ -92,6 +100,8 @@ def import_script(
     *,
     projects: dict[str, str] | None = None,
     force: bool = False,
+    observe: str | None = None,
+    scope: list[str] | None = None,
 ) -> ImportResult:
     """Import ``script`` into the new patchset folder ``out``.
 
@@ -101,6 +111,11 @@ def import_script(
         projects: project name -> ``owner/repo`` for ``name #N`` references in comments
             (default :data:`DEFAULT_PROJECTS`).
         force: write into a folder that already holds files.
+        observe: the interpreter of an engine made for the purpose: the script is run against
+            it and what it changed becomes the patches (:mod:`.observe`, :mod:`.observed`);
+            the static reading labels them. None: the static import alone.
+        scope: more packages (import or distribution names) whose files are observed closely
+            (their bytes kept before the run), besides the engines the script names.
 
     Returns:
         The :class:`ImportResult` (``partial`` when some part was not converted).
@@ -129,8 +144,58 @@ def import_script(
             line=stop.line,
         )
     source = parse_shell(text, script.name)
-    found = convert(analysis, source, script, projects)
+    converter = Converter(analysis, source, script, projects)
+    found = converter.run()
+    if observe is not None:
+        found = _observe(script, out, observe, analysis, found, engines, scope or [])
+        found = observed_result(*found, converter.comments_of_line, projects)
     return write_patchset(found, script, out, force=force)
+
+
+def _observe(
+    script: Path,
+    out: Path,
+    python: str,
+    analysis: ScriptAnalysis,
+    static: WalkResult,
+    engines: EngineNames,
+    scope: list[str],
+) -> tuple[Changes, RunResult, ScriptAnalysis, WalkResult]:
+    """Run ``script`` against the engine of ``python``: what it changed, the run, and the
+    static reading (for :func:`~.observed.observed_result`)."""
+
+    if out.exists() and not out.is_dir():
+        raise InputError("--out names a file, not a folder", file=out)
+    names = [*analysis.packages, *engines.imports, *scope]
+    for mod in analysis.modifications:
+        if mod.target is not None and mod.target.engine:
+            names.append(mod.target.engine)
+    before = take_state(python, names)
+    log = Path(tempfile.mkdtemp(prefix="patchbay-observe-")) / f"{script.name}.log"
+    run = run_script(script.resolve(), python, log, cwd=script.resolve().parent)
+    after = take_state(python, names)
+    changes = compare(before, after)
+    binaries = [r for r, _, a in changes.modified if not is_text(a.data)]
+    binaries += [r for r, a in changes.added if not is_text(a.data)]
+    if binaries:
+        from ..options import default_cache_dir
+
+        cache = default_cache_dir()
+        try:
+            keep_bytes(after, binaries, cache)
+        except OSError as exc:
+            raise InputError(f"the observed files cannot be kept: {exc}", file=cache) from None
+        static.remarks.append(
+            f"{len(binaries)} binary file(s) the run wrote are kept in the download cache "
+            f"({cache}/sha256): `apply` finds them there on this machine; give each its URL "
+            "to apply elsewhere"
+        )
+    static.remarks.insert(
+        0,
+        f"observed: the script ran against {python} (exit status {run.exit_code}; its output "
+        f"is in {log}); every patch is what that run changed",
+    )
+    return changes, run, analysis, static
 
 
 _MORE_ENGINES = ("torchvision", "torchaudio", "amd-aiter")

@@ -83,10 +83,11 @@ class PipDraft(Draft):
 @dataclass
 class ArtifactDraft(Draft):
     """Downloaded files: ``(url, site-relative destination)``; ``group`` merges the files of one
-    unrolled loop into one patch."""
+    unrolled loop into one patch; ``hashes`` are SHA-256 values seen (an observed import)."""
 
     files: list[tuple[str, str]] = field(default_factory=list)
     group: str | None = None
+    hashes: dict[str, str] = field(default_factory=dict)  # destination -> sha256 observed
     kind = "artifact"
 
 

@@ -8,6 +8,7 @@ check, with the script's line numbers, and what became of every command.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shutil
 from dataclasses import dataclass, field
@@ -385,6 +386,11 @@ def write_patchset(
     return ImportResult(out, drafts, unconverted, review, todo)
 
 
+TODO_URL = "https://TODO.invalid"
+"""The blank of an artifact's URL no statement gave (an observed import): a reserved name that
+can never resolve, so the artifact stays NOT LOCKED until it is filled."""
+
+
 def _entries(
     draft: Draft,
     targets: _Targets,
@@ -456,8 +462,10 @@ def _entries(
         item["target"] = target
         _upstream(item, draft)
         item["files"] = []
-        for (url, _), (_, dest) in zip(draft.files, placed, strict=True):
-            entry: dict[str, Any] = {"url": url, "dest": dest, "sha256": None}
+        for (url, rel), (_, dest) in zip(draft.files, placed, strict=True):
+            seen = draft.hashes.get(rel) or None
+            blank = f"{TODO_URL}/{posixpath.basename(rel)}"
+            entry: dict[str, Any] = {"url": url or blank, "dest": dest, "sha256": seen}
             if url.startswith("http://"):
                 entry["insecure_http"] = True
             item["files"].append(entry)

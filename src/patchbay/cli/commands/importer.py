@@ -18,8 +18,12 @@ def run(
     python: str | None,
     projects: list[str],
     force: bool,
+    observe: bool = False,
+    scope: list[str] | None = None,
 ) -> int:
     """Import ``script`` into ``out``, validate the result and, with ``python``, show its status.
+    With ``observe``, the script is run against the engine of ``python`` first and what it
+    changed becomes the patches (:func:`patchbay.importer.import_script`).
 
     Returns:
         0 when every part of the script was converted (or needs nothing), 1 when some part was
@@ -29,6 +33,8 @@ def run(
         InputError: a bad script, ``--project`` or ``--out`` (exit 2).
     """
     mapping = parse_projects(projects)
+    if observe and python is None:
+        raise InputError("--observe needs --python: the engine the script is run against")
     if python is not None:  # a bad interpreter is bad input: say so before writing anything
         from ...environment.targets import _interpreter_path, probe
 
@@ -38,7 +44,14 @@ def run(
         out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"--out cannot be created: {exc.strerror or exc}", file=out) from None
-    result = import_script(script, out, projects=mapping, force=force)
+    engine = None
+    if observe and python is not None:
+        from ...environment.targets import _interpreter_path
+
+        engine = _interpreter_path(python)
+    result = import_script(
+        script, out, projects=mapping, force=force, observe=engine, scope=scope or []
+    )
     kinds: dict[str, int] = {}
     for draft in result.patches:
         kinds[draft.kind] = kinds.get(draft.kind, 0) + 1
@@ -61,7 +74,12 @@ def run(
             f"(see {result.notes})"
         )
     validate.run(str(out))
-    if python is not None:
+    if observe:
+        say(
+            f"the engine of {python} now holds what the script changed; `patchbay apply {out}` "
+            "on a fresh copy of the engine reproduces it"
+        )
+    elif python is not None:
         try:
             status.run(
                 str(out), python=python, root=None, state_dir=None, as_json=False, record=None

@@ -27,6 +27,19 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "triton and flashinfer are known)",
     )
     p.add_argument(
+        "--observe",
+        action="store_true",
+        help="run the script against the engine of --python (one made for the purpose: a "
+        "scratch copy, a throwaway container) and import what it really changed",
+    )
+    p.add_argument(
+        "--scope",
+        metavar="PACKAGE",
+        action="append",
+        help="with --observe: also keep the bytes of this package's files before the run "
+        "(repeatable; the engines the script names are always kept)",
+    )
+    p.add_argument(
         "--force",
         action="store_true",
         help="write into a folder that is not empty (replaces patches/)",
@@ -39,5 +52,11 @@ def handle(args: argparse.Namespace) -> int:
     from ..commands import importer
 
     return importer.run(
-        args.script, out=args.out, python=args.python, projects=args.project or [], force=args.force
+        args.script,
+        out=args.out,
+        python=args.python,
+        projects=args.project or [],
+        force=args.force,
+        observe=args.observe,
+        scope=args.scope or [],
     )

@@ -1,0 +1,303 @@
+"""Import by observation, second half: what a run changed (:class:`~.observe.Changes`) becomes
+patches, labelled by the static reading of the same script (issue 22).
+
+Every observed change is a patch, by capture's rules: a changed, new or deleted text file is a
+``diff`` against the bytes it had before the run (written by git, strip level 1, paths relative
+to site-packages); a new or changed binary file is an ``artifact`` with the observed SHA-256
+(its URL from the statement that downloaded it; without one the URL is a blank to fill and the
+bytes are kept in the download cache, see :func:`~.observe.keep_bytes`); binary files the run
+deleted (caches, builds) are the ``remove`` of a ``command`` patch (the rebuild the static
+reading found, or a no-op command); a distribution the run installed or
+replaced is a ``pip`` pin of the observed version, with the index options of the statement that
+installed it.
+
+The static reading (:func:`~.convert.convert`) labels them: a change that a statement of the
+script predicted gets that statement's lines, comments, upstream references and name; one no
+statement predicted is kept and said to be "found only by running"; a statement that predicted
+a change the run did not make (a branch not taken, an alternative that failed, a step that
+failed) is listed with its line and whether the run reached it. Those lists are the static
+analyser's misses made visible.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..analysis.model import Mechanism, Modification, ScriptAnalysis
+from ..diff.gitdiff import FileVersions, write_diff
+from .drafts import (
+    ArtifactDraft,
+    CommandDraft,
+    DiffDraft,
+    Draft,
+    Outcome,
+    PipDraft,
+    Row,
+    WalkResult,
+)
+from .observe import Changes, FileState, RunResult
+from .patches import site_rel
+from .refs import find_refs
+
+_DIFF_PATH = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
+_BY_RUNNING = "found only by running the script: no statement the static reading judged makes it"
+
+
+@dataclass
+class _Predicted:
+    """A statement of the static reading and the site-relative files it names."""
+
+    mod: Modification
+    files: set[str]
+    observed: bool = False
+
+
+def _files_of(mod: Modification) -> set[str]:
+    """Site-relative files (or folders, ending in ``/``) a modification names."""
+    target = mod.target
+    if target is None:
+        return set()
+    base = site_rel(target.path)
+    if base is None:
+        return set()
+    if mod.mechanism is Mechanism.DIFF and mod.content:
+        strip = int(str(mod.details.get("strip", "1")) or 1)
+        out = set()
+        for path in _DIFF_PATH.findall(mod.content):
+            parts = path.split("/")[strip - 1 :] if path != "/dev/null" else []
+            if parts:
+                out.add(posixpath.normpath(posixpath.join(base, *parts)))
+        return out
+    if mod.mechanism in (Mechanism.REMOVE, Mechanism.REBUILD) or "*" in base:
+        return {base.rstrip("/") + "/"} if base else set()
+    return {base}
+
+
+def _names(path: str, wanted: set[str]) -> bool:
+    for item in wanted:
+        if item.endswith("/") and (path + "/").startswith(item):
+            return True
+        if "*" in item and re.fullmatch(re.escape(item).replace(r"\*", "[^/]*"), path):
+            return True
+        if path == item:
+            return True
+    return False
+
+
+def is_text(data: bytes | None) -> bool:
+    """Bytes a diff can carry: UTF-8 with no NUL in the first 8 KiB (None: not read)."""
+    if data is None or b"\0" in data[:8192]:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _executable(state: FileState | None) -> bool:
+    return bool(state is not None and state.mode & 0o111)
+
+
+def observed_result(
+    changes: Changes,
+    run: RunResult,
+    analysis: ScriptAnalysis,
+    static: WalkResult,
+    comments: Callable[[int], list[str]],
+    projects: dict[str, str],
+) -> WalkResult:
+    """The drafts of every observed change (see the module docstring), with the outcomes the
+    notes list: the static drafts' labels carried over, "found only by running", and the
+    predictions the run did not bear out.
+
+    Args:
+        changes: what the run changed.
+        run: the run (its exit status and the lines it reached).
+        analysis: the static analysis of the same script.
+        static: the static conversion of it (its drafts give names, comments and references).
+        comments: the comments before the top-level statement that holds a line.
+        projects: project name -> ``owner/repo`` for ``name #N`` in those comments.
+    """
+    predicted = [_Predicted(m, _files_of(m)) for m in [*analysis.modifications, *analysis.installs]]
+    drafts: list[Draft] = []
+    outcomes: list[Outcome] = []
+
+    def label(draft: Draft, paths: list[str]) -> Draft:
+        hits = [p for p in predicted if any(_names(path, p.files) for path in paths)]
+        for p in hits:
+            p.observed = True
+        if not hits:
+            draft.spans = [(0, 0)]
+            draft.notes.append(_BY_RUNNING)
+            return draft
+        draft.spans = sorted({(p.mod.line, p.mod.end_line) for p in hits})
+        for sd in static.drafts:
+            if any(a <= line <= b for line, _ in draft.spans for a, b in sd.spans):
+                draft.comments = list(sd.comments)
+                draft.refs = list(sd.refs)
+                draft.unknown_refs = list(sd.unknown_refs)
+                draft.names = list(sd.names)
+                break
+        else:  # no static draft: the comments next to the statement say what it is
+            for line, _ in draft.spans:
+                for text in comments(line):
+                    if text not in draft.comments:
+                        draft.comments.append(text)
+            found = find_refs("\n".join(draft.comments), projects)
+            draft.refs, draft.unknown_refs = list(found.refs), list(found.unknown)
+        return draft
+
+    texts = [(r, b, a) for r, b, a in changes.modified if is_text(b.data) and is_text(a.data)]
+    binaries = [(r, a) for r, b, a in changes.modified if (r, b, a) not in texts]
+    new_text = [(r, a) for r, a in changes.added if is_text(a.data)]
+    new_binary = [(r, a) for r, a in changes.added if not is_text(a.data)]
+    groups: dict[tuple[int, ...], list[FileVersions]] = {}
+    for rel, was, now in texts:
+        key = _group_key(rel, predicted)
+        groups.setdefault(key, []).append(
+            FileVersions(rel, was.data, now.data, _executable(was), _executable(now))
+        )
+    for rel, now in new_text:
+        key = _group_key(rel, predicted)
+        groups.setdefault(key, []).append(
+            FileVersions(rel, None, now.data, False, _executable(now))
+        )
+    gone_text = [(r, b) for r, b in changes.deleted if is_text(b.data)]
+    for rel, was in gone_text:  # a deleted source file: a diff that deletes it (revertable)
+        key = _group_key(rel, predicted)
+        groups.setdefault(key, []).append(
+            FileVersions(rel, was.data, None, _executable(was), False)
+        )
+    for _key, versions in groups.items():
+        paths = [v.path for v in versions]
+        content = write_diff(sorted(versions, key=lambda v: v.path))
+        drafts.append(label(DiffDraft([(0, 0)], content=content, root="", paths=paths), paths))
+    for rel, now in [*binaries, *new_binary]:
+        url = _download_url(rel, predicted)
+        draft = ArtifactDraft([(0, 0)], files=[(url or "", rel)], hashes={rel: now.sha256 or ""})
+        if url is None:
+            draft.notes.append(
+                "the run wrote this file but no statement says where it comes from: give "
+                "its url (the sha256 is the one observed)"
+            )
+        drafts.append(label(draft, [rel]))
+    gone = [(r, b) for r, b in changes.deleted if (r, b) not in gone_text]
+    if gone:  # caches and builds: removed before the rebuild, as the script did
+        removed = sorted(rel for rel, _ in gone)
+        rebuild = next((d for d in static.drafts if isinstance(d, CommandDraft)), None)
+        command = CommandDraft([(0, 0)], argv=list(rebuild.argv) if rebuild else [])
+        if not command.argv:
+            command.argv = ["{python}", "-c", "pass"]
+        command.remove = removed
+        drafts.append(label(command, removed))
+    static_pins = {d.name.lower(): d for d in static.drafts if isinstance(d, PipDraft)}
+    for was, now in changes.installed:
+        pin = PipDraft([(0, 0)], requirement=f"{now.name}=={now.version}", name=now.name.lower())
+        if now.url:
+            pin.requirement = f"{now.name} @ {now.url}"
+        known = static_pins.get(now.name.lower())
+        if known is not None:
+            pin.index_url = known.index_url
+            pin.extra_index_urls = list(known.extra_index_urls)
+            pin.find_links = list(known.find_links)
+            pin.no_deps = known.no_deps
+            pin.harness = known.harness
+        if was is not None:
+            pin.notes.append(f"replaces {was.name} {was.version} of the engine")
+        by = [p for p in predicted if _installs(p.mod, now.name)]
+        for p in by:
+            p.observed = True
+        if by:
+            pin.spans = sorted({(p.mod.line, p.mod.end_line) for p in by})
+        else:
+            pin.notes.append(_BY_RUNNING)
+        drafts.append(pin)
+    for rel in changes.unknown_before:
+        outcomes.append(
+            Outcome(
+                0,
+                0,
+                "unconverted",
+                f"the run changed {rel}, outside the packages observed closely: its bytes "
+                "before the run were not kept",
+                hint="import again with --scope naming its package",
+            )
+        )
+    for p in predicted:
+        if p.observed or p.mod.mechanism is Mechanism.INJECT or not p.files:
+            continue
+        if p.mod in analysis.installs:
+            continue
+        reached = any(line == p.mod.line for _, line in run.reached)
+        why = "the run reached it" if reached else "the run never reached it"
+        outcomes.append(
+            Outcome(
+                p.mod.line,
+                p.mod.end_line,
+                "review",
+                f"predicted by the static reading but not observed ({p.mod.describe()}); "
+                f"{why}: a branch not taken, an alternative that failed, or a failed step",
+            )
+        )
+    drafts.sort(key=lambda d: d.first_line)
+    return WalkResult(
+        drafts=drafts,
+        outcomes=outcomes,
+        rows=_rows(static, drafts, run),
+        packages=list(static.packages),
+        header=static.header,
+        remarks=list(static.remarks),
+    )
+
+
+def _rows(static: WalkResult, drafts: list[Draft], run: RunResult) -> list[Row]:
+    """The script's top-level statements, each with the observed patches it made (or what
+    the run did there: reached and changed nothing observed, or never reached)."""
+    rows = []
+    reached = {line for _, line in run.reached}
+    for row in static.rows:
+        made = [
+            Outcome(row.start, row.end, "converted", "observed", draft=d)
+            for d in drafts
+            if any(row.start <= a <= row.end for a, _ in d.spans)
+        ]
+        if not made:
+            ran = any(row.start <= line <= row.end for line in reached)
+            text = "ran; changed nothing in the engine" if ran else "not run"
+            made = [Outcome(row.start, row.end, "consumed", text)]
+        rows.append(Row(row.start, row.end, made))
+    return rows
+
+
+def _installs(mod: Modification, name: str) -> bool:
+    """A ``pip install`` statement that names distribution ``name``."""
+    if mod.mechanism is not Mechanism.PIP:
+        return False
+    key = name.lower().replace("_", "-")
+    named = [str(mod.details.get("engine") or ""), str(mod.details.get("requirement") or "")]
+    named.append(mod.content or "")
+    for text in named:
+        head = re.split(r"[\s=<>!~\[;@]", text.strip(), maxsplit=1)[0]
+        if head.lower().replace("_", "-") == key:
+            return True
+    return False
+
+
+def _group_key(rel: str, predicted: list[_Predicted]) -> tuple[int, ...]:
+    """Files one statement changed are one patch; a file no statement names is its own."""
+    lines = tuple(sorted({p.mod.line for p in predicted if _names(rel, p.files)}))
+    return lines or (-1, hash(rel))
+
+
+def _download_url(rel: str, predicted: list[_Predicted]) -> str | None:
+    for p in predicted:
+        if p.mod.url and _names(rel, p.files):
+            return p.mod.url
+    return None
+
+
+__all__ = ["is_text", "observed_result"]
