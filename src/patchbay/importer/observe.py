@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import re
 import stat
 import subprocess
@@ -66,8 +67,9 @@ for d in metadata.distributions():
     except Exception:
         url = None
     top = (d.read_text("top_level.txt") or "").split()
+    files = [str(f) for f in (d.files or [])]
     dists[name.lower()] = {"name": name, "version": d.version, "url": url, "top": top,
-                           "info": str(getattr(d, "_path", ""))}
+                           "info": str(getattr(d, "_path", "")), "files": files}
 print(json.dumps({"sites": sites, "prefix": sys.prefix, "dists": dists}))
 """
 
@@ -87,13 +89,15 @@ class FileState:
 @dataclass(frozen=True)
 class Distribution:
     """An installed distribution: its name as published, version, direct URL (``pip install
-    URL``/a local path; None from an index), top-level packages and ``.dist-info`` folder."""
+    URL``/a local path; None from an index), top-level packages, ``.dist-info`` folder and the
+    files its ``RECORD`` lists (relative to site-packages)."""
 
     name: str
     version: str
     url: str | None
     top: tuple[str, ...]
     info: str
+    files: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -181,7 +185,14 @@ def _probe(python: str) -> dict:
 
 def _dists(raw: dict) -> dict[str, Distribution]:
     return {
-        key: Distribution(d["name"], d["version"], d["url"], tuple(d["top"]), d["info"])
+        key: Distribution(
+            d["name"],
+            d["version"],
+            d["url"],
+            tuple(d["top"]),
+            d["info"],
+            frozenset(posixpath.normpath(f) for f in d.get("files", [])),
+        )
         for key, d in raw.items()
     }
 
@@ -255,15 +266,20 @@ def compare(before: EngineState, after: EngineState) -> Changes:
         if was is None or (was.version, was.url) != (now.version, now.url):
             out.installed.append((was, now))
     out.removed = [d for k, d in before.dists.items() if k not in after.dists]
-    reinstalled = set()
+    reinstalled: set[str] = set()  # top-level folders and files of what pip (re)installed
+    owned: set[str] = set()
     for was, now in out.installed:
         for d in (was, now):
             if d is not None:
                 reinstalled.update(d.top)
                 reinstalled.add(os.path.basename(d.info))
+                owned |= d.files
+    for d in out.removed:
+        owned |= d.files
+        reinstalled.add(os.path.basename(d.info))
     for rel, now in after.files.items():
         top = rel.split("/", 1)[0]
-        if top in reinstalled:
+        if top in reinstalled or rel in owned:
             continue
         was = before.files.get(rel)
         if was is None:
@@ -275,7 +291,8 @@ def compare(before: EngineState, after: EngineState) -> Changes:
             elif full.sha256 != was.sha256 or was.mode != now.mode:
                 out.modified.append((rel, was, full))
     for rel, was in before.files.items():
-        if rel not in after.files and rel.split("/", 1)[0] not in reinstalled:
+        gone = rel not in after.files
+        if gone and rel.split("/", 1)[0] not in reinstalled and rel not in owned:
             out.deleted.append((rel, was))
     return out
 

@@ -48,11 +48,22 @@ _BY_RUNNING = "found only by running the script: no statement the static reading
 
 @dataclass
 class _Predicted:
-    """A statement of the static reading and the site-relative files it names."""
+    """A statement of the static reading and the site-relative files it names. ``line`` and
+    ``end`` are the script's own statement: the call of the helper function the change was
+    made in (``apply_one x.py marker x.diff``), or the statement itself."""
 
     mod: Modification
     files: set[str]
     observed: bool = False
+
+    @property
+    def line(self) -> int:
+        via = self.mod.details.get("via")
+        return int(via[0]) if isinstance(via, list) and via else self.mod.line
+
+    @property
+    def end(self) -> int:
+        return self.line if self.line != self.mod.line else self.mod.end_line
 
 
 def _files_of(mod: Modification) -> set[str]:
@@ -134,7 +145,7 @@ def observed_result(
             draft.spans = [(0, 0)]
             draft.notes.append(_BY_RUNNING)
             return draft
-        draft.spans = sorted({(p.mod.line, p.mod.end_line) for p in hits})
+        draft.spans = sorted({(p.line, p.end) for p in hits})
         for sd in static.drafts:
             if any(a <= line <= b for line, _ in draft.spans for a, b in sd.spans):
                 draft.comments = list(sd.comments)
@@ -212,7 +223,7 @@ def observed_result(
         for p in by:
             p.observed = True
         if by:
-            pin.spans = sorted({(p.mod.line, p.mod.end_line) for p in by})
+            pin.spans = sorted({(p.line, p.end) for p in by})
         else:
             pin.notes.append(_BY_RUNNING)
         drafts.append(pin)
@@ -232,12 +243,12 @@ def observed_result(
             continue
         if p.mod in analysis.installs:
             continue
-        reached = any(line == p.mod.line for _, line in run.reached)
+        reached = any(line == p.line for _, line in run.reached)
         why = "the run reached it" if reached else "the run never reached it"
         outcomes.append(
             Outcome(
-                p.mod.line,
-                p.mod.end_line,
+                p.line,
+                p.end,
                 "review",
                 f"predicted by the static reading but not observed ({p.mod.describe()}); "
                 f"{why}: a branch not taken, an alternative that failed, or a failed step",
@@ -289,7 +300,7 @@ def _installs(mod: Modification, name: str) -> bool:
 
 def _group_key(rel: str, predicted: list[_Predicted]) -> tuple[int, ...]:
     """Files one statement changed are one patch; a file no statement names is its own."""
-    lines = tuple(sorted({p.mod.line for p in predicted if _names(rel, p.files)}))
+    lines = tuple(sorted({p.line for p in predicted if _names(rel, p.files)}))
     return lines or (-1, hash(rel))
 
 
