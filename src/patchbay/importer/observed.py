@@ -43,7 +43,10 @@ from .patches import site_rel
 from .refs import find_refs
 
 _DIFF_PATH = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
-_BY_RUNNING = "found only by running the script: no statement the static reading judged makes it"
+BY_RUNNING = "found only by running the script: no statement the static reading judged makes it"
+"""The note of a patch no statement predicted (the static analyser's miss, made visible)."""
+NOT_OBSERVED = "predicted by the static reading but not observed"
+"""The start of the note of a predicted change the run did not make."""
 
 
 @dataclass
@@ -143,7 +146,9 @@ def observed_result(
             p.observed = True
         if not hits:
             draft.spans = [(0, 0)]
-            draft.notes.append(_BY_RUNNING)
+            draft.notes.append(BY_RUNNING)
+            stem = posixpath.basename(paths[0]).split(".", 1)[0] if paths else ""
+            draft.names = [f"{stem}-observed"] if stem else []
             return draft
         draft.spans = sorted({(p.line, p.end) for p in hits})
         for sd in static.drafts:
@@ -225,7 +230,7 @@ def observed_result(
         if by:
             pin.spans = sorted({(p.line, p.end) for p in by})
         else:
-            pin.notes.append(_BY_RUNNING)
+            pin.notes.append(BY_RUNNING)
         drafts.append(pin)
     for rel in changes.unknown_before:
         outcomes.append(
@@ -250,7 +255,7 @@ def observed_result(
                 p.line,
                 p.end,
                 "review",
-                f"predicted by the static reading but not observed ({p.mod.describe()}); "
+                f"{NOT_OBSERVED} ({p.mod.describe()}); "
                 f"{why}: a branch not taken, an alternative that failed, or a failed step",
             )
         )
@@ -311,4 +316,4 @@ def _download_url(rel: str, predicted: list[_Predicted]) -> str | None:
     return None
 
 
-__all__ = ["is_text", "observed_result"]
+__all__ = ["BY_RUNNING", "NOT_OBSERVED", "is_text", "observed_result"]

@@ -268,8 +268,8 @@ def _spans(draft: Draft) -> str:
     for span in sorted(draft.spans):
         if span not in seen:
             seen.append(span)
-    parts = [f"{a}-{b}" if b > a else str(a) for a, b in seen]
-    return ", ".join(parts)
+    parts = [f"{a}-{b}" if b > a else str(a) for a, b in seen if a > 0]
+    return ", ".join(parts) or "none: found by running it"
 
 
 # -- the patchset ----------------------------------------------------------------------------

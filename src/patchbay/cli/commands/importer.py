@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ...errors import InputError, PatchbayError
 from ...importer import import_script, parse_projects
+from ...importer.observed import BY_RUNNING, NOT_OBSERVED
 from ...outputfiles import check_output_folder
 from . import status, validate
 from .common import say
@@ -68,6 +69,16 @@ def run(
         for o in result.unconverted:
             where = f"line {o.start}" if o.start == o.end else f"lines {o.start}-{o.end}"
             say(f"  {script}:{where}: {o.text}")
+    if observe:
+        only = [t for _, t in result.review if t.startswith(BY_RUNNING)]
+        unseen = [(w, t) for w, t in result.review if t.startswith(NOT_OBSERVED)]
+        say(
+            f"observed: {len(result.patches)} change(s) made by the run, {len(only)} of them "
+            f"found only by running; {len(unseen)} change(s) the static reading predicted that "
+            "the run did not make"
+        )
+        for where, text in unseen:
+            say(f"  {script}:{where.removeprefix('lines ')}: {text}")
     if result.review or result.todo:
         say(
             f"to check: {len(result.review)} point(s), to fill: {len(result.todo)} TODO blank(s) "
