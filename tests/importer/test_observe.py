@@ -201,3 +201,46 @@ def test_the_engine_state_names_changed_added_and_deleted_files(
     assert [r for r, _, _ in changes.modified] == ["demo_engine/envs.py"]
     assert [r for r, _ in changes.added] == ["demo_engine/new.py"]
     assert [r for r, _ in changes.deleted] == ["demo_engine/worker.py"]
+
+
+def test_a_rebuild_that_made_files_is_its_command_with_the_output_declared(
+    tmp_path: Path, engine_template: Path
+) -> None:
+    """The build here-document is the command (not an artifact of its product), its output
+    declared; applied to a fresh copy it builds the same bytes, and a re-run is a no-op."""
+    script = tmp_path / "build.sh"
+    script.write_text(
+        dedent(
+            """\
+            #!/bin/bash
+            set -e
+            SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+            sed -i 's/"256"/"512"/' "$SITE/demo_engine/envs.py"
+            rm -f "$SITE/demo_engine_meta/kernels/gfx950/mla_a16w16_qh128.co"
+            python3 - <<'PY'
+            import os, sysconfig
+            def build_module(name):
+                d = os.path.join(sysconfig.get_paths()["purelib"], "demo_engine_meta", "kernels")
+                with open(os.path.join(d, "gfx950", name + ".co"), "wb") as f:
+                    f.write(b"\\x7fELF rebuilt " + name.encode())
+            build_module("mla_a16w16_qh128")
+            PY
+            """
+        )
+    )
+    scratch = copy_engine(engine_template, tmp_path / "scratch")
+    out = tmp_path / "imported"
+    res = run_cli("import", script, "--out", out, "--observe", "--python", scratch.python,
+                  *PROJECT)  # fmt: skip
+    assert res.code in (0, 1), res.out + res.err
+    doc = yaml.safe_load((out / "patchset.yaml").read_text())
+    (command,) = [p for p in doc["patches"] if p["kind"] == "command"]
+    assert command["argv"][:2] == ["{python}", "-c"]
+    assert 'build_module("mla_a16w16_qh128")' in command["argv"][2]
+    assert command["output"] == "demo_engine_meta/kernels/gfx950/mla_a16w16_qh128.co"
+    assert not [p for p in doc["patches"] if p["kind"] == "artifact"]
+    fresh = copy_engine(engine_template, tmp_path / "fresh")
+    assert run_cli("apply", out, "--python", fresh.python).code == 0
+    assert _tree(fresh) == _tree(scratch)
+    again = run_cli("apply", out, "--python", fresh.python)
+    assert again.code == 0 and "nothing to do" in again.out, again.out + again.err

@@ -192,7 +192,13 @@ def observed_result(
         paths = [v.path for v in versions]
         content = write_diff(sorted(versions, key=lambda v: v.path))
         drafts.append(label(DiffDraft([(0, 0)], content=content, root="", paths=paths), paths))
+    built = _built(binaries + new_binary, predicted, static)
+    for command, outputs in built:
+        drafts.append(label(command, outputs))
+    made = {rel for _, outputs in built for rel in outputs}
     for rel, now in [*binaries, *new_binary]:
+        if rel in made:
+            continue
         url = _download_url(rel, predicted)
         draft = ArtifactDraft([(0, 0)], files=[(url or "", rel)], hashes={rel: now.sha256 or ""})
         if url is None:
@@ -307,6 +313,39 @@ def _group_key(rel: str, predicted: list[_Predicted]) -> tuple[int, ...]:
     """Files one statement changed are one patch; a file no statement names is its own."""
     lines = tuple(sorted({p.line for p in predicted if _names(rel, p.files)}))
     return lines or (-1, hash(rel))
+
+
+def _built(
+    files: list[tuple[str, FileState]], predicted: list[_Predicted], static: WalkResult
+) -> list[tuple[CommandDraft, list[str]]]:
+    """Binary files a rebuild statement of the script made (predicted by a ``rebuild`` of the
+    static reading, whose command it converted): that command, with the first of them as its
+    ``output`` (a missing output makes ``apply`` run it), instead of artifacts of build
+    products. Each with the files it made."""
+    out: list[tuple[CommandDraft, list[str]]] = []
+    commands = [d for d in static.drafts if isinstance(d, CommandDraft)]
+    for p in predicted:
+        if p.mod.mechanism is not Mechanism.REBUILD:
+            continue
+        outputs = [rel for rel, _ in files if _names(rel, p.files)]
+        command = next(
+            (c for c in commands if any(a <= p.mod.line <= b or a <= p.line <= b
+                                        for a, b in [*c.spans, (p.mod.line, p.mod.end_line)])),
+            None,
+        )  # fmt: skip
+        if not outputs or command is None:
+            continue
+        made = CommandDraft(
+            list(command.spans),
+            argv=list(command.argv),
+            remove=list(command.remove),
+            output=command.output if command.output in outputs else outputs[0],
+            env=dict(command.env),
+            cwd=command.cwd,
+            names=list(command.names),
+        )
+        out.append((made, outputs))
+    return out
 
 
 def _download_url(rel: str, predicted: list[_Predicted]) -> str | None:

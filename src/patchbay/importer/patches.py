@@ -549,7 +549,10 @@ def rebuild(c: Conversion, mod: Modification, ctx: Context) -> None:
     c.removal = []
     words = [str(w) for w in mod.details.get("words") or []]
     argv = ["{python}", *words]
-    if any("/@" in a or "$" in a for a in argv[1:2]) or not words:
+    code = mod.details.get("python")
+    if words in ([], ["-"]) and isinstance(code, str) and code.strip():
+        argv = ["{python}", "-c", code]  # the build here-document itself is the command
+    elif any("/@" in a or "$" in a for a in argv[1:2]) or not words:
         c.removal = removal
         c.unconverted(
             mod,
@@ -575,7 +578,7 @@ def rebuild(c: Conversion, mod: Modification, ctx: Context) -> None:
                 remove.append(rel)
     draft = CommandDraft(spans=spans, comments=comments, names=[], argv=argv, remove=remove)
     for rel in remove:
-        if re.search(r"\.(so|pyd|hsaco)$", rel):
+        if re.search(r"\.(so|pyd|hsaco|co)$", rel):
             draft.output = rel
             break
     stem = draft.output or (remove[0] if remove else "")
