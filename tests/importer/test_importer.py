@@ -529,7 +529,6 @@ def test_what_cannot_be_converted_is_listed_with_its_lines(tmp_path: Path) -> No
     found = [(o.start, o.end, o.text) for o in result.unconverted]
     expected = [
         (5, 7, "a loop over $(find \"$PKG\" -name '*.py'), a list computed at run time"),
-        (8, 8, "edits a file in place with sed"),
         (9, 11, "a case statement"),
         (12, 12, "a while loop"),
         (13, 17, "Python the importer does not follow: a call of .sub()"),
@@ -545,19 +544,23 @@ def test_what_cannot_be_converted_is_listed_with_its_lines(tmp_path: Path) -> No
     for (start, end, text), (want_start, want_end, want) in zip(found, expected, strict=True):
         assert (start, end) == (want_start, want_end), text
         assert want in text
-    # what it could convert, it did: literal edits from a loop over literal pairs
+    # what it could convert, it did: a literal sed edit, and literal edits from a loop over
+    # literal pairs
     doc = yaml.safe_load((tmp_path / "out" / "patchset.yaml").read_text())
-    [patch] = doc["patches"]
+    [sed, patch] = doc["patches"]
+    assert sed["kind"] == "replace"
+    assert sed["edits"] == [
+        {"file": "demo_engine/envs.py", "old": 'MAX_BATCH", "256"', "new": 'MAX_BATCH", "512"'}
+    ]
     assert patch["upstream"] == ["sgl-project/sglang#77"]
     assert patch["edits"] == [
         {"file": "demo_engine/envs.py", "old": '"0") == "1"', "new": '"1") == "1"'},
         {"file": "demo_engine/envs.py", "old": '"auto")', "new": '"fp8")'},
     ]
     notes = (tmp_path / "out" / "IMPORT-NOTES.md").read_text()
-    assert "## Not converted (12)" in notes
+    assert "## Not converted (11)" in notes
     for start, end, _ in found:
         assert (f"### line {start}:" if start == end else f"### lines {start}-{end}:") in notes
-    assert "What to do: rewrite it as a `replace` patch" in notes
     assert "a comment mentions `foo #12`, a project the importer does not know" in notes
     res = run_cli("validate", tmp_path / "out")
     assert res.code == 0, res.err

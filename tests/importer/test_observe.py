@@ -110,7 +110,7 @@ def test_each_change_is_a_patch_labelled_by_the_statement_that_made_it(
     }
     (envs,) = [p for p in doc["patches"] if "demo_engine/envs.py" in by_file.get(p["id"], "")]
     assert any(str(u).endswith("#12345") for u in envs["upstream"]), envs  # its own comment
-    assert envs["id"] == "diff-line-6", envs  # named by the statement's line
+    assert envs["id"] == "envs-edit", envs  # named as the static reading names the statement
     notes = (out / "IMPORT-NOTES.md").read_text()
     # the worker.py name is decoded at run time: no statement predicted it
     assert "found only by running" in notes

@@ -594,11 +594,43 @@ def rebuild(c: Conversion, mod: Modification, ctx: Context) -> None:
         )
 
 
+def sed_replace(c: Conversion, mod: Modification, ctx: Context) -> bool:
+    """``sed -i 's/OLD/NEW/'`` with literal text (no regular-expression character in OLD, no
+    ``&`` or back-reference in NEW: :func:`patchbay.analysis.handlers.files.sed_edits`) of a
+    file below site-packages: one ``replace`` draft. sed changes the first occurrence on every
+    line (every one with ``g``); the edit expects exactly one occurrence in the file, and
+    ``status`` says conflict when there are more: never a silent difference. False when the
+    file's place is not known (the caller lists the statement as not converted)."""
+    rel = site_rel(mod.target.path if mod.target else None)
+    if not rel or re.search(r"[$*?`\[]", rel):  # a path known only at run time, or a glob
+        return False
+    edits = [(rel, old, new, None) for old, new in mod.edits if old and old != new]
+    if not edits:
+        return False
+    base = posixpath.basename(rel).rsplit(".", 1)[0]
+    draft = ReplaceDraft(spans=[], names=[f"{base}-edit"], edits=edits)
+    draft.notes.append(
+        "sed changed every line holding the old text; the `replace` edit expects it exactly "
+        "once in the file (set `count` if it occurs more often)"
+    )
+    for _rel, old, new, _count in edits:
+        if old in new:
+            draft.notes.append(
+                f"in {rel}, the new text contains the old text: widen `old` so that the edit "
+                "is idempotent, or make it a diff"
+            )
+    c.add(draft, mod, ctx, f"{len(edits)} literal sed edit(s)")
+    return True
+
+
 def unconvertible(c: Conversion, mod: Modification, ctx: Context) -> None:
     """What the import never converts: in-place edits, whole-file writes, copies, clones,
     injection; said with the statement's own words."""
     m = mod.mechanism
     tool = mod.tool.split()[0]
+    literal = m is Mechanism.EDIT and mod.tool == "sed -i" and bool(mod.edits)
+    if literal and sed_replace(c, mod, ctx):
+        return
     if m is Mechanism.EDIT:
         c.unconverted(
             mod,
