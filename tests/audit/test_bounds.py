@@ -192,3 +192,21 @@ def test_import_refuses_a_script_whose_analysis_stopped(tmp_path: Path) -> None:
     assert result.code != 0
     assert "long.sh:" in result.err and "the analysis stopped" in result.err
     assert not (tmp_path / "out" / "patchset.yaml").exists()
+
+
+def test_a_fifo_or_a_symlink_loop_as_a_waiver_is_bad_input_not_a_hang(tmp_path: Path) -> None:
+    """A waiver is read as every input file is: a FIFO is never opened blocking, a symlink
+    loop is named as one (exit 2, not 70)."""
+    waivers = tmp_path / "waivers"
+    waivers.mkdir()
+    os.mkfifo(waivers / "w.md")
+    res = run_main("audit", tmp_path)
+    assert res.code == 2 and "FIFO" in res.err, res.err
+    (waivers / "w.md").unlink()
+    (waivers / "w.md").symlink_to("w.md")
+    res = run_main("audit", tmp_path)
+    assert res.code == 2 and "symlink loop" in res.err, res.err
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    res = run_main("audit", "--repo", loop)
+    assert res.code == 2 and "symlink loop" in res.err, res.err

@@ -97,3 +97,57 @@ def test_import_lists_the_code_it_cannot_see(tmp_path: Path) -> None:
     assert res.code in (0, 1), res.out + res.err
     notes = (out / "IMPORT-NOTES.md").read_text()
     assert "runs code the import cannot see" in notes and "gone.py" in notes
+
+
+def test_python_the_analyser_cannot_parse_is_pb414_not_clean(tmp_path: Path) -> None:
+    """A patcher in a newer Python's syntax (or with a NUL byte) writes into vllm: the audit
+    says it could not read it instead of calling the tree clean; a byte-order mark is fine."""
+    (tmp_path / "newer.sh").write_text(
+        "#!/bin/bash\npython3 - <<'PY'\nimport vllm, pathlib\n"
+        "p = pathlib.Path(vllm.__file__).parent / 'x.py'\n"
+        'p.write_text(f"{ {\'a\': 1}["a"] }")\ndef (:\nPY\n'
+    )
+    (tmp_path / "bom.py").write_bytes(
+        b"\xef\xbb\xbfimport vllm, pathlib\n"
+        b"p = pathlib.Path(vllm.__file__).parent / 'bom.py'\np.write_text('x')\n"
+    )
+    doc = _audit(tmp_path)
+    codes = {(f["path"], f["code"]) for f in doc["findings"]}
+    assert ("newer.sh", "PB414") in codes
+    assert ("bom.py", "PB403") in codes
+
+
+def test_an_engine_named_only_in_a_comment_does_not_make_pb414(tmp_path: Path) -> None:
+    (tmp_path / "tool.sh").write_text("#!/bin/bash\n# works with a stock vllm image\n" + DYNAMIC)
+    assert _audit(tmp_path)["findings"] == []
+
+
+def test_a_helper_run_by_another_helpers_words_reports_the_outer_call(tmp_path: Path) -> None:
+    """`run_step "x" quiet cp ...`: run_step's "$@" runs quiet, whose "$@" runs cp; the
+    change (and its swallowed failure) is the statement of the script, in its file."""
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "steps.sh").write_text(
+        'run_step() {\n  local name=$1; shift\n  echo "== $name"\n  "$@"\n}\n'
+        'quiet() { "$@" >/dev/null 2>&1 || true; }\n'
+        'wrap() { eval "$@"; }\n'
+    )
+    (tmp_path / "main.sh").write_text(
+        '#!/bin/bash\nsource "$(dirname "$0")/lib/steps.sh"\n'
+        + SITE  # 3
+        + 'run_step "nested" quiet cp a.py "$SITE/nested.py"\n'  # 4
+        + 'wrap "sed -i s/a/b/ $SITE/w.py"\n'  # 5
+    )
+    doc = _audit(tmp_path)
+    at = {(f["path"], f["line"], f["code"]) for f in doc["findings"]}
+    assert ("main.sh", 4, "PB404") in at and ("main.sh", 4, "PB409") in at, at
+    assert ("main.sh", 5, "PB402") in at, at
+    assert not [f for f in doc["findings"] if f["path"].startswith("lib/")], at
+
+
+def test_a_variable_named_like_pipeline_is_no_interpreter(tmp_path: Path) -> None:
+    (tmp_path / "run.sh").write_text(
+        "#!/bin/bash\n" + SITE + "$PIPELINE_STEP --model x\n$PYTHON -c 'print(1)'\n"
+    )
+    doc = _audit(tmp_path)
+    lines = {f["line"] for f in doc["findings"] if f["code"] == "PB414"}
+    assert lines == {3}

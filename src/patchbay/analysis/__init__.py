@@ -141,6 +141,8 @@ def analyse_python(
 
     def walk() -> None:
         facts = read_python(text, [path])
+        if facts.error:  # a patcher in a newer Python's syntax is not "clean"
+            walker.unresolved(1, f"the Python of {path}", facts.error)
         cmd = Cmd("python", [], "python", {}, [], None, 1, 1, "")
         python_effects(walker, cmd, facts.effects, text, [path], per_line=True, offset=0,
                        uncalled=facts.uncalled_lines)  # fmt: skip

@@ -557,8 +557,14 @@ class _Reader:
 @lru_cache(maxsize=512)
 def parse_cached(code: str) -> ast.Module:
     """:func:`ast.parse`, once per distinct code (scripts repeat their snippets; the readers
-    never change a tree)."""
-    return ast.parse(code)
+    never change a tree). A UTF-8 byte-order mark at the start is not code (Python's own
+    reader skips it in a file).
+
+    Raises:
+        SyntaxError: the code does not parse with this interpreter's grammar (a newer
+            Python's syntax, such as 3.12's nested f-string quotes, included).
+    """
+    return ast.parse(code.removeprefix("\ufeff"))
 
 
 def _text(value: Any) -> str | None:

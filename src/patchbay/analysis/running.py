@@ -16,6 +16,8 @@ from .values import SCRIPT_DIR, State, Val
 
 _COMPUTED_PART = re.compile(r"[$`<>(){}]")
 _SCRIPT_FILE = re.compile(r"\.(?:sh|bash|py)$")
+_INTERPRETER_VAR = re.compile(r"(?:^|_)(?:PY|PYTHON\d*|PYBIN|PYEXE|PIP\d*|UV)(?:_|$)")
+"""A variable named as an interpreter (``$PYTHON``, ``$PY_BIN``, ``$PIP``), not ``$PIPELINE``."""
 _LITERAL_WORD = re.compile(r"[A-Za-z_][\w.+-]*")
 
 
@@ -43,7 +45,7 @@ class RunningMixin:
                 return first, words[1:]
         written = self.src.text(node.child_by_field_name("name") or node)
         var = re.sub(r"[^A-Za-z_]", "", written.split(":")[0]).upper()
-        if "PY" in var or "PIP" in var:
+        if _INTERPRETER_VAR.search(var):
             return name, words  # an interpreter: see interpreter_name
         self.unresolved(self.src.line(node), self.src.text(node), name.unknown)
         return name, words
@@ -58,8 +60,8 @@ class RunningMixin:
         if any(u.path == path and u.line == line for u in self.result.unresolved):
             return
         what = " ".join(what.split())
-        if len(what) > 80:
-            what = what[:77] + "..."
+        if len(what) > 200:  # a long command line: its start names what it runs
+            what = what[:197] + "..."
         self.result.unresolved.append(Unresolved(path, line, what, why))
 
     def follow(self, rel: Val, cmd: Cmd, *, fresh: bool) -> bool:
@@ -115,6 +117,8 @@ class RunningMixin:
         if text.endswith("/bin/activate") or text.startswith(("$HOME/", "${HOME}/", "~/")):
             return
         if not rel.known:
+            here = posixpath.dirname(self.chain[-1]) or "."
+            text = text.replace(SCRIPT_DIR, here)  # the script's folder, repository-relative
             if not self.placed_in_repo(text):
                 self.unresolved(line, f"{verb} {text}", rel.unknown)
             return
@@ -142,7 +146,7 @@ class RunningMixin:
         root = self.root_text
         lead = "/".join(parts[: computed[0]])
         if lead and not lead.startswith("/"):
-            for base in (here, ""):
+            for base in ("", here) if lead.startswith(here + "/") or lead == here else (here, ""):
                 if self.inputs.folder(Path(root, base, lead))[0]:
                     return True
         tail = "/".join(parts[computed[-1] + 1 :])

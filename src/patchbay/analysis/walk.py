@@ -43,6 +43,7 @@ from .words import WordsMixin
 _SOURCE_SUFFIXES = (".py", ".pyi", ".so", ".co", ".hsaco", ".cubin", ".cu", ".cuh", ".pth")
 _DATA_SUFFIXES = (".csv", ".json", ".yaml", ".yml", ".txt", ".cfg", ".toml", ".h", ".hpp", ".cpp")
 _MAX_DEPTH = 12
+_COMMENT_LINE = re.compile(r"^[ \t]*#.*$", re.M)
 _CHECKOUT_WORDS = (
     "src", "source", "local", "main", "master", "dev", "git", "repo", "checkout", "upstream",
     "fork", "nightly",
@@ -201,12 +202,14 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, RunningMixin, WordsMixi
 
     @property
     def names_engine(self) -> bool:
-        """The analysed script names an engine anywhere (its bytes, as a word)."""
+        """The analysed script names an engine, as a word, outside its comment lines (``#
+        works with a stock vllm image`` alone is not naming one)."""
         if self._names_engine is None:
             text = self.script_text
             if text is None:
                 text = self.result_source.data.decode("utf-8", "replace")
-            self._names_engine = self.engines.named_in(text) is not None
+            code = _COMMENT_LINE.sub("", text) if "#" in text else text
+            self._names_engine = self.engines.named_in(code) is not None
         return self._names_engine
 
     @property
@@ -548,7 +551,11 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, RunningMixin, WordsMixi
         saved = (self.state.args, self.src, self.chain)
         self.state.args = list(cmd.words)
         self.src, self.chain = fn.source, fn.chain
-        self.frames.append(Frame(fn.name, cmd.line, True, saved[2], cmd.text))
+        call = cmd.forwarded  # a helper run by another's "$@": the statement is the outer call
+        if call is not None and call.chain:
+            self.frames.append(Frame(fn.name, call.line, True, call.chain, call.text))
+        else:
+            self.frames.append(Frame(fn.name, cmd.line, True, saved[2], cmd.text))
         self.depth += 1
         self.captures.append([])
         self.fn_stdin.append(cmd.stdin)  # `helper <<EOF`: its commands read the here-document

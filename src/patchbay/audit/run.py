@@ -362,7 +362,10 @@ def run_audit(
             ``changed_since``, a root in no git repository or a ref that names no commit.
         GitHubError: with ``upstream``, the forge answered nothing or its rate limit ran out.
     """
-    root = root.resolve()
+    try:
+        root = root.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        raise InputError("is a symlink loop, not a folder", file=root) from None
     if not root.is_dir():
         raise InputError("not a folder", file=root)
     loaded = load_config(root, config_file)
@@ -524,8 +527,8 @@ class _SeenFiles:
         try:
             st = os.stat(path)
             inode: tuple[int, int] | Path = (st.st_dev, st.st_ino)
-        except OSError:
-            inode = path.resolve()
+        except OSError:  # missing, unreadable, a symlink loop: the reader says which
+            inode = path
         met = self._by_inode.setdefault(inode, [])
         if met:
             key = path.resolve()

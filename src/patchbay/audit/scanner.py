@@ -22,6 +22,7 @@ and are not parsed; the rest are analysed whole.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import stat
 from pathlib import Path
@@ -201,7 +202,8 @@ def _where(mod: Modification) -> str:
     t = mod.target
     if t is None:
         return ""
-    resolved = display(t.path)
+    path = posixpath.normpath(t.path) if "/." in t.path and "$" not in t.path else t.path
+    resolved = display(path)  # `$SITE/..` is site-packages' folder, named once
     written = t.written or resolved
     if _PLACEHOLDER.search(resolved) or "$" in resolved:
         resolved = written  # part of it is known only at run time
@@ -336,7 +338,9 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
                 continue
             seen.add((path, code, mod.line))
             end = mod.end_line if mod.end_line != mod.line and code != "PB409" else None
-            finding = Finding.of(code, path, mod.line, message, end)
+            # a value from an inlined string (`bash -c`, eval) may still hold the walk's own
+            # names for computed folders: a reader sees them named, never as placeholders
+            finding = Finding.of(code, path, mod.line, display(message), end)
             # the scripts it was reached through, outermost first, without its own file
             finding.chain = tuple(mod.chain[:-1]) if mod.chain else ()
             notes = (
@@ -353,7 +357,9 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
             continue
         seen.add((gap.path, "PB414", gap.line))
         why = f" ({gap.why})" if gap.why else ""
-        message = f"runs code the audit cannot see: {gap.what}{why}; what it changes is not judged"
+        message = display(
+            f"runs code the audit cannot see: {gap.what}{why}; what it changes is not judged"
+        )
         finding = Finding.of("PB414", gap.path, gap.line, message)
         if gap.path != analysis.path:
             finding.chain = (analysis.path,)

@@ -133,15 +133,18 @@ def parse_waiver(
 
 
 def read_waiver_text(path: Path) -> str:
-    """The text of a waiver file (UTF-8).
+    """The text of a waiver file (UTF-8), read as every input file is
+    (:func:`patchbay.patchset.inputfiles.read_input`).
 
     Raises:
-        InputError: the file cannot be read or is not UTF-8.
+        InputError: the file is missing, not a regular file (a FIFO, a device, a symlink loop),
+            too large, unreadable or not UTF-8.
     """
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read waiver: {exc}", file=path) from None
+    from ..patchset.inputfiles import MAX_YAML_BYTES, read_input_text
+
+    # a FIFO, a device or a symlink loop is refused, never opened blocking (one rule for
+    # every input file of patchbay)
+    return read_input_text(path, what="waiver", limit=4 * MAX_YAML_BYTES)
 
 
 def read_waivers(

@@ -146,6 +146,8 @@ def snippet(
         if v.installed or v.how:
             argv_how[k] = v
     facts = read_python(code, argv, _getenv(w, cmd.env))
+    if facts.error and w.engines.named_in(code) is not None:  # its effects cannot be judged
+        w.unresolved(cmd.line, f"the Python run by {cmd.text.strip()}", facts.error)
     for pkg in facts.packages:
         if pkg not in w.packages:
             w.packages.append(pkg)

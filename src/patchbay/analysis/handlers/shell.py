@@ -148,13 +148,28 @@ def cmd_eval(w: Walker, cmd: Cmd) -> Stream | None:
         w.depth -= 1
     for k in range(gaps, len(w.result.unresolved)):  # reached through the eval
         gap = w.result.unresolved[k]
-        what = cmd.text if gap.what in cmd.text else f"{cmd.text}, which {gap.what}"
-        w.result.unresolved[k] = replace(gap, what=what)
+        shown = cmd.text + (" ..." if cmd.end_line > cmd.line else "")
+        if gap.what.startswith(("$(", "`")):  # `eval "$(python3 -c ...)"`
+            gap = replace(gap, what=shown, why="the string is what a command prints when run")
+        elif gap.what not in cmd.text:
+            gap = replace(gap, what=f"{shown}, which {gap.what}")
+        else:
+            gap = replace(gap, what=shown)
+        w.result.unresolved[k] = gap
     written = " ".join(cmd.text.split()[1:])
+    frame = w.frames[-1]
+    forwarded = frame.name is not None and frame.chain and _POSITIONAL_WORD.search(written)
     for mod in w.mods[before:]:  # a path is written in the string's variables, not as shown
         if mod.target is not None and "/@" in mod.target.written:
-            mod.target = replace(mod.target, written=f"{written} (run by eval)")
+            mod.target = replace(mod.target, written=f"{written}, run by eval")
+        if forwarded:  # `wrap() { eval "$@"; }; wrap "sed -i ..."`: the call is the statement
+            mod.line = mod.end_line = frame.line
+            mod.chain = frame.chain
+            mod.text = frame.text
     return None
+
+
+_POSITIONAL_WORD = re.compile(r'"?\$\{?(?:@|\*|[1-9])\}?"?')
 
 
 def _inline(w: Walker, source: object, flatten_lines: int | None = None) -> None:
