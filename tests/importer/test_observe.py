@@ -244,3 +244,45 @@ def test_a_rebuild_that_made_files_is_its_command_with_the_output_declared(
     assert _tree(fresh) == _tree(scratch)
     again = run_cli("apply", out, "--python", fresh.python)
     assert again.code == 0 and "nothing to do" in again.out, again.out + again.err
+
+
+def test_a_bad_out_is_refused_before_the_script_runs(tmp_path: Path, engine_template: Path) -> None:
+    """The script changes the engine: --out is checked first, so a refusal leaves it as it was."""
+    script = tmp_path / "legacy.sh"
+    script.write_text(LEGACY)
+    scratch = copy_engine(engine_template, tmp_path / "scratch")
+    pristine = _tree(scratch)
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine\n")
+    res = run_cli("import", script, "--out", busy, "--observe", "--python", scratch.python)
+    assert res.code == 2 and "not empty" in res.err, res.err
+    assert _tree(scratch) == pristine
+    assert sorted(p.name for p in busy.iterdir()) == ["keep.txt"]
+    res = run_cli("import", script, "--out", "/proc/patchbay-out", *PROJECT)
+    assert res.code == 2 and "/proc/patchbay-out" in res.err, res.err
+    res = run_cli("import", script, "--out", tmp_path / "o", "--scope", "demo_engine")
+    assert res.code == 2 and "--scope is for --observe" in res.err, res.err
+
+
+def test_what_the_run_did_that_no_patch_can_undo_is_listed_not_converted(
+    tmp_path: Path, engine_template: Path
+) -> None:
+    """A file deleted outside the scope (its bytes were not kept) and a failed run make the
+    import partial (exit 1), each listed."""
+    script = tmp_path / "rm.sh"
+    script.write_text(
+        "#!/bin/bash\nSITE=$(python3 -c 'import sysconfig; "
+        'print(sysconfig.get_paths()["purelib"])\')\n'
+        'rm -f "$SITE/otherpkg/data.txt"\nfalse\nexit 4\n'
+    )
+    scratch = copy_engine(engine_template, tmp_path / "scratch")
+    (scratch.site / "otherpkg").mkdir()
+    (scratch.site / "otherpkg" / "data.txt").write_text("not watched closely\n")
+    out = tmp_path / "imported"
+    res = run_cli("import", script, "--out", out, "--observe", "--python", scratch.python,
+                  "--scope", "demo_engine")  # fmt: skip
+    assert res.code == 1, res.out + res.err
+    notes = (out / "IMPORT-NOTES.md").read_text()
+    assert "the run deleted otherpkg/data.txt" in notes
+    assert "the script failed (exit status 4)" in notes

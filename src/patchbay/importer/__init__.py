@@ -49,7 +49,7 @@ from .drafts import WalkResult
 from .observe import Changes, RunResult, compare, keep_bytes, run_script, take_state
 from .observed import is_text, observed_result
 from .refs import DEFAULT_PROJECTS, parse_projects
-from .writer import NOTES_NAME, ImportResult, write_patchset
+from .writer import NOTES_NAME, ImportResult, check_out, write_patchset
 
 __all__ = [
     "DEFAULT_PROJECTS",
@@ -127,6 +127,7 @@ def import_script(
             is not usable.
     """
     text = read_script(script)
+    check_out(out, force=force)
     projects = projects if projects is not None else dict(DEFAULT_PROJECTS)
     engines = EngineNames.build(
         [*DEFAULT_ENGINES, *_MORE_ENGINES, *projects], repositories=list(projects.values())
@@ -164,8 +165,6 @@ def _observe(
     """Run ``script`` against the engine of ``python``: what it changed, the run, and the
     static reading (for :func:`~.observed.observed_result`)."""
 
-    if out.exists() and not out.is_dir():
-        raise InputError("--out names a file, not a folder", file=out)
     names = [*analysis.packages, *engines.imports, *scope]
     for mod in analysis.modifications:
         if mod.target is not None and mod.target.engine:

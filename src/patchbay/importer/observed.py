@@ -182,7 +182,20 @@ def observed_result(
         groups.setdefault(key, []).append(
             FileVersions(rel, None, now.data, False, _executable(now))
         )
-    gone_text = [(r, b) for r, b in changes.deleted if is_text(b.data)]
+    for rel, was in changes.deleted:
+        if was.sha256 is None:  # outside the scope: nothing could bring it back
+            outcomes.append(
+                Outcome(
+                    0,
+                    0,
+                    "unconverted",
+                    f"the run deleted {rel}, outside the packages observed closely: its bytes "
+                    "were not kept, so no patch can delete it and give it back on revert",
+                    hint="import again with --scope naming its package",
+                )
+            )
+    kept = [(r, b) for r, b in changes.deleted if b.sha256 is not None]
+    gone_text = [(r, b) for r, b in kept if is_text(b.data)]
     for rel, was in gone_text:  # a deleted source file: a diff that deletes it (revertable)
         key = _group_key(rel, predicted)
         groups.setdefault(key, []).append(
@@ -207,7 +220,7 @@ def observed_result(
                 "its url (the sha256 is the one observed)"
             )
         drafts.append(label(draft, [rel]))
-    gone = [(r, b) for r, b in changes.deleted if (r, b) not in gone_text]
+    gone = [(r, b) for r, b in kept if (r, b) not in gone_text]
     if gone:  # caches and builds: removed before the rebuild, as the script did
         removed = sorted(rel for rel, _ in gone)
         rebuild = next((d for d in static.drafts if isinstance(d, CommandDraft)), None)
@@ -238,6 +251,29 @@ def observed_result(
         else:
             pin.notes.append(BY_RUNNING)
         drafts.append(pin)
+    for dist in changes.removed:
+        outcomes.append(
+            Outcome(
+                0,
+                0,
+                "unconverted",
+                f"the run uninstalled {dist.name} {dist.version}: a patchset pins packages, it "
+                "does not remove them",
+                hint="leave it out if the engine works with it installed, or say why in the waiver",
+            )
+        )
+    if run.exit_code != 0:
+        last = max((line for _, line in run.reached), default=0)
+        outcomes.append(
+            Outcome(
+                last,
+                last,
+                "unconverted",
+                f"the script failed (exit status {run.exit_code}) at or after line {last}: "
+                "what it would have done after that was not observed",
+                hint="fix the script or the scratch engine and import again",
+            )
+        )
     for rel in changes.unknown_before:
         outcomes.append(
             Outcome(

@@ -275,6 +275,22 @@ def _spans(draft: Draft) -> str:
 # -- the patchset ----------------------------------------------------------------------------
 
 
+def check_out(out: Path, *, force: bool) -> None:
+    """Refuse an ``--out`` that cannot become the draft: a file, or a folder that is not empty
+    (without ``force``). Checked before anything else (an observed import runs the script
+    only once ``--out`` is known to be usable).
+
+    Raises:
+        InputError: as said, naming ``out``.
+    """
+    if out.exists() and not out.is_dir():
+        raise InputError("--out names a file, not a folder", file=out)
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise InputError(
+            "already exists and is not empty (choose another --out, or --force)", file=out
+        )
+
+
 def write_patchset(
     result: WalkResult, script: Path, out: Path, *, force: bool = False
 ) -> ImportResult:
@@ -290,12 +306,7 @@ def write_patchset(
     Raises:
         InputError: ``out`` is a file, or a folder that is not empty (without ``force``).
     """
-    if out.exists() and not out.is_dir():
-        raise InputError("--out names a file, not a folder", file=out)
-    if out.is_dir() and any(out.iterdir()) and not force:
-        raise InputError(
-            "already exists and is not empty (choose another --out, or --force)", file=out
-        )
+    check_out(out, force=force)
     unconverted = [o for o in result.outcomes if o.kind == "unconverted"]
     review: list[tuple[str, str]] = []
     packages = list(result.packages)
@@ -635,6 +646,24 @@ def _became(outcomes: list[Outcome]) -> str:
 
 
 def _write(
+    out: Path, yaml_text: str, notes: str, files: dict[str, bytes | Path], force: bool
+) -> None:
+    """Write the draft's files into ``out``; a folder this call made is removed again when
+    a write fails.
+
+    Raises:
+        InputError: ``out`` cannot be written (``/proc/x``, no permission, a full disk).
+    """
+    made = not out.exists()
+    try:
+        _write_files(out, yaml_text, notes, files, force)
+    except OSError as exc:
+        if made:
+            shutil.rmtree(out, ignore_errors=True)
+        raise InputError(f"--out cannot be written: {exc.strerror or exc}", file=out) from None
+
+
+def _write_files(
     out: Path, yaml_text: str, notes: str, files: dict[str, bytes | Path], force: bool
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from ...errors import InputError, PatchbayError
@@ -36,6 +37,8 @@ def run(
     mapping = parse_projects(projects)
     if observe and python is None:
         raise InputError("--observe needs --python: the engine the script is run against")
+    if scope and not observe:
+        raise InputError("--scope is for --observe: it names packages watched during the run")
     if python is not None:  # a bad interpreter is bad input: say so before writing anything
         from ...environment.targets import _interpreter_path, probe
 
@@ -86,9 +89,14 @@ def run(
         )
     validate.run(str(out))
     if observe:
+        reproduce = (
+            "reproduces it"
+            if not result.partial
+            else "reproduces what was converted (see what was not, above)"
+        )
         say(
-            f"the engine of {python} now holds what the script changed; `patchbay apply {out}` "
-            "on a fresh copy of the engine reproduces it"
+            f"the engine of {python} now holds what the script changed; "
+            f"`patchbay apply {shlex.quote(str(out))}` on a fresh copy of the engine {reproduce}"
         )
     elif python is not None:
         try:
