@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from .. import pysnippet
 from ..commands import environment_change, handles, run_command
 from ..engines import is_bytecode
@@ -548,7 +546,10 @@ def requirement(w: Walker, cmd: Cmd, spec: Val, editable: bool, facts: dict) -> 
 @lru_cache(maxsize=4096)
 def _requirement(text: str) -> tuple[str, str] | None:
     """(name, specifier) of a PEP 508 requirement, or None: not one (scripts repeat the same
-    harness installs; parsing one is the dearest step of a ``pip install``)."""
+    harness installs; parsing one is the dearest step of a ``pip install``). ``packaging``
+    is imported at the first one (a warm audit that analyses one script may meet none)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         req = Requirement(text)
     except InvalidRequirement:
