@@ -298,6 +298,34 @@ def test_a_script_the_gate_rejected_is_judged_again_when_what_it_runs_appears(
     assert _scan(root, folder) == (fresh, 2, 0)
 
 
+def test_a_warm_scan_judges_no_script_at_the_gate_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate's verdicts on the scripts it let through are kept like those on the scripts
+    it rejected (same key, same answers): a warm scan of an unchanged tree judges none of
+    them again, and a changed script is judged (and analysed) again."""
+    from patchbay.audit import scanner
+
+    root = _tree(tmp_path / "repo")
+    folder = tmp_path / "cache"
+    fresh, _, _ = _scan(root, folder)
+    cache = ScriptCache(folder, root, ENGINES)
+    assert len(cache.worthy) == 2 and len(cache.harmless) == 1  # run.sh, helpers.sh; harness.sh
+    judged: list[str] = []
+    gate = scanner._Gate.__call__
+
+    def judging(self: object, data: bytes, rel: str, kind: str) -> bool:
+        judged.append(rel)
+        return gate(self, data, rel, kind)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scanner._Gate, "__call__", judging)
+    assert _scan(root, folder) == (fresh, 2, 0)
+    assert judged == []
+    (root / "bench" / "run.sh").write_text(RUN_SH + "# a comment\n")
+    assert _scan(root, folder) == (fresh, 1, 1)
+    assert judged == ["bench/run.sh"]
+
+
 def test_gate_verdicts_of_the_wrong_shape_are_dropped(tmp_path: Path) -> None:
     root = _tree(tmp_path / "repo")
     folder = tmp_path / "cache"

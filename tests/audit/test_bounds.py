@@ -210,3 +210,38 @@ def test_a_fifo_or_a_symlink_loop_as_a_waiver_is_bad_input_not_a_hang(tmp_path: 
     loop.symlink_to(loop)
     res = run_main("audit", "--repo", loop)
     assert res.code == 2 and "symlink loop" in res.err, res.err
+
+
+def test_a_remembered_failure_keeps_no_walk_alive() -> None:
+    """The memo of :mod:`patchbay.analysis.memo` gives a failure back as an exception, again
+    at every equal question; it keeps a bare copy, never the traceback (whose frames would
+    keep each walk that met the failure alive for the rest of the run) and never a traceback
+    grown by every reuse."""
+    from patchbay.analysis.memo import by_code
+
+    class Refused(Exception):
+        def __init__(self, reason: str, line: int | None = None) -> None:
+            super().__init__(reason)
+            self.reason, self.line = reason, line
+
+    @by_code
+    def reader(code: str, argv: list[str] | None, getenv: object) -> str:
+        raise Refused(f"not {code}", 7)
+
+    depths = []
+    for _ in range(3):
+        with pytest.raises(Refused) as info:
+            reader("x", [])
+        assert (info.value.reason, info.value.line) == ("not x", 7)
+        depths.append(len(list(_frames(info.value.__traceback__))))
+    assert depths[1] == depths[2] <= depths[0]  # a reuse does not grow it
+    kept = [cell.cell_contents for cell in reader.__closure__ or () if isinstance(
+        cell.cell_contents, dict)]  # fmt: skip
+    answers = [a for memo in kept for per_question in memo.values() for a in per_question]
+    assert answers and all(a[1].__traceback__ is None for a in answers)
+
+
+def _frames(tb: object):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next  # type: ignore[attr-defined]

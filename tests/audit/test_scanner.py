@@ -344,3 +344,43 @@ def test_recall_cd_loops_find_docker_and_python_c(tmp_path: Path) -> None:
     assert "vllm.__file__" in by_line[(13, "PB403")]
     assert "|| echo" in by_line[(15, "PB409")]
     assert _lines(found["scripts/precision.sh"]) == PRECISION_SH_EXPECTED
+
+
+def test_a_plain_requirement_is_read_as_packaging_reads_it() -> None:
+    """The requirements scripts write most (a name, extras, release comparisons) are read
+    without ``packaging``, with its answer: the name as written, the comparisons sorted; any
+    other form is left to it."""
+    import itertools
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    from patchbay.analysis.handlers.installs import _plain_requirement
+
+    names = ["datasets", "lm-eval", "swe_rex", "A1", "x.y", "a-", "-a", "9"]
+    extras = ["", "[api]", "[a,b]", "[a-]", "[]", "[a, b]"]
+    specs = [
+        "",
+        "==2.4.5",
+        ">=4.7.0",
+        "<5,>=4",
+        "~=1",
+        "~=1.4",
+        "==1.*",
+        ">=2.0rc1",
+        "=1",
+        ">=1,>=2",
+    ]
+    read = 0
+    for name, extra, spec in itertools.product(names, extras, specs):
+        text = name + extra + spec
+        mine = _plain_requirement(text)
+        if mine is None:
+            continue
+        read += 1
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            raise AssertionError(f"{text!r} read, but packaging refuses it") from None
+        assert mine == (req.name, str(req.specifier)), text
+    assert read >= 50
+    assert _plain_requirement("vllm ; python_version>'3'") is None  # a marker: packaging's

@@ -148,7 +148,11 @@ def _below(path: str, prefixes: list[str]) -> str | None:
     return None
 
 
-def unchanged(probes: Iterable[Probe], root: Path | None = None) -> bool:
+def unchanged(
+    probes: Iterable[Probe],
+    root: Path | None = None,
+    answers: dict[tuple[str, str], object] | None = None,
+) -> bool:
     """True when every recorded look gets the same answer now (False for a probe of an
     unknown kind or shape: it is not trusted).
 
@@ -156,12 +160,18 @@ def unchanged(probes: Iterable[Probe], root: Path | None = None) -> bool:
         probes: as :attr:`Inputs.probes` records them, or their :func:`portable` form.
         root: the audited root that the relative paths of portable probes are asked below
             (its resolved path); None: a relative path is not trusted.
+        answers: the answers of the looks asked before in this run, by kind and absolute
+            path (a helper that every script sources is read and hashed once per run, not
+            once per script); filled in. None: every look is asked afresh.
     """
+    answers = {} if answers is None else answers
     base = None
     if root is not None:
-        resolved = os.fspath(root.resolve())
-        base = resolved if resolved.endswith("/") else resolved + "/"
-    fresh = Inputs()
+        base = answers.get(("root", os.fspath(root)))  # type: ignore[assignment]
+        if base is None:
+            resolved = os.fspath(root.resolve())
+            base = resolved if resolved.endswith("/") else resolved + "/"
+            answers[("root", os.fspath(root))] = base
     for probe in probes:
         kind, path, answer = probe
         if not isinstance(path, str):
@@ -171,22 +181,31 @@ def unchanged(probes: Iterable[Probe], root: Path | None = None) -> bool:
             if base is None:
                 return False
             path = (globbing.escape(base) if kind == "glob" else base) + path
-        if kind == "file":
-            now: object = fresh.isfile(path)
-        elif kind == "read":
-            try:
-                now = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-            except OSError:
-                now = None
-        elif kind == "glob":
-            now = fresh.glob(path)
-            if relative:
-                assert base is not None
-                now = [p[len(base) :] if p.startswith(base) else p for p in now]
-        elif kind == "folder":
-            now = list(fresh.folder(Path(path)))
-        else:
+        if kind not in ("file", "read", "glob", "folder"):
             return False
+        now = answers.get((kind, path), _UNASKED)
+        if now is _UNASKED:
+            now = answers[(kind, path)] = _ask(kind, path)
+        if kind == "glob" and relative:
+            assert base is not None and isinstance(now, list)
+            now = [p[len(base) :] if p.startswith(base) else p for p in now]
         if now != answer:
             return False
     return True
+
+
+_UNASKED = object()
+
+
+def _ask(kind: str, path: str) -> object:
+    """The answer to one look of :func:`unchanged` (its kind is one of :data:`Probe`'s)."""
+    if kind == "file":
+        return os.path.isfile(path)
+    if kind == "read":
+        try:
+            return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except OSError:
+            return None
+    if kind == "glob":
+        return sorted(globbing.glob(path))
+    return list(Inputs().folder(Path(path)))

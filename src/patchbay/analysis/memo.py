@@ -10,6 +10,7 @@ build tool reuses an output while its recorded inputs are unchanged.
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import wraps
@@ -42,7 +43,7 @@ def by_code(reader: Reader[T]) -> Reader[T]:
             for seen, value, raised in answers:
                 if all(ask(name) == old for name, old in seen.items()):
                     if raised:
-                        raise value  # type: ignore[misc]
+                        raise _fresh(value)  # type: ignore[arg-type]
                     return value  # type: ignore[return-value]
         else:
             answers = memo[key] = []
@@ -60,9 +61,22 @@ def by_code(reader: Reader[T]) -> Reader[T]:
         try:
             result = reader(code, argv, recording)
         except Exception as exc:
-            answers.append((seen, exc, True))
+            answers.append((seen, _fresh(exc), True))
             raise
         answers.append((seen, result, False))
         return result
 
     return cached
+
+
+def _fresh(exc: Exception) -> Exception:
+    """A copy of ``exc`` without its traceback. An exception kept in the memo must hold no
+    traceback: its frames would keep the walk that raised it alive (its whole state), and a
+    kept exception raised again would grow its traceback at every reuse; so the memo keeps a
+    bare copy and raises a fresh copy of it each time."""
+    try:
+        out = copy.copy(exc)
+    except Exception:  # an exception that cannot be copied: raised as it is
+        return exc
+    out.__traceback__ = None
+    return out

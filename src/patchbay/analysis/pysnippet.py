@@ -554,17 +554,27 @@ class _Reader:
                 self.names[name] = PyText(value.file)  # written: later edits start afresh
 
 
-@lru_cache(maxsize=512)
 def parse_cached(code: str) -> ast.Module:
     """:func:`ast.parse`, once per distinct code (scripts repeat their snippets; the readers
-    never change a tree). A UTF-8 byte-order mark at the start is not code (Python's own
-    reader skips it in a file).
+    never change a tree). Snippets are kept many (a library every script sources repeats
+    them); a whole file's tree only while its readers take turns on it: hundreds of kept
+    trees of Python files each read once would only weigh on every pass of the collector.
+    A UTF-8 byte-order mark at the start is not code (Python's own reader skips it in a file).
 
     Raises:
         SyntaxError: the code does not parse with this interpreter's grammar (a newer
             Python's syntax, such as 3.12's nested f-string quotes, included).
     """
-    return ast.parse(code.removeprefix("\ufeff"))
+    code = code.removeprefix("\ufeff")
+    if len(code) <= _SNIPPET:
+        return _parse_snippet(code)
+    return _parse_file(code)
+
+
+_SNIPPET = 8192
+"""Code up to this many characters is a snippet (a here-document, a ``-c`` string)."""
+_parse_snippet = lru_cache(maxsize=512)(ast.parse)
+_parse_file = lru_cache(maxsize=4)(ast.parse)
 
 
 def _text(value: Any) -> str | None:

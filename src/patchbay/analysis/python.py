@@ -102,6 +102,16 @@ class PythonFacts:
     packages: list[str] = field(default_factory=list)
 
 
+def _is_sys_argv(node: ast.expr) -> bool:
+    """``sys.argv`` (what ``ast.unparse`` spells so), judged on the tree, not its text."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "argv"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "sys"
+    )
+
+
 def _text_of(value: Any) -> str | None:
     if isinstance(value, (PyStr, PyPath)):
         return value.text if isinstance(value, PyStr) else value.path
@@ -168,14 +178,20 @@ class _Facts(_Reader):
 
     def how_of(self, node: ast.expr) -> str:
         """Where a path expression's value comes from, for a reader."""
+        origin = self.origin_of(node)
+        return origin if origin is not None else ast.unparse(node)
+
+    def origin_of(self, node: ast.expr) -> str | None:
+        """Where a path expression's value comes from, when a name or a ``sys.argv`` item
+        in it says (:meth:`how_of` without the expression's own text)."""
         for sub in ast.walk(node):
             if isinstance(sub, ast.Name) and sub.id in self.origin:
                 return self.origin[sub.id]
-            if isinstance(sub, ast.Subscript) and ast.unparse(sub.value) == "sys.argv":
+            if isinstance(sub, ast.Subscript) and _is_sys_argv(sub.value):
                 index = sub.slice.value if isinstance(sub.slice, ast.Constant) else None
                 if isinstance(index, int) and index in self.argv_how:
                     return self.argv_how[index]
-        return ast.unparse(node)
+        return None
 
     def call_function(self, name: str, node: ast.Call) -> Any:
         if id(node) in self.results:  # a call met both as a value and as an effect
@@ -192,8 +208,11 @@ class _Facts(_Reader):
         params = [a.arg for a in func.args.args]
         for param, arg in zip(params, node.args, strict=False):
             self.names[param] = self.value(arg)
-            if self.how_of(arg) != ast.unparse(arg) or _text_of(self.names[param]):
-                self.origin[param] = f"{param} = {self.how_of(arg)}"
+            origin = self.origin_of(arg)  # the argument's text only when it is needed
+            if (origin is not None and origin != ast.unparse(arg)) or _text_of(self.names[param]):
+                self.origin[param] = (
+                    f"{param} = {origin if origin is not None else ast.unparse(arg)}"
+                )
         self.depth += 1
         self.returned = None
         try:

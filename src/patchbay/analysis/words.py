@@ -146,7 +146,6 @@ class WordsMixin:
         name = self.src.text(name_node)
         if text.startswith("${#"):
             return unknown(text, "a length")
-        op = next((c.type for c in node.children if c.field_name_for_child if False), None)
         op = None
         for i, c in enumerate(node.children):
             if node.field_name_for_child(i) == "operator":

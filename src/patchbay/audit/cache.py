@@ -16,11 +16,11 @@ entries valid unless it changes the engine names (its components' distributions 
 repositories, its targets' packages): the only part of a patchset the analysis reads.
 
 The same file keeps, per audited root, the scripts the file gate of
-:func:`~.scanner.scan_tree` rejected (same key), with the answers those verdicts rested on
-(whether each script a line runs exists): while every answer holds they are not judged
-again. A root audited for the first time starts from the verdicts of the root audited last
-(they too hold only while every answer is the same in this tree). Parsed patchsets and waivers
-have a file of their own (:mod:`.documents`).
+:func:`~.scanner.scan_tree` rejected and those it let through (same key), with the answers
+those verdicts rested on (whether each script a line runs exists): while every answer holds
+they are not judged again. A root audited for the first time starts from the verdicts of the
+root audited last (they too hold only while every answer is the same in this tree). Parsed
+patchsets and waivers have a file of their own (:mod:`.documents`).
 
 Every entry is sealed with the user's key and bound to the analyser digest, and the folder and
 its files are trusted only as ssh trusts its keys (:mod:`.store`): an entry edited by hand is
@@ -216,10 +216,13 @@ class ScriptCache:
         self.analyser = analyser_digest(engines, scope)
         self.store = SealedStore(self.folder, "scripts", self.analyser)
         self.path = self.store.path
-        # scripts the gate rejected (keys as :meth:`key`), and the answers about other
-        # scripts' existence those verdicts rested on ((folder, word) -> a file?)
+        # scripts the gate rejected and let through (keys as :meth:`key`), and the answers
+        # about other scripts' existence those verdicts rested on ((folder, word) -> a file?)
         self.harmless: set[str] = set()
         self.harmless_used: set[str] = set()
+        self.worthy: set[str] = set()
+        self.worthy_used: set[str] = set()
+        self._answers: dict[tuple[str, str], object] = {}  # inputs asked this run
         self.gate_probes: dict[tuple[str, str], bool] = {}
         self._gate_key = "gate:" + hashlib.sha256(os.fsencode(self.root_text)).hexdigest()[:24]
         self._gate_dirty = False
@@ -247,7 +250,7 @@ class ScriptCache:
             if record is None:
                 continue
             try:
-                self.harmless, self.gate_probes = _gate_of(record)
+                self.harmless, self.gate_probes, self.worthy = _gate_of(record)
             except ValueError:
                 self.store.drop(key)
                 continue
@@ -255,14 +258,16 @@ class ScriptCache:
             return
 
     def harmless_verdicts(self, is_file: Callable[[str, str], bool]) -> bool:
-        """Whether the gate's verdicts of the last run still hold: every answer they rested
-        on (``is_file(folder, word)``, the gate's own test) is the same today. When one is
-        not, they are all dropped and every script goes through the gate again."""
-        if not self.harmless:
+        """Whether the gate's verdicts of the last run (the scripts it rejected and those it
+        let through) still hold: every answer they rested on (``is_file(folder, word)``, the
+        gate's own test) is the same today. When one is not, they are all dropped and every
+        script goes through the gate again."""
+        if not self.harmless and not self.worthy:
             return False
         if all(is_file(folder, word) == seen for (folder, word), seen in self.gate_probes.items()):
             return True
         self.harmless.clear()
+        self.worthy.clear()
         self.gate_probes.clear()
         self._gate_dirty = True
         return False
@@ -279,6 +284,20 @@ class ScriptCache:
         """Record a script the gate rejected (see :meth:`gate_answers`)."""
         self.harmless.add(key)
         self.harmless_used.add(key)
+        self._gate_dirty = True
+
+    def is_worthy(self, key: str) -> bool:
+        """The script (its :meth:`key`) went through the gate before (see
+        :meth:`harmless_verdicts`): it need not be judged again; it is kept for the next run."""
+        if key in self.worthy:
+            self.worthy_used.add(key)
+            return True
+        return False
+
+    def put_worthy(self, key: str) -> None:
+        """Record a script the gate let through (see :meth:`gate_answers`)."""
+        self.worthy.add(key)
+        self.worthy_used.add(key)
         self._gate_dirty = True
 
     def gate_answers(self, probes: dict[tuple[str, str], bool]) -> None:
@@ -323,7 +342,10 @@ class ScriptCache:
             self.store.drop(key)
             self.misses += 1
             return None
-        if (bound is not None and bound != self.root_text) or not unchanged(probes, self.root):
+        if bound is not None and bound != self.root_text:
+            self.misses += 1  # another tree's answers: replaced by this one's
+            return None
+        if not unchanged(probes, self.root, self._answers):
             self.misses += 1  # another tree's answers: replaced by this one's
             return None
         self.hits += 1
@@ -359,9 +381,14 @@ class ScriptCache:
         """Write the gate's verdicts and the entries, when anything changed (see
         :meth:`.store.SealedStore.save`); a cache that cannot be written is skipped (it is
         only a cache)."""
-        if self._gate_dirty or len(self.harmless_used) != len(self.harmless):
+        used = (self.harmless_used, self.worthy_used)
+        if self._gate_dirty or (len(used[0]), len(used[1])) != (
+            len(self.harmless),
+            len(self.worthy),
+        ):
             record = {
                 "harmless": sorted(self.harmless_used),
+                "worthy": sorted(self.worthy_used),
                 "probes": [[f, w, seen] for (f, w), seen in sorted(self.gate_probes.items())],
             }
             if self.store.put(self._gate_key, record):
@@ -371,8 +398,9 @@ class ScriptCache:
         self.store.save()
 
 
-def _gate_of(record: object) -> tuple[set[str], dict[tuple[str, str], bool]]:
-    """The harmless keys and the gate's answers of a record :meth:`ScriptCache.save` wrote.
+def _gate_of(record: object) -> tuple[set[str], dict[tuple[str, str], bool], set[str]]:
+    """The harmless keys, the gate's answers and the keys it let through, of a record
+    :meth:`ScriptCache.save` wrote.
 
     Raises:
         ValueError: not that shape.
@@ -380,9 +408,10 @@ def _gate_of(record: object) -> tuple[set[str], dict[tuple[str, str], bool]]:
     if not isinstance(record, dict):
         raise ValueError("not a gate record")
     keys, probes = record.get("harmless"), record.get("probes")
-    if not (isinstance(keys, list) and isinstance(probes, list)):
+    worthy = record.get("worthy", [])
+    if not (isinstance(keys, list) and isinstance(probes, list) and isinstance(worthy, list)):
         raise ValueError("not a gate record")
-    if not all(isinstance(k, str) for k in keys):
+    if not all(isinstance(k, str) for k in (*keys, *worthy)):
         raise ValueError("not keys")
     answers: dict[tuple[str, str], bool] = {}
     for probe in probes:
@@ -395,4 +424,4 @@ def _gate_of(record: object) -> tuple[set[str], dict[tuple[str, str], bool]]:
         ):
             raise ValueError("not an answer")
         answers[(probe[0], probe[1])] = probe[2]
-    return set(keys), answers
+    return set(keys), answers, set(worthy)

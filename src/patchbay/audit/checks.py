@@ -17,30 +17,11 @@ import msgspec
 from ..patchset.lockfile import LOCK_NAME, Lock
 from ..patchset.model import ArtifactPatch, DiffPatch, Patchset, PipPatch
 from ..waivers import FIELD_TITLES, Waiver, placeholder_in
-from .rules import Finding
+from .rules import Finding, relative
 from .waived import ScriptLink
 
 PATCH_SUFFIXES = (".patch", ".diff")
 """Files in a patchset folder that are patch files (PB303 looks for unreferenced ones)."""
-
-
-def relative(path: Path, root: Path) -> str:
-    """``path`` relative to ``root`` with ``/`` separators (as findings name files), as
-    :func:`os.path.relpath` gives it."""
-    text, base = os.fspath(path), os.fspath(root)
-    # the common case without relpath's normalising of both (most of an audit's calls): an
-    # absolute path below the root with no `..` (pathlib leaves no `.` or doubled separator)
-    if (
-        isinstance(path, Path)
-        and isinstance(root, Path)
-        and os.path.isabs(base)
-        and text.startswith(base)
-        and text[len(base) : len(base) + 1] == os.sep
-        and base != os.sep
-        and ".." not in text
-    ):
-        return text[len(base) + 1 :].replace(os.sep, "/")
-    return os.path.relpath(path, root).replace(os.sep, "/")
 
 
 def _patch_file(patch: Any) -> str | None:

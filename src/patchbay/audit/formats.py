@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..printable import printable, uri_path
-from .checks import relative
-from .rules import RULES, Finding, Severity
+from .rules import RULES, Finding, Severity, relative
 from .run import AuditResult
 
 if TYPE_CHECKING:  # rich is imported by print_table only (start-up time of the CLI)

@@ -28,9 +28,8 @@ import yaml
 from ..patchset.model import Patchset
 from ..waivers import Waiver
 from .changes import Change
-from .checks import relative
 from .config import AuditConfig
-from .rules import SCANNER_RULES, Finding
+from .rules import SCANNER_RULES, Finding, relative
 from .waived import WAIVABLE, ScriptLinks, waive
 
 

@@ -15,8 +15,10 @@ GitHub workflow commands also have (``error``, ``warning``, ``notice``).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 
 
 class Severity(str, Enum):
@@ -340,3 +342,22 @@ class Finding:
 
     def sort_key(self) -> tuple[str, int, str]:
         return (self.path, self.line or 0, self.code)
+
+
+def relative(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` with ``/`` separators (as findings name files), as
+    :func:`os.path.relpath` gives it."""
+    text, base = os.fspath(path), os.fspath(root)
+    # the common case without relpath's normalising of both (most of an audit's calls): an
+    # absolute path below the root with no `..` (pathlib leaves no `.` or doubled separator)
+    if (
+        isinstance(path, Path)
+        and isinstance(root, Path)
+        and os.path.isabs(base)
+        and text.startswith(base)
+        and text[len(base) : len(base) + 1] == os.sep
+        and base != os.sep
+        and ".." not in text
+    ):
+        return text[len(base) + 1 :].replace(os.sep, "/")
+    return os.path.relpath(path, root).replace(os.sep, "/")

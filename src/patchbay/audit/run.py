@@ -11,25 +11,26 @@ import os
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.engines import DEFAULT_HARNESS
 from ..environment.projects import DEFAULT_PROJECTS
 from ..errors import InputError
 from ..patchset.inputfiles import MAX_YAML_BYTES, PATCHSET_FILENAMES, read_input_text
-from ..patchset.loading import find_patchset_file, load_patchset, patchset_from_document
-from ..patchset.model import Patchset
-from ..waivers import Translation, Waiver, parse_waiver, read_waiver_text, waiver_files
 from .cache import ScriptCache, cache_disabled
-from .changes import Change, read_change
-from .checks import check_coverage, check_patchsets, check_waivers, relative
 from .config import AuditConfig, LoadedConfig, load_config, matches_any
-from .documents import DocumentCache
-from .pull_request import check_change, limit_to_change
-from .rules import Finding, Severity, Suppression
+from .rules import Finding, Severity, Suppression, relative
 from .scanner import EngineNames, scan_tree, script_files
 from .store import CacheFolder
-from .waived import ScriptLink, script_links, waive
+
+if TYPE_CHECKING:
+    # what only a repository with patchsets or waivers (or a change under audit) needs is
+    # imported when it does: YAML, the patchset model, the waiver parser, the checks
+    from ..patchset.model import Patchset
+    from ..waivers import Translation, Waiver
+    from .changes import Change
+    from .documents import DocumentCache
+    from .waived import ScriptLink
 
 
 @dataclass
@@ -201,7 +202,7 @@ def find_patchsets(
         InputError: an explicitly configured entry that does not exist; any patchset that does
             not load (see :func:`~patchbay.patchset.loading.load_patchset`).
     """
-    out = []
+    out: list[Patchset] = []
     for entry in entries:
         path = root / entry
         if not path.exists():
@@ -220,6 +221,8 @@ def find_patchsets(
 def _load_patchset(path: Path, documents: DocumentCache | None) -> Patchset:
     """:func:`~patchbay.patchset.loading.load_patchset`, with the YAML document from
     ``documents``."""
+    from ..patchset.loading import find_patchset_file, load_patchset, patchset_from_document
+
     if documents is None:
         return load_patchset(path)
     yaml_path = find_patchset_file(path)
@@ -372,9 +375,15 @@ def run_audit(
     cfg = loaded.config
     change = None
     if changed_since is not None:
+        from .changes import read_change
+
         change = read_change(root, changed_since, pull_request=pull_request)
     folder = _cache_folder(script_cache, cache_dir)
-    documents = DocumentCache(folder, root) if folder is not None else None
+    documents = None
+    if folder is not None and _has_documents(root, cfg):
+        from .documents import DocumentCache
+
+        documents = DocumentCache(folder, root)
     patchsets = find_patchsets(
         root, cfg.patchsets, explicit="patchsets" in loaded.keys, documents=documents
     )
@@ -397,16 +406,30 @@ def run_audit(
     )
     if documents is not None:
         documents.save()
-    links = script_links(
-        waivers, root, cfg, lambda: [rel for rel, _ in script_files(root, cfg.scripts, cfg.exclude)]
-    )
+    links = None
+    if waivers or change is not None:  # (with none, no script is linked and none is waived)
+        from .waived import script_links
+
+        links = script_links(
+            waivers,
+            root,
+            cfg,
+            lambda: [rel for rel, _ in script_files(root, cfg.scripts, cfg.exclude)],
+        )
+    by_waiver = links.by_waiver if links is not None else {}
     today = today or date.today()
     scope = [list(cfg.scripts), list(cfg.exclude)]
     scripts = ScriptCache(folder, root, engines, scope) if folder is not None else None
-    findings = [
-        *check_patchsets(patchsets, root),
-        *check_coverage(patchsets, waivers, root, scripts=links.by_waiver),
-        *check_waivers(waivers, root, today=today, warning_days=cfg.expiry_warning_days),
+    findings: list[Finding] = []
+    if patchsets or waivers:  # (with neither, these checks have nothing to find)
+        from .checks import check_coverage, check_patchsets, check_waivers
+
+        findings += [
+            *check_patchsets(patchsets, root),
+            *check_coverage(patchsets, waivers, root, scripts=by_waiver),
+            *check_waivers(waivers, root, today=today, warning_days=cfg.expiry_warning_days),
+        ]
+    findings += [
         *scan_tree(
             root,
             cfg.scripts,
@@ -429,17 +452,33 @@ def run_audit(
     elif image_python is not None or image_root is not None:
         raise InputError("--python and --image-root are content evidence for --upstream")
     if change is not None:
+        from .pull_request import limit_to_change
+
         findings = limit_to_change(findings, change)
     kept = _configured(findings, cfg)
-    waive(kept, links, root)
+    if links is not None:
+        from .waived import waive
+
+        waive(kept, links, root)
     if change is not None:
+        from .pull_request import check_change
+
+        assert links is not None
         kept += _configured(check_change(change, kept, patchsets, waivers, links, root, cfg), cfg)
     kept.sort(key=Finding.sort_key)
     notes = [] if folder is None else list(folder.notes)
     stores = [c.store for c in (documents, scripts) if c is not None]
     notes += [s.note for s in stores if s.note is not None]  # entries whose seal did not check
     return AuditResult(
-        root, loaded, patchsets, waivers, kept, today, translations, links.by_waiver, change, notes
+        root, loaded, patchsets, waivers, kept, today, translations, by_waiver, change, notes
+    )
+
+
+def _has_documents(root: Path, cfg: AuditConfig) -> bool:
+    """Whether the repository may hold a patchset or a waiver to parse (a configured path
+    that exists): else the documents' cache is not even opened."""
+    return any((root / e).exists() for e in cfg.patchsets) or any(
+        (root / e).is_dir() for e in cfg.waivers
     )
 
 
@@ -488,6 +527,10 @@ def _read_waivers(
     """
     cfg = loaded.config
     explicit = "waivers" in loaded.keys
+    if not any((root / entry).is_dir() for entry in cfg.waivers) and not explicit:
+        return [], []  # no waiver folder: nothing to read (nor the waiver parser to import)
+    from ..waivers import parse_waiver, read_waiver_text, waiver_files
+
     waivers: list[Waiver] = []
     translations: list[Translation] = []
     seen = _SeenFiles()

@@ -576,14 +576,19 @@ def scan_tree(
             skipped.append((rel, "it cannot be read (no permission, or it vanished)"))
             continue
         key = None
+        worthy = False  # let through before, and nothing the verdict rested on changed
         if cache is not None:
             key = cache.key(rel, kind, data)
             if verdicts and cache.is_harmless(key):
                 continue  # rejected before, and nothing the verdict rested on changed
-        if not gate(data, rel, kind):
+            worthy = verdicts and cache.is_worthy(key)
+        if not worthy:
+            if not gate(data, rel, kind):
+                if cache is not None and key is not None:
+                    cache.put_harmless(key)
+                continue
             if cache is not None and key is not None:
-                cache.put_harmless(key)
-            continue
+                cache.put_worthy(key)
         findings = cache.get(rel, kind, data, key) if cache is not None else None
         if findings is None:
             from ..analysis import analyse  # the parser and the walk, when a file needs them

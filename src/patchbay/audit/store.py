@@ -110,6 +110,7 @@ class CacheFolder:
         self.notes: list[str] = []
         self._refused: set[str] = set()  # "" (the folder), or a file's name
         self._secret: bytes | None = None
+        self._read_as: dict[str, tuple[int, int, int, int, int]] = {}  # name -> its stat read
 
     def note(self, name: str, why: str) -> None:
         """Record that ``name`` (a file of the folder, ``""`` for the folder) is ignored, and
@@ -168,13 +169,15 @@ class CacheFolder:
                 self.note(name, "is a symbolic link")
             return None
         try:
-            why = _problem(os.fstat(file), folder=False, secret=secret)
+            st = os.fstat(file)
+            why = _problem(st, folder=False, secret=secret)
             if why is not None:
                 self.note(name, why)
                 return None
             chunks = []
             while chunk := os.read(file, 1 << 20):
                 chunks.append(chunk)
+            self._read_as[name] = _identity(st)
             return b"".join(chunks)
         except OSError:
             return None
@@ -189,6 +192,23 @@ class CacheFolder:
             return None
         try:
             return self._read(fd, name)
+        finally:
+            os.close(fd)
+
+    def unchanged_since_read(self, name: str) -> bool:
+        """Whether the file ``name`` is still the one this run read last (same inode, size,
+        times): no other run has replaced it since (every write is a new file renamed over
+        the old one, so a new inode), nor has anything changed it in place."""
+        seen = self._read_as.get(name)
+        if seen is None or self.refused:
+            return False
+        fd = self._open(create=False)
+        if fd is None:
+            return False
+        try:
+            return _identity(os.stat(name, dir_fd=fd, follow_symlinks=False)) == seen
+        except OSError:
+            return False
         finally:
             os.close(fd)
 
@@ -476,8 +496,10 @@ class SealedStore:
                 self._dirty = True
         if not self._dirty or self.folder.refused:
             return False
-        data = self.folder.read(self.name)  # what another run wrote since this one read it
-        theirs = _document(data, self.kind, self.digest) if data is not None else None
+        theirs = None
+        if not self.folder.unchanged_since_read(self.name):
+            data = self.folder.read(self.name)  # what another run wrote since this one read it
+            theirs = _document(data, self.kind, self.digest) if data is not None else None
         if theirs is not None:
             for key, entry in theirs["entries"].items():
                 if key not in self._entries and key not in self._dropped:
@@ -491,6 +513,12 @@ class SealedStore:
         self._entries = entries
         self._dirty = False
         return True
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What tells one version of a file from another without reading it (as git's index
+    does): device, inode, size, modification and change times."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _document(data: bytes, kind: str, digest: str) -> dict | None:

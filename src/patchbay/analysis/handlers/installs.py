@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from packaging.requirements import InvalidRequirement, Requirement
-
 from .. import pysnippet
 from ..commands import environment_change, handles, run_command
 from ..engines import is_bytecode
@@ -587,10 +585,44 @@ def pinned_index(options: dict[str, str]) -> str | None:
     return None
 
 
+_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?"
+_SPEC = r"(?:==|!=|<=|>=|<|>|~=)[0-9]+(?:\.[0-9]+)*"
+_PLAIN_REQUIREMENT = re.compile(
+    rf"({_NAME})(?:\[{_NAME}(?:,{_NAME})*\])?((?:{_SPEC})(?:,{_SPEC})*)?", re.ASCII
+)
+"""A requirement of the plain kind scripts write (``pandas``, ``lm-eval[api]``,
+``swebench==4.1.0``, ``datasets>=4.7.0,<5``): a project name as PEP 508 allows it, extras,
+and comparisons with release numbers; no space, marker, URL, wildcard or pre-release."""
+
+
+def _plain_requirement(text: str) -> tuple[str, str] | None:
+    """(name, specifier) of a plain requirement (:data:`_PLAIN_REQUIREMENT`) as ``packaging``
+    gives them (the name as written; the comparisons sorted, joined by commas), or None when
+    ``packaging`` is to judge it (another form, ``~=`` of one number, an operator twice)."""
+    m = _PLAIN_REQUIREMENT.fullmatch(text)
+    if m is None:
+        return None
+    specs = m.group(2).split(",") if m.group(2) else []
+    operators = [spec.rstrip("0123456789.") for spec in specs]
+    if len(set(operators)) != len(operators):
+        return None
+    if any(op == "~=" and "." not in spec for op, spec in zip(operators, specs, strict=True)):
+        return None
+    return m.group(1), ",".join(sorted(specs))
+
+
 @lru_cache(maxsize=4096)
 def _requirement(text: str) -> tuple[str, str] | None:
     """(name, specifier) of a PEP 508 requirement, or None: not one (scripts repeat the same
-    harness installs; parsing one is the dearest step of a ``pip install``)."""
+    harness installs; parsing one is the dearest step of a ``pip install``). A plain one
+    is read here (:func:`_plain_requirement`: the answer ``packaging`` gives); for any other
+    ``packaging`` is imported at the first one (importing it costs more than a warm audit's
+    analysis of one script)."""
+    plain = _plain_requirement(text)
+    if plain is not None:
+        return plain
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         req = Requirement(text)
     except InvalidRequirement:
