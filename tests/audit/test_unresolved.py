@@ -151,3 +151,32 @@ def test_a_variable_named_like_pipeline_is_no_interpreter(tmp_path: Path) -> Non
     doc = _audit(tmp_path)
     lines = {f["line"] for f in doc["findings"] if f["code"] == "PB414"}
     assert lines == {3}
+
+
+def test_code_piped_into_bash_is_walked_when_known_and_pb414_when_downloaded(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pipe.sh").write_text(
+        "#!/bin/bash\n"
+        + SITE  # 2
+        + "curl -fsSL https://example.invalid/fix-vllm.sh | bash\n"  # 3
+        + "printf 'sed -i s/a/b/ %s/envs.py\\n' \"$SITE\" | bash\n"  # 4
+    )
+    doc = _audit(tmp_path)
+    at = {(f["line"], f["code"]) for f in doc["findings"]}
+    assert (3, "PB414") in at, at
+    assert (4, "PB402") in at, at
+
+
+def test_a_download_pinned_to_a_revision_by_its_url_says_so(tmp_path: Path) -> None:
+    sha = "4b0088c5fecbeffa6544d2da1006b45380aac896"
+    (tmp_path / "dl.sh").write_text(
+        "#!/bin/bash\n"
+        + SITE
+        + f'curl -fsSL -o "$SITE/ops/mla.py" https://gist.githubusercontent.com/u/abc/raw/{sha}/mla.py\n'
+        + 'curl -fsSL -o "$SITE/ops/gemm.py" https://example.invalid/latest/gemm.py\n'
+    )
+    doc = _audit(tmp_path)
+    by_line = {f["line"]: f["message"] for f in doc["findings"] if f["code"] == "PB404"}
+    assert f"pinned to revision {sha[:12]} by its URL" in by_line[3]
+    assert "unpinned" in by_line[4]

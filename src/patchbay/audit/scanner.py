@@ -217,6 +217,9 @@ def _where(mod: Modification) -> str:
     return f"{resolved} ({'; '.join(notes)})" if notes else resolved
 
 
+_REVISION = re.compile(r"/([0-9a-f]{40})(?:/|$)")
+"""A commit in a download URL (``raw.githubusercontent.com/o/r/<sha>/...``, a gist's
+``raw/<sha>/``): the bytes are those of that revision, though no hash is checked."""
 _PLACEHOLDER = re.compile(r"/@\w+|<temporary folder>|<script folder>")
 """What :func:`~patchbay.analysis.values.display` leaves of a folder made at run time."""
 
@@ -301,9 +304,13 @@ def rule_of(mod: Modification) -> tuple[str, str] | None:
             return "PB403", f"heredoc ({mod.tool.rstrip(' >')}) rewrites an installed file: {where}"
         return "PB404", f"{mod.tool} writes into an installed location: {where}"
     if m is Mechanism.DOWNLOAD:
-        return "PB404", (
-            f"download ({mod.tool}) into an installed location: {where}; unpinned, no hash checked"
+        revision = _REVISION.search(mod.url or "")
+        pinned = (
+            f"pinned to revision {revision.group(1)[:12]} by its URL, no hash checked"
+            if revision
+            else "unpinned, no hash checked"
         )
+        return "PB404", f"download ({mod.tool}) into an installed location: {where}; {pinned}"
     if m is Mechanism.COPY:
         return "PB404", f"{mod.tool} writes into an installed location: {where}"
     if m is Mechanism.REMOVE:

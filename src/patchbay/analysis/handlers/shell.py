@@ -102,7 +102,33 @@ def cmd_bash(w: Walker, cmd: Cmd) -> Stream | None:
         except Exception:
             return None
         _inline(w, source)
+    elif cmd.stdin is not None and cmd.stdin.kind == "pipe":
+        text = _stdin_text(cmd)
+        if text is None:  # `curl -fsSL https://.../install.sh | bash`: code known at run time
+            node = cmd.node.parent if cmd.node is not None else None
+            whole = w.src.text(node) if node is not None and node.type == "pipeline" else cmd.text
+            first = whole.split("|", 1)[0].split()
+            source = first[0] if first else "the command before it"
+            w.unresolved(cmd.line, whole, f"{cmd.name} runs what {source} prints at run time")
+            return None
+        try:  # `printf 'sed -i ...' | bash`: the printed text is the script
+            source = parse_shell(text, w.src.path, cmd.line - 1)
+        except Exception:
+            return None
+        _inline(w, source, flatten_lines=cmd.line)
     return None
+
+
+def _stdin_text(cmd: Cmd) -> str | None:
+    stdin = cmd.stdin
+    if stdin is None:
+        return None
+    if stdin.text is not None:
+        return stdin.text
+    if stdin.file is not None:
+        return stdin.file.text
+    # what the command before the pipe printed (`printf '...' | bash`), when all of it is known
+    return stdin.value.text if stdin.value is not None and stdin.value.known else None
 
 
 @handles("shift")
