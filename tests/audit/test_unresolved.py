@@ -180,3 +180,14 @@ def test_a_download_pinned_to_a_revision_by_its_url_says_so(tmp_path: Path) -> N
     by_line = {f["line"]: f["message"] for f in doc["findings"] if f["code"] == "PB404"}
     assert f"pinned to revision {sha[:12]} by its URL" in by_line[3]
     assert "unpinned" in by_line[4]
+
+
+def test_a_loop_over_several_files_names_every_file_in_its_one_finding(tmp_path: Path) -> None:
+    (tmp_path / "loop.sh").write_text(
+        "#!/bin/bash\n" + SITE + "for f in a.py b.py c.py; do\n"
+        '  sed -i s/x/y/ "$SITE/ops/$f"\ndone\n'
+    )
+    doc = _audit(tmp_path)
+    (finding,) = [f for f in doc["findings"] if f["code"] == "PB402"]
+    for name in ("ops/a.py", "ops/b.py", "ops/c.py"):
+        assert name in finding["message"], finding["message"]

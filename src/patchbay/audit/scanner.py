@@ -326,6 +326,7 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
     """
     out: list[Finding] = []
     seen: set[tuple[str, str, int]] = set()
+    others = _other_targets(analysis)
     for mod in analysis.modifications:
         if mod.target is not None and mod.target.root == "unknown":
             continue
@@ -347,6 +348,11 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
             end = mod.end_line if mod.end_line != mod.line and code != "PB409" else None
             # a value from an inlined string (`bash -c`, eval) may still hold the walk's own
             # names for computed folders: a reader sees them named, never as placeholders
+            if code != "PB409" and (path, mod.line) in others:
+                more = [t for t in others[(path, mod.line)] if t not in message]
+                if more:  # a loop over several files: one finding, every file named
+                    shown = ", ".join(more[:5]) + (", ..." if len(more) > 5 else "")
+                    message += f"; and {len(more)} more: {shown}"
             finding = Finding.of(code, path, mod.line, display(message), end)
             # the scripts it was reached through, outermost first, without its own file
             finding.chain = tuple(mod.chain[:-1]) if mod.chain else ()
@@ -392,6 +398,20 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
                 )
             )
     return out
+
+
+def _other_targets(analysis: ScriptAnalysis) -> dict[tuple[str, int], list[str]]:
+    """(file, line) -> the paths its modifications change, when one statement changes several
+    (a loop over literal items unrolled into one modification per item)."""
+    paths: dict[tuple[str, int], list[str]] = {}
+    for mod in analysis.modifications:
+        if mod.target is None or mod.target.root == "unknown" or rule_of(mod) is None:
+            continue
+        key = (mod.chain[-1] if mod.chain else analysis.path, mod.line)
+        shown = display(mod.target.path)
+        if shown not in paths.setdefault(key, []):
+            paths[key].append(shown)
+    return {key: found for key, found in paths.items() if len(found) > 1}
 
 
 def incomplete_finding(rel: str, stop: Incomplete) -> Finding:
