@@ -328,6 +328,8 @@ def test_exit_codes_follow_fail_on(tmp_path: Path) -> None:
             "reason",
         ),
         ("[tool.patchbay]\nwaivers = \n", 2, "invalid TOML"),
+        ('[tool.patchbay]\nscripts = ["/etc/**"]\n', 2, "globs are relative"),
+        ('[tool.patchbay]\nexclude = ["../**/*.sh"]\n', 2, "globs are relative"),
     ],
 )
 def test_bad_configuration_is_one_line_exit_2(

@@ -160,6 +160,9 @@ class AuditConfig(
             self.waivers = [self.waivers]
         if not self.waivers:
             raise FieldError("waivers", "name at least one waiver folder")
+        for key, globs in (("scripts", self.scripts), ("exclude", self.exclude)):
+            for glob in globs:
+                check_field(key, _relative_glob, glob)
         for code in self.severity:
             check_field("severity", _check_code, code)
         for name, repo in self.upstream_names.items():
@@ -195,6 +198,17 @@ class AuditConfig(
 def normalise_name(name: str) -> str:
     """PEP 503 normalisation (``Flash_Attn`` -> ``flash-attn``)."""
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _relative_glob(glob: str) -> str:
+    """A glob of the ``scripts``/``exclude`` settings: relative to the audited root, as
+    ``.gitignore`` patterns are; one that starts with ``/`` or climbs out with ``..`` could
+    never match a file of the tree, and an audit that reads nothing must not say "clean"."""
+    if not glob:
+        raise ValueError("an empty glob matches nothing")
+    if glob.startswith("/") or ".." in glob.split("/"):
+        raise ValueError(f"{glob!r}: globs are relative to the repository (no leading /, no ..)")
+    return glob
 
 
 def _pull_request_template(value: str) -> str:
