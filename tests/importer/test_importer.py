@@ -1015,3 +1015,52 @@ def test_a_script_whose_name_is_not_utf8(tmp_path: Path) -> None:
     assert "q\\xe9.sh" in (tmp_path / "out" / "patchset.yaml").read_text(encoding="utf-8")
     assert "q\\xe9.sh" in (tmp_path / "out" / "IMPORT-NOTES.md").read_text(encoding="utf-8")
     assert run_main("validate", tmp_path / "out").code == 0
+
+
+PATCHER = """\
+# vllm #4343: a bigger default batch
+import importlib.util, pathlib
+path = pathlib.Path(importlib.util.find_spec("demo_engine").origin).parent / "envs.py"
+text = path.read_text()
+path.write_text(text.replace('"DEMO_MAX_BATCH", "256"', '"DEMO_MAX_BATCH", "512"'))
+"""
+
+
+def test_a_python_patcher_is_imported_as_replace_edits(tmp_path: Path) -> None:
+    """A ``.py`` patcher, imported on its own or run by the script, becomes the ``replace``
+    edits it makes, with the references of its own comments (it was refused as "not valid
+    shell", or listed as not converted)."""
+    (tmp_path / "tools").mkdir()
+    patcher = tmp_path / "tools" / "fix_envs.py"
+    patcher.write_text(PATCHER)
+    script = tmp_path / "patch.sh"
+    script.write_text(
+        "#!/bin/bash\nset -e\n"
+        "PKG=$(python3 -c 'import demo_engine, os; print(os.path.dirname(demo_engine.__file__))')\n"
+        "python3 tools/fix_envs.py\n"
+    )
+    projects = {"demo_engine": "example/demo-engine", **parse_projects([])}
+    for source, line in ((script, 4), (patcher, 1)):
+        out = tmp_path / f"out-{source.stem}"
+        result = import_script(source, out, projects=projects)
+        assert not result.partial, result.unconverted
+        doc = yaml.safe_load((out / "patchset.yaml").read_text())
+        (patch,) = doc["patches"]
+        assert patch["kind"] == "replace"
+        assert patch["edits"] == [
+            {
+                "file": "demo_engine/envs.py",
+                "old": '"DEMO_MAX_BATCH", "256"',
+                "new": '"DEMO_MAX_BATCH", "512"',
+            }
+        ]
+        assert patch["upstream"] == ["vllm-project/vllm#4343"]
+        assert f"line(s) {line}" in (out / "patchset.yaml").read_text()
+
+
+def test_a_python_patcher_that_does_not_parse_is_bad_input(tmp_path: Path) -> None:
+    broken = tmp_path / "fix.py"
+    broken.write_text("import vllm\ndef (:\n")
+    res = run_cli("import", broken, "--out", tmp_path / "out")
+    assert res.code == 2
+    assert f"{broken}:2: not valid Python" in res.err, res.err

@@ -80,6 +80,12 @@ def read_script(script: Path) -> str:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 text (byte {exc.start})", file=script) from None
+    if _is_python(script, text):
+        try:
+            compile(text.removeprefix("\ufeff"), str(script), "exec", dont_inherit=True)
+        except SyntaxError as exc:
+            raise InputError(f"not valid Python: {exc.msg}", file=script, line=exc.lineno) from None
+        return text
     bash = shutil.which("bash")
     if bash is not None:
         proc = subprocess.run(
@@ -92,6 +98,12 @@ def read_script(script: Path) -> str:
             reason = m.group(2) if m else first
             raise InputError(f"not valid shell (bash -n): {reason}", file=script, line=line)
     return text
+
+
+def _is_python(script: Path, text: str) -> bool:
+    """A Python patcher (``fix.py``, or a ``#!`` line naming python), not a shell script."""
+    first = text.split("\n", 1)[0]
+    return script.suffix == ".py" or (first.startswith("#!") and "python" in first)
 
 
 def import_script(
@@ -132,6 +144,9 @@ def import_script(
     engines = EngineNames.build(
         [*DEFAULT_ENGINES, *_MORE_ENGINES, *projects], repositories=list(projects.values())
     )
+    python = _is_python(script, text)
+    if python:  # a Python patcher is imported as the statement that runs it
+        text = f"python3 ./{script.name}\n"
     try:
         analysis = analyse_shell(text, script.name, engines, script.resolve().parent)
     except ShellSyntaxError as exc:
@@ -147,6 +162,10 @@ def import_script(
     source = parse_shell(text, script.name)
     converter = Converter(analysis, source, script, projects)
     found = converter.run()
+    if python:
+        found.remarks.insert(
+            0, f"{script.name} is Python: it was read as the statement `python3 ./{script.name}`"
+        )
     if observe is not None:
         found = _observe(script, out, observe, analysis, found, engines, scope or [])
         found = observed_result(*found, converter.comments_of_line, projects)

@@ -390,6 +390,7 @@ class Converter:
                 row=row,
                 hint="check by hand what it changes, and add that as patches",
             )
+        self.followed_python()
         for mod in self.analysis.modifications:
             if id(mod) in self.done:
                 continue
@@ -419,6 +420,45 @@ class Converter:
                 row=row,
                 hint="import the script it is in, or convert it by hand",
             )
+
+    def followed_python(self) -> None:
+        """The edits of a ``.py`` patcher the script runs (``python3 tools/fix.py "$F"``): one
+        ``replace`` draft per file, made at the line of the statement that runs it, when its
+        edits are literal ``.replace()`` calls (:func:`.patches.python_edits`, as for a
+        here-document); otherwise they stay listed by :meth:`leftovers`."""
+        by_file: dict[str, list[Modification]] = {}
+        for mod in self.analysis.modifications:
+            if id(mod) in self.done or not mod.called or "python" not in mod.details:
+                continue
+            if len(mod.chain) > 1 and mod.chain[-1].endswith(".py"):  # a file it runs
+                by_file.setdefault(mod.chain[-1], []).append(mod)
+        for rel, mods in by_file.items():
+            call = next((line for line, path in self.analysis.sourced if path == rel), None)
+            if call is None:
+                via = mods[0].details.get("via")
+                call = int(via[0]) if isinstance(via, list) and via else None
+            if call is None:
+                continue
+            row = next((r for r in self.rows if r.start <= call <= r.end), None)
+            if row is None:
+                continue
+            saved, self.row = self.row, row
+            before, outcomes = len(self.drafts), len(self.outcomes)
+            try:
+                patches.python_edits(self, mods, Context(self.comments_of_line(call)))
+            finally:
+                self.row = saved
+            notes = _python_comments(self.script.parent / rel, [m.line for m in mods])
+            for draft in self.drafts[before:]:
+                draft.spans = [(call, call)]  # the statement of the script that runs it
+                draft.comments.extend(c for c in notes if c not in draft.comments)
+                found = find_refs("\n".join(draft.comments), self.projects)
+                draft.refs = list(dict.fromkeys([*draft.refs, *found.refs]))
+                draft.unknown_refs = list(dict.fromkeys([*draft.unknown_refs, *found.unknown]))
+            for outcome in self.outcomes[outcomes:]:
+                outcome.start = outcome.end = call
+            for mod in mods:
+                self.done.add(id(mod))
 
     # ------------------------------------------------------------------ statements
 
@@ -567,6 +607,29 @@ class Converter:
         self.called.add(name)
         if body is not None and (ctx.via is None):
             self.statement(body, replace(ctx, via=start))
+
+
+def _python_comments(path: Path, lines: list[int]) -> list[str]:
+    """The ``#`` comments of a Python patcher that describe its edits: the file's leading
+    comment block and the block just above each line that changes the engine."""
+    try:
+        rows = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError:
+        return []
+    out: list[str] = []
+    starts = [1, *lines]
+    for line in starts:
+        k = line - 2 if line > 1 else 0
+        block: list[str] = []
+        while 0 <= k < len(rows) and (rows[k].strip().startswith("#") or (line == 1 and k == 0)):
+            text = rows[k].strip()
+            if text.startswith("#") and not text.startswith("#!"):
+                block.insert(0, text.lstrip("#").strip())
+            k = k - 1 if line > 1 else k + 1
+            if line == 1 and (k >= len(rows) or not rows[k].strip().startswith("#")):
+                break
+        out.extend(t for t in block if t and t not in out)
+    return out
 
 
 def convert(

@@ -76,8 +76,10 @@ def cmd_python(w: Walker, cmd: Cmd) -> Stream | None:
         if repo is not None and w.root is not None:
             text = w.inputs.read_text(repo)
             saved = w.chain
+            relpath = repo.relative_to(w.root.resolve()).as_posix()
+            w.result.sourced.append((cmd.line, relpath))  # run from this line
             # the statements are the file's own, reached from this script
-            w.chain = (*w.chain, repo.relative_to(w.root.resolve()).as_posix())
+            w.chain = (*w.chain, relpath)
             try:
                 return snippet(
                     w, cmd, text, [x.text for x in words], words[1:], inline=False, file=words[0]
