@@ -172,9 +172,25 @@ class DiffKind(FileKind):
                     source=None,
                     data=None,
                     unlocked=f"upstream source {src.ref} is not locked yet: run "
-                    f"`patchbay vendor {patchset.folder}` with network access",
+                    + (
+                        f"`patchbay vendor --from <a copy of {src.file}> {patchset.folder}`, or "
+                        "vendor it with network access"
+                        if src.file is not None
+                        else f"`patchbay vendor {patchset.folder}` with network access"
+                    ),
                 )
             path = patchset.folder / locked.file
+            if not path.exists() and not path.is_symlink():
+                # the lock pins it, its bytes are not here (a clone of a patchset whose
+                # vendored diffs are not committed): vendor writes them, checked by that hash
+                fetch = "--from <a copy of the file> " if src.heredoc is not None else ""
+                return LoadedPatch(
+                    sha256="",
+                    source=None,
+                    data=None,
+                    unlocked=f"upstream source {src.ref} is locked (sha256 {locked.sha256[:12]}) "
+                    f"but not vendored here: run `patchbay vendor {fetch}{patchset.folder}`",
+                )
         else:
             path = patchset.folder / patch.content_path
         data = read_input(

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 import msgspec
-from msgspec import Meta, Struct
+from msgspec import Meta
 
 from ..environment.paths import check_relative
+from .sources import COMMIT_ID, REPO, BuildSource, RemoteSource
+from .sources import Strict as _Strict
 from .validation import FieldError, check_field
 from .yamlfile import YamlDocument
 
@@ -28,14 +30,9 @@ SCHEMA_VERSION = 1
 # `\Z`, not `$` (which Python lets match before a final newline); schema.json_schema() writes `$`
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z"
 _SHA256 = r"^[0-9a-f]{64}\Z"
-_REPO = r"^[\w.-]+/[\w.-]+\Z"
-_COMMIT_ID = r"^[0-9a-f]{40}\Z"
+_REPO, _COMMIT_ID = REPO, COMMIT_ID
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 UPSTREAM_REF = re.compile(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+(?:#\d+|@[0-9a-f]{7,40}))$")
-
-
-class _Strict(Struct, forbid_unknown_fields=True, kw_only=True):
-    # strict conversion (validation.convert): `strip: true` or `count: "2"` are mistakes
-    pass
 
 
 def relative_posix_path(value: str) -> str:
@@ -220,32 +217,6 @@ class PatchBase(_Strict, kw_only=True, tag_field="kind"):
             )
 
 
-class RemoteSource(_Strict, kw_only=True):
-    """Diff content taken from upstream, pinned by ``patchbay vendor`` in the lock file.
-
-    ``pr`` alone resolves to the PR's head commit when vendored; ``pr`` with ``commit`` takes the
-    PR as it was at that head commit (GitHub's three-dot compare of the PR's base with it, so
-    from their merge base); ``commit`` alone is that commit's own diff. ``paths`` keeps only the
-    file patches under these (pre-strip) paths, for a change spanning two install roots.
-    """
-
-    repo: Annotated[str, Meta(pattern=_REPO, description="owner/name on GitHub")]
-    pr: Annotated[int, Meta(ge=1)] | None = None
-    commit: Annotated[str, Meta(pattern=_COMMIT_ID)] | None = None
-    paths: list[str] = msgspec.field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.pr is None and self.commit is None:
-            raise ValueError("give `pr`, `commit` (a full 40-hex commit id), or both")
-
-    @property
-    def ref(self) -> str:
-        """``owner/repo#N``, ``owner/repo@<commit>`` or ``owner/repo#N@<commit>``."""
-        pr = f"#{self.pr}" if self.pr is not None else ""
-        commit = f"@{self.commit}" if self.commit is not None else ""
-        return f"{self.repo}{pr}{commit}"
-
-
 class DiffPatch(PatchBase, kw_only=True, tag="diff"):
     """A unified or git-style diff, applied with ``git apply`` and zero fuzz: a file in the
     patchset folder, or upstream content (``source``) vendored into ``vendor/<id>.patch``."""
@@ -290,62 +261,6 @@ class ReplacePatch(PatchBase, kw_only=True, tag="replace"):
     kind: ClassVar[str] = "replace"
     target: Annotated[str, Meta(description="Name of an entry in `targets`")]
     edits: Annotated[list[ReplaceEdit], Meta(min_length=1)]
-
-
-_GIT_REF = re.compile(r"^(?!.*\.\.)(?!.*/$)(?!.*\.lock$)[A-Za-z0-9_][A-Za-z0-9._/-]*$")
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
-
-
-class BuildSource(_Strict, kw_only=True):
-    """A repository a ``pip`` patch builds from, at a ref ``patchbay vendor`` pins to a commit.
-
-    ``ref`` is a tag, a branch or a full commit id; omitted, the repository's default branch.
-    A tag or branch moves, so ``vendor`` resolves it (GitHub's ``GET
-    /repos/{owner}/{repo}/commits/{ref}``) and records the commit in ``patchbay.lock``; ``apply``
-    builds that commit and refuses the patch until it is locked. ``url`` is the git URL pip
-    clones (default ``https://github.com/<repo>.git``; a mirror, or ``file://`` in tests).
-    """
-
-    repo: Annotated[str, Meta(pattern=_REPO, description="owner/name on GitHub")]
-    ref: (
-        Annotated[
-            str,
-            Meta(
-                description="Tag, branch or 40-hex commit (omitted: the default branch); vendor "
-                "locks it"
-            ),
-        ]
-        | None
-    ) = None
-    url: (
-        Annotated[
-            str,
-            Meta(
-                pattern=r"^(?:https|ssh|file|git)://[^\s#]+\Z",
-                description="Git URL to clone (default https://github.com/<repo>.git)",
-            ),
-        ]
-        | None
-    ) = None
-
-    def __post_init__(self) -> None:
-        if self.ref is not None and not _GIT_REF.match(self.ref):
-            raise FieldError("ref", f"{self.ref!r} is not a git tag, branch or commit name")
-
-    @property
-    def commit(self) -> str | None:
-        """The ref itself when it is a full commit id (pinned without ``vendor``)."""
-        return self.ref if self.ref is not None and _COMMIT.match(self.ref) else None
-
-    @property
-    def git_url(self) -> str:
-        """What pip and git clone."""
-        return self.url or f"https://github.com/{self.repo}.git"
-
-    @property
-    def label(self) -> str:
-        """``owner/repo@ref`` (``@<default branch>`` when no ref is named)."""
-        return f"{self.repo}@{self.ref or '<default branch>'}"
 
 
 class PipPatch(PatchBase, kw_only=True, tag="pip"):
