@@ -272,6 +272,13 @@ class PipPatch(PatchBase, kw_only=True, tag="pip"):
     package is built from the source's locked commit; ``build_requirements`` is a requirements
     file inside the source, installed first (checked by the same dry run). ``allow`` names
     protected distributions this pin may change.
+
+    Where the package comes from is one choice, never a race between indexes: pip takes the best
+    match across the primary index and every ``--extra-index-url``/``--find-links`` source,
+    with no priority (pip's documentation of ``--extra-index-url``; the "dependency confusion"
+    of a name published on the public index too). So ``extra_index_urls`` is refused, and
+    ``find_links`` needs ``index_url`` (the index the pin trusts besides those links) or
+    ``no_index`` (the links only): :func:`package_source_problem`.
     """
 
     kind: ClassVar[str] = "pip"
@@ -287,6 +294,9 @@ class PipPatch(PatchBase, kw_only=True, tag="pip"):
     index_url: str | None = None
     extra_index_urls: list[str] = msgspec.field(default_factory=list)
     find_links: list[str] = msgspec.field(default_factory=list)
+    no_index: Annotated[
+        bool, Meta(description="Install from `find_links` only (pip --no-index)")
+    ] = False
     no_deps: bool = False
     no_build_isolation: bool = False
     build_env: dict[str, str] = msgspec.field(default_factory=dict)
@@ -298,6 +308,9 @@ class PipPatch(PatchBase, kw_only=True, tag="pip"):
         self.build_requirements = _path_field("build_requirements", self.build_requirements)
         if self.build_requirements is not None and self.source is None:
             raise ValueError("`build_requirements` is a file inside a `source`: give `source`")
+        problem = package_source_problem(self)
+        if problem is not None:
+            raise FieldError(problem[0], problem[1])
 
     def _pinned(self, value: str) -> str:
         from packaging.requirements import InvalidRequirement, Requirement
@@ -324,6 +337,40 @@ class PipPatch(PatchBase, kw_only=True, tag="pip"):
         elif not req.specifier:
             raise ValueError(f"{value!r} pins nothing: give a version specifier")
         return value
+
+
+def package_source_problem(patch: PipPatch) -> tuple[str, str] | None:
+    """``(key, reason)`` when pip could take ``patch``'s package from another source than the
+    one it means (the dependency-confusion shape), else None.
+
+    pip merges every index and link source and takes the best match, with no priority
+    (pip's documentation of ``--extra-index-url``), so a name the primary index (PyPI) also
+    has can come from either: an ``extra_index_urls`` entry always competes with the primary
+    index, and ``find_links`` does unless ``index_url`` names the index meant besides them or
+    ``no_index`` leaves the links alone.
+    """
+    name = patch.requirement.split(";", 1)[0].strip()
+    if patch.extra_index_urls:
+        return (
+            "extra_index_urls",
+            f"{name} from an extra index ({patch.extra_index_urls[0]}): pip takes the best "
+            "match across that index and the primary one (PyPI, where the same name may be "
+            "another build) with no priority, the dependency-confusion shape; give the "
+            "intended index as `index_url`, or its wheels as `find_links` with `no_index: true`",
+        )
+    if patch.no_index and not patch.find_links:
+        return ("no_index", "`no_index: true` without `find_links` leaves pip nothing to install")
+    if patch.no_index and patch.index_url:
+        return ("no_index", "`no_index: true` drops `index_url`: give one of them")
+    if patch.find_links and not patch.index_url and not patch.no_index:
+        return (
+            "find_links",
+            f"{name} from links ({patch.find_links[0]}) and the primary index (PyPI, where the "
+            "same name may be another build): pip takes the best match of both, the "
+            "dependency-confusion shape; add `no_index: true` to install from the links only, "
+            "or name the index meant as `index_url`",
+        )
+    return None
 
 
 class ArtifactFile(_Strict, kw_only=True):
