@@ -131,7 +131,12 @@ def test_the_minimax_patchset_is_the_script_s_diff_and_the_launcher_s_lmcache_pi
     diff, lmcache = doc["patches"]
     assert diff["source"]["heredoc"] == "DIFF_PA_GLUON"
     assert diff["source"]["commit"] == MINIMAX_COMMIT
-    assert "vllm-project/vllm#52849" in diff["upstream"]
+    (covered,) = diff["upstream"]  # every hunk but 15, the gate from upstream main
+    assert covered["ref"] == "vllm-project/vllm#52849"
+    assert covered["covers"] == [n for n in range(1, 19) if n != 15]
+    hunks = _single_hunks(bodies["DIFF_PA_GLUON"])
+    assert len(hunks) == 18
+    assert b"def fused_qk_norm_rope_kvcache_supported" in hunks[14]  # the script's header says so
     entry = json.loads((MINIMAX / "patchbay.lock").read_text())["sources"][diff["id"]]
     assert entry["sha256"] == hashlib.sha256(bodies["DIFF_PA_GLUON"]).hexdigest()
     assert lmcache["requirement"] == "lmcache==0.5.3" and lmcache["no_deps"] is True

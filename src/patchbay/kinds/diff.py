@@ -153,6 +153,34 @@ def check_structure(parsed: ParsedDiff, data: bytes, source: Path) -> None:
                 )
 
 
+def hunk_files(parsed: ParsedDiff) -> list[tuple[str, int]]:
+    """``(path, hunk count)`` of every file of a parsed diff, in diff order (what ``covers``
+    numbers count over)."""
+    return [(fp.path, len(fp.hunks)) for fp in parsed.files]
+
+
+def _check_coverage(patch: DiffPatch, parsed: ParsedDiff, patchset: Patchset, index: int) -> None:
+    """Every ``covers`` of the patch's references names hunks and files the diff has.
+
+    Raises:
+        InputError: at the entry's line in the patchset.
+    """
+    from ..patchset.coverage import covered_hunks
+
+    for n, entry in enumerate(patch.upstream):
+        if isinstance(entry, str):
+            continue
+        try:
+            covered_hunks(entry.covers, hunk_files(parsed))
+        except ValueError as exc:
+            raise InputError(
+                f"upstream {entry.ref} {exc}",
+                file=patchset.path,
+                line=patchset.patch_line(index, "upstream", n),
+                patch_id=patch.id,
+            ) from None
+
+
 class DiffKind(FileKind):
     """Implements :class:`~patchbay.kinds.base.PatchKind` for ``kind: diff``."""
 
@@ -209,6 +237,7 @@ class DiffKind(FileKind):
             )
         parsed = parse_diff(data, source=path, strip=patch.strip)
         check_structure(parsed, data, path)
+        _check_coverage(patch, parsed, patchset, index)
         notes = []
         if parsed.crlf_normalised:
             notes.append(

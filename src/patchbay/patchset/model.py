@@ -20,6 +20,7 @@ import msgspec
 from msgspec import Meta
 
 from ..environment.paths import check_relative
+from .coverage import UpstreamEntry, ref_text
 from .sources import COMMIT_ID, REPO, BuildSource, RemoteSource
 from .sources import Strict as _Strict
 from .validation import FieldError, check_field
@@ -188,8 +189,11 @@ class PatchBase(_Strict, kw_only=True, tag_field="kind"):
     target: Annotated[str, Meta(description="Name of an entry in `targets`")] | None = None
     description: Annotated[str, Meta(min_length=1)]
     upstream: Annotated[
-        list[str],
-        Meta(description="PR, issue or commit URLs, or owner/repo#N, or owner/repo@<commit>"),
+        list[Union[str, UpstreamEntry]],  # noqa: UP007
+        Meta(
+            description="PR, issue or commit URLs, or owner/repo#N, or owner/repo@<commit>; "
+            "{ref, covers} for one that covers only some hunks or files of a diff"
+        ),
     ] = msgspec.field(default_factory=list)
     upstream_status: UpstreamStatus | None = None
     waiver: Annotated[str, Meta(description="Id of the waiver that covers the patch")] | None = None
@@ -203,18 +207,39 @@ class PatchBase(_Strict, kw_only=True, tag_field="kind"):
     ] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
-        for n, ref in enumerate(self.upstream):
+        for n, entry in enumerate(self.upstream):
+            ref = ref_text(entry)
             if not UPSTREAM_REF.match(ref):
                 raise FieldError(
-                    ("upstream", n),
+                    ("upstream", n) if isinstance(entry, str) else ("upstream", n, "ref"),
                     f"{ref!r} is not an upstream reference (a URL, owner/repo#N or "
                     "owner/repo@<commit>)",
                 )
+            if not isinstance(entry, str) and self.kind != "diff":
+                raise FieldError(
+                    ("upstream", n, "covers"), "`covers` names hunks or files of a diff patch"
+                )
+        if self.coverage and self.upstream_status is None:
+            raise FieldError(
+                "upstream",
+                "a reference with `covers` leaves the rest of the patch local: give "
+                "`upstream_status` with the reason it is carried",
+            )
         if not self.upstream and self.upstream_status is None:
             raise ValueError(
                 "a patch needs `upstream` references, or `upstream_status` "
                 "(Pending, Submitted, Backport, Inappropriate, Denied) with a reason"
             )
+
+    @property
+    def upstream_refs(self) -> list[str]:
+        """The references of ``upstream``, as written (without their ``covers``)."""
+        return [ref_text(entry) for entry in self.upstream]
+
+    @property
+    def coverage(self) -> dict[str, list[int | str]]:
+        """Reference -> what it covers, for the entries that cover only part of the patch."""
+        return {e.ref: list(e.covers) for e in self.upstream if isinstance(e, UpstreamEntry)}
 
 
 class DiffPatch(PatchBase, kw_only=True, tag="diff"):

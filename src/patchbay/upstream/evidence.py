@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..patchset.coverage import hunk_ranges
 from .verdicts import Assessment, ContentEvidence, Verdict
 
 if TYPE_CHECKING:
@@ -57,18 +58,8 @@ def evidence_of(report: PatchReport, image: str, where: str, state: str) -> Cont
 
 def numbers(values: Iterable[int]) -> str:
     """``2-3``, ``1, 3``, ``1-2, 5``: hunk numbers as ranges."""
-    out: list[str] = []
-    run: list[int] = []
-    for n in sorted(values):
-        if run and n == run[-1] + 1:
-            run.append(n)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [n]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ", ".join(out)
+    ordered = sorted(values)
+    return hunk_ranges(ordered).split(" ", 1)[1] if ordered else ""
 
 
 def _hunks(values: tuple[int, ...]) -> str:

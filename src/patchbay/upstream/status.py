@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..patchset.coverage import coverage_lines, hunk_ranges, local_hunks
 from ..patchset.model import Patchset
 from .evidence import weigh
 from .fixes import Fix, judge_fix
@@ -63,7 +64,7 @@ def assess(
     enterprise = web_host_of(client.api)
     hosts = frozenset({enterprise}) if enterprise else GITHUB_WEB_HOSTS
     parsed: list[list[UpstreamRef]] = [
-        [parse_ref(text, web_hosts=hosts) for text in patch.upstream]
+        [parse_ref(text, web_hosts=hosts) for text in patch.upstream_refs]
         for ps in patchsets
         for patch in ps.patches
     ]
@@ -135,13 +136,49 @@ def assess(
     judged = {key: judge_fix(fix, comparisons) for key, fix in fixes.items()}
 
     out = []
+    files = {ps.name: _hunk_files(ps) for ps in patchsets}
     for ps, i, patch, refs in plans:
         pins = _pins(ps)
         statuses = [ref_status(ref, ctx, pins, judged) for ref in refs]
         waiver = (waivers or {}).get((ps.name, patch.id))
         seen = (evidence or {}).get((ps.name, patch.id), [])
-        out.append(_assess_patch(ps, i, patch, statuses, waiver, seen, today))
+        mine = files[ps.name].get(patch.id)
+        a = _assess_patch(ps, i, patch, statuses, waiver, seen, today, mine)
+        a.coverage = coverage_lines(patch, mine)
+        out.append(a)
     return out
+
+
+def _hunk_files(ps: Patchset) -> dict[str, list[tuple[str, int]]]:
+    """``(path, hunk count)`` per diff patch with ``covers`` whose diff is readable here (the
+    vendored file), by patch id; what a reference's ``covers`` is counted against."""
+    if not any(getattr(p, "coverage", None) for p in ps.patches):
+        return {}
+    from ..apply.plan import load_patches
+    from ..errors import PatchbayError
+
+    try:
+        loaded = load_patches(ps)
+    except PatchbayError:
+        return {}
+    return {
+        p.id: [(fp.path, len(fp.hunks)) for fp in lp.data.files]  # a ParsedDiff
+        for p, lp in zip(ps.patches, loaded, strict=True)
+        if p.kind == "diff" and lp.data is not None
+    }
+
+
+def _partly_covered(
+    patch: Any, fixes: list[RefStatus], files: list[tuple[str, int]] | None
+) -> set[int] | None:
+    """The hunks the deciding references leave uncovered (an empty set: they cover it all),
+    or None when a plain reference among them covers the whole patch. Unknown hunks (the diff
+    is not readable) count as uncovered: a partial reference never removes a patch alone."""
+    coverage = getattr(patch, "coverage", {})
+    if not coverage or any(s.ref.text not in coverage for s in fixes):
+        return None
+    rest = local_hunks({s.ref.text: coverage[s.ref.text] for s in fixes}, files)
+    return {0} if rest is None else rest
 
 
 def _pins(ps: Patchset) -> dict[str, str | None]:
@@ -163,6 +200,7 @@ def _assess_patch(
     waiver: WaiverReview | None,
     evidence: list[ContentEvidence],
     today: date,
+    files: list[tuple[str, int]] | None = None,
 ) -> Assessment:
     line = ps.patch_line(index, "upstream") or ps.patch_line(index, "id") or ps.patch_line(index)
     declared = None
@@ -213,6 +251,15 @@ def _assess_patch(
             a.verdict = Verdict.BUMP
             a.needed_commits = unique(s.needed_commit for s in bumps if s.needed_commit)
             a.reason = "; ".join(f"{s.ref.short}: {s.reason}" for s in bumps)
+        if a.verdict in (Verdict.REMOVE, Verdict.BUMP):
+            rest = _partly_covered(patch, fixes, files)
+            if rest:
+                shown = "the rest" if rest == {0} else hunk_ranges(rest)
+                a.verdict = Verdict.REFRESH
+                a.reason = (
+                    f"{a.reason}; but only part of the patch: {shown} not covered by it "
+                    "(local), so trim the patch rather than remove it"
+                )
     if evidence:
         weigh(a, evidence)
     if waiver is not None and a.verdict is not Verdict.REMOVE:
