@@ -271,3 +271,89 @@ def test_apply_no_op_revert_of_the_k3_patches_on_the_real_engine_files(tmp_path:
     res = run_main("revert", ps, "--root", root, "--state-dir", state)
     assert res.code == 0, res.err
     assert _contents(root) == {rel: data for rel, (data, _) in pristine.items()}
+
+
+def _aiter_history(path: Path, gluon: bytes) -> dict[str, str]:
+    """A real git repository of the aiter files at 044f906a8d (``B0``), then ``M``: the
+    MLA_GLUON diff's hunk 1 only (what ROCm/aiter#4474 merged), then ``F``: all three hunks."""
+    from github_standin import git
+
+    shutil.copytree(ENGINE / "aiter-044f906a8d", path)
+    for p in [path, *path.rglob("*")]:
+        p.chmod(p.stat().st_mode | 0o200)
+    git(path, "init", "-q", "-b", "main")
+    ids = {}
+    for name, diff, when in [
+        ("B0", None, "2026-07-01T10:00:00Z"),
+        ("M", _single_hunks(gluon)[0], "2026-07-02T10:00:00Z"),
+        ("F", b"".join(_single_hunks(gluon)[1:]), "2026-07-03T10:00:00Z"),
+    ]:
+        if diff is not None:
+            subprocess.run(["git", "apply", "-p1", "-"], cwd=path, input=diff, check=True)
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", f"{name} (#4474)" if name == "M" else name, date=when)
+        ids[name] = git(path, "rev-parse", "HEAD")
+    return ids
+
+
+@pytest.mark.parametrize(
+    ("pin", "covers", "verdict"),
+    [("M", True, "refresh"), ("M", False, "refresh"), ("F", False, "remove")],
+)
+def test_the_report_judges_mla_gluon_by_content_without_an_image(
+    tmp_path: Path, pin: str, covers: bool, verdict: str
+) -> None:
+    """#4474 is merged and in the pinned aiter commit: only content tells that 2 of the 3
+    hunks are still needed there (``check`` on those files says ``partial``)."""
+    from github_standin import GitHubStandIn, Pull
+    from patchbay.patchset.loading import load_patchset
+    from patchbay.upstream import GitHubClient
+    from patchbay.upstream.status import assess
+
+    ps = _vendored(tmp_path, KIMI, K3_SCRIPT)
+    gluon = (ps / "vendor" / "aiter-mla-gluon.patch").read_bytes()
+    ids = _aiter_history(tmp_path / "aiter", gluon)
+    doc = yaml.safe_load((ps / "patchset.yaml").read_text())
+    for c in doc["components"]:
+        if c["distribution"] == "amd-aiter":
+            c["commit"] = ids[pin]
+    (gluon_patch,) = [p for p in doc["patches"] if p["id"] == "aiter-mla-gluon"]
+    if not covers:
+        gluon_patch["upstream"] = ["ROCm/aiter#4474"]
+    (ps / "patchset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    with GitHubStandIn() as server:
+        repo = server.add_repo("ROCm/aiter", str(tmp_path / "aiter"))
+        repo.pulls[4474] = Pull(
+            4474, "int64 KV stride", "closed", merged=True, merge_commit_sha=ids["M"],
+            merged_at="2026-07-02T10:00:00Z",
+        )  # fmt: skip
+        client = GitHubClient(server.url, cache_dir=tmp_path / "cache")
+        got = {a.patch_id: a for a in assess([load_patchset(ps)], client)}
+    a = got["aiter-mla-gluon"]
+    assert a.verdict.value == verdict, a.reason
+    (pinned,) = [e for e in a.evidence if e.image == "pinned"]
+    # the same files through check: the classification agrees hunk for hunk
+    root = tmp_path / "at-pin"
+    (root / "aiter").mkdir(parents=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path / "aiter"), "archive", ids[pin], "aiter"],
+        stdout=open(tmp_path / "a.tar", "wb"),  # noqa: SIM115
+        check=True,
+    )
+    subprocess.run(["tar", "-xf", str(tmp_path / "a.tar"), "-C", str(root)], check=True)
+    only = tmp_path / "only"
+    shutil.copytree(ps, only)
+    one = yaml.safe_load((only / "patchset.yaml").read_text())
+    one["patches"] = [gluon_patch]
+    one["targets"] = {"aiter": one["targets"]["aiter"]}
+    (only / "patchset.yaml").write_text(yaml.safe_dump(one, sort_keys=False))
+    res = run_main("check", only, "--root", root, "--json")
+    (checked,) = json.loads(res.out)["patches"]
+    states = [h["state"] for h in checked["hunks"]]
+    present = tuple(n for n, s in enumerate(states, 1) if s == "applied")  # there already
+    assert pinned.present == present
+    if verdict == "refresh":
+        assert checked["verdict"] == "partial" and present == (1,)
+        assert "hunks 2-3" in a.reason
+    else:
+        assert checked["verdict"] == "upstream" and "already ships" in a.reason

@@ -16,8 +16,10 @@ from patchbay.upstream import GitHubClient
 from patchbay.upstream.status import assess
 from patchbay.upstream.verdicts import Verdict
 
+# files the served history does not have: the forge cannot show their content, so the
+# verdicts below are by reference only (tests/upstream/test_upstream_truth.py reads content)
 DIFF = (
-    "--- a/engine/core.py\n+++ b/engine/core.py\n"
+    "--- a/engine/carried.py\n+++ b/engine/carried.py\n"
     "@@ -1,2 +1,3 @@\n a = 1\n+b = 2\n c = 3\n"
     "@@ -10,2 +11,3 @@\n j = 1\n+k = 2\n l = 3\n"
     "--- a/engine/other.py\n+++ b/engine/other.py\n"
@@ -56,7 +58,7 @@ def test_a_merged_reference_covering_one_hunk_says_refresh_not_remove(
     path, ids = history
     partial = _patchset(tmp_path / "a", ids["P"], "[{ref: acme/engine#11, covers: [1]}]", LOCAL)
     files = _patchset(
-        tmp_path / "b", ids["P"], "[{ref: acme/engine#11, covers: [engine/core.py]}]", LOCAL
+        tmp_path / "b", ids["P"], "[{ref: acme/engine#11, covers: [engine/carried.py]}]", LOCAL
     )
     whole = _patchset(tmp_path / "c", ids["P"], "[acme/engine#11]")
     with GitHubStandIn() as server:
@@ -64,7 +66,8 @@ def test_a_merged_reference_covering_one_hunk_says_refresh_not_remove(
         client = GitHubClient(server.url, cache_dir=tmp_path / "cache")
         got = [assess([load_patchset(ps)], client)[0] for ps in (partial, files, whole)]
     a, b, c = got
-    assert c.verdict is Verdict.REMOVE  # #11 is merged before the pin and covers it all
+    # #11 is merged before the pin and covers it all, but no content confirms it
+    assert c.verdict is Verdict.ATTENTION and c.reason.startswith("by reference only")
     assert a.verdict is Verdict.REFRESH
     assert "hunks 2-3 not covered by it (local)" in a.reason
     assert a.coverage == [
@@ -72,7 +75,7 @@ def test_a_merged_reference_covering_one_hunk_says_refresh_not_remove(
         "hunks 2-3 are local: the rest is local tuning",
     ]
     assert b.verdict is Verdict.REFRESH and "hunk 3 not covered" in b.reason
-    assert b.coverage[0] == "acme/engine#11 covers engine/core.py"
+    assert b.coverage[0] == "acme/engine#11 covers engine/carried.py"
     assert a.to_json()["coverage"] == a.coverage
 
 

@@ -90,6 +90,14 @@ def weigh(a: Assessment, evidence: list[ContentEvidence]) -> None:
                 f"this patch ({a.reason})"
             )
             return
+        if ev.image == "pinned" and forge is Verdict.REMOVE and not ev.whole:
+            # remove only when every hunk is there by content
+            a.verdict = Verdict.REFRESH
+            a.reason = (
+                f"upstream says the fix is in the pinned commit, but the patch is {ev.state} "
+                f"on {ev.where} ({_hunks(ev.needed)} still needed); refresh it ({a.reason})"
+            )
+            return
         if ev.image == "candidate" and ev.conflicts and forge in (Verdict.REMOVE, Verdict.BUMP):
             a.verdict = Verdict.REFRESH
             a.reason = (

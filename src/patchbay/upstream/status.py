@@ -3,7 +3,9 @@
 :func:`assess` gathers the forge's answers in concurrent rounds, reads each reference's state
 from them (:mod:`.refstates`, fixes judged by :mod:`.fixes`), combines the references into one
 verdict per patch (:mod:`.verdicts` says what each verdict means), lets an image's content
-bend it (:mod:`.evidence`) and applies the review dates of waivers (:func:`waiver_reviews`);
+bend it (:mod:`.evidence`; without an image, a diff patch's files read from the forge at the
+pinned or merge commit, :mod:`.content`) and applies the review dates of waivers
+(:func:`waiver_reviews`);
 :func:`upstream_findings` is the same judgement for ``patchbay audit --upstream``.
 """
 
@@ -16,7 +18,8 @@ from typing import Any
 
 from ..errors import InputError
 from ..patchset.coverage import coverage_lines, hunk_ranges, local_hunks
-from ..patchset.model import Patchset
+from ..patchset.model import DiffPatch, Patchset
+from .content import Unread, by_reference_only, forge_evidence
 from .evidence import weigh
 from .fixes import Fix, judge_fix
 from .github import GitHubError, malformed, unique
@@ -136,23 +139,30 @@ def assess(
     judged = {key: judge_fix(fix, comparisons) for key, fix in fixes.items()}
 
     out = []
-    files = {ps.name: _hunk_files(ps) for ps in patchsets}
+    diffs = {ps.name: _parsed_diffs(ps) for ps in patchsets}
     for ps, i, patch, refs in plans:
         pins = _pins(ps)
         statuses = [ref_status(ref, ctx, pins, judged) for ref in refs]
         waiver = (waivers or {}).get((ps.name, patch.id))
         seen = (evidence or {}).get((ps.name, patch.id), [])
-        mine = files[ps.name].get(patch.id)
-        a = _assess_patch(ps, i, patch, statuses, waiver, seen, today, mine)
+        parsed = diffs[ps.name].get(patch.id)
+        unread = None
+        if not seen and isinstance(patch, DiffPatch) and any(r.kind != "other" for r in refs):
+            # no image at hand: read the patch's files from the forge and judge them
+            got = forge_evidence(ps, patch, parsed, statuses, pins, client)
+            seen, unread = (got, None) if isinstance(got, list) else ([], got)
+        mine = None if parsed is None else [(fp.path, len(fp.hunks)) for fp in parsed.files]
+        a = _assess_patch(ps, i, patch, statuses, waiver, seen, today, mine, unread)
         a.coverage = coverage_lines(patch, mine)
         out.append(a)
     return out
 
 
-def _hunk_files(ps: Patchset) -> dict[str, list[tuple[str, int]]]:
-    """``(path, hunk count)`` per diff patch with ``covers`` whose diff is readable here (the
-    vendored file), by patch id; what a reference's ``covers`` is counted against."""
-    if not any(getattr(p, "coverage", None) for p in ps.patches):
+def _parsed_diffs(ps: Patchset) -> dict[str, Any]:
+    """The parsed diff (:class:`~patchbay.diff.parse.ParsedDiff`) of every diff patch whose
+    content is readable here (a file, or vendored and locked), by patch id: what ``covers``
+    counts over and what the forge's files are judged against."""
+    if not any(isinstance(p, DiffPatch) for p in ps.patches):
         return {}
     from ..apply.plan import load_patches
     from ..errors import PatchbayError
@@ -162,9 +172,9 @@ def _hunk_files(ps: Patchset) -> dict[str, list[tuple[str, int]]]:
     except PatchbayError:
         return {}
     return {
-        p.id: [(fp.path, len(fp.hunks)) for fp in lp.data.files]  # a ParsedDiff
+        p.id: lp.data
         for p, lp in zip(ps.patches, loaded, strict=True)
-        if p.kind == "diff" and lp.data is not None
+        if isinstance(p, DiffPatch) and lp.data is not None
     }
 
 
@@ -201,6 +211,7 @@ def _assess_patch(
     evidence: list[ContentEvidence],
     today: date,
     files: list[tuple[str, int]] | None = None,
+    unread: Unread | None = None,
 ) -> Assessment:
     line = ps.patch_line(index, "upstream") or ps.patch_line(index, "id") or ps.patch_line(index)
     declared = None
@@ -262,6 +273,8 @@ def _assess_patch(
                 )
     if evidence:
         weigh(a, evidence)
+    elif unread is not None:
+        by_reference_only(a, unread)
     if waiver is not None and a.verdict is not Verdict.REMOVE:
         if waiver.problem:
             a.verdict = Verdict.ATTENTION
