@@ -77,7 +77,7 @@ def test_every_embedded_diff_of_the_k3_script_is_one_patch_sourced_from_it() -> 
     diffs = {d for d in bodies if d.startswith("DIFF_")}
     assert len(diffs) == 10
     patches = _patches(KIMI)
-    sourced = [p for p in patches if (p.get("source") or {}).get("heredoc")]
+    sourced = [p for p in patches if p["kind"] == "diff" and "heredoc" in p["source"]]
     assert sorted(p["source"]["heredoc"] for p in sourced) == sorted(diffs)
     lock = json.loads((KIMI / "patchbay.lock").read_text())["sources"]
     script_sha = hashlib.sha256(K3_SCRIPT.read_bytes()).hexdigest()
@@ -87,22 +87,19 @@ def test_every_embedded_diff_of_the_k3_script_is_one_patch_sourced_from_it() -> 
         entry = lock[p["id"]]  # committed with every hash filled
         assert entry["sha256"] == hashlib.sha256(bodies[p["source"]["heredoc"]]).hexdigest()
         assert entry["origin_sha256"] == script_sha
-    # the two Python edits: the OLD/NEW literals of the script's own edit program
-    program = ast.parse(bodies["PYDSPARK"].decode())
-    literals: dict[str, str] = {}
-    for node in program.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") in (
-            "OLD1",
-            "NEW1",
-            "OLD2",
-            "NEW2",
-        ):
-            literals[node.targets[0].id] = eval(ast.unparse(node.value), {}, dict(literals))
+    # the two Python edits name the OLD/NEW constants of the script's own edit program
     replaces = [p for p in patches if p["kind"] == "replace"]
-    assert [(e["old"], e["new"]) for p in replaces for e in p["edits"]] == [
-        (literals["OLD1"], literals["NEW1"]),
-        (literals["OLD2"], literals["NEW2"]),
+    assert [(p["source"]["heredoc"], p["source"]["commit"]) for p in replaces] == [
+        ("PYDSPARK", K3_COMMIT)
+    ] * 2
+    assert [(e["old_from"], e["new_from"]) for p in replaces for e in p["edits"]] == [
+        ("OLD1", "NEW1"),
+        ("OLD2", "NEW2"),
     ]
+    assert all("old" not in e and "new" not in e for p in replaces for e in p["edits"])
+    for p in replaces:
+        assert lock[p["id"]]["origin_sha256"] == script_sha
+
     # the #4521 kernels, with the README's sizes and hashes
     table = dict(
         (m[0], (int(m[1]), m[2]))
@@ -121,6 +118,22 @@ def test_every_embedded_diff_of_the_k3_script_is_one_patch_sourced_from_it() -> 
         "aiter-4521-python",
         "aiter-4521-meta",
     ]
+
+
+def test_the_vendored_edit_texts_are_what_the_script_s_program_replaces(tmp_path: Path) -> None:
+    ps = _vendored(tmp_path, KIMI, K3_SCRIPT)
+    program = ast.parse(_here_documents(K3_SCRIPT)["PYDSPARK"].decode())
+    literals: dict[str, str] = {}
+    for node in program.body:  # OLD1 = "...", NEW1 = OLD1 + "..." + ..., as the script runs them
+        name = getattr(node.targets[0], "id", "") if isinstance(node, ast.Assign) else ""
+        if name in ("OLD1", "NEW1", "OLD2", "NEW2"):
+            literals[name] = eval(ast.unparse(node.value), {}, dict(literals))
+    for pid, (old, new) in {
+        "vllm-dspark-ps-verify-qlen": ("OLD1", "NEW1"),
+        "vllm-dspark-ps-verify-fp8-asm": ("OLD2", "NEW2"),
+    }.items():
+        vendored = json.loads((ps / "vendor" / f"{pid}.json").read_text())
+        assert vendored == {old: literals[old], new: literals[new]}
 
 
 def test_the_minimax_patchset_is_the_script_s_diff_and_the_launcher_s_lmcache_pin() -> None:
@@ -152,7 +165,7 @@ def test_vendor_from_the_shared_scripts_leaves_only_the_forge_s_diff_unlocked(
     res = run_main("validate", ps)
     assert res.code == 0, res.err
     before = {line.split(":")[1].strip() for line in res.out.splitlines() if "NOT LOCKED" in line}
-    assert len(before) == 12  # locked in the lock, not vendored in a fresh clone
+    assert len(before) == 14  # 12 locked in the lock but not vendored in a fresh clone
     assert "not vendored here" in res.out
     ps = _vendored(tmp_path, KIMI, K3_SCRIPT)
     res = run_main("validate", ps)
@@ -256,11 +269,13 @@ def test_apply_no_op_revert_of_the_k3_patches_on_the_real_engine_files(tmp_path:
             diff = ps / "vendor" / f"{patch['id']}.patch"
             subprocess.run(["git", "apply", "-p1", str(diff)], cwd=expected, check=True)
         else:
+            constants = json.loads((ps / "vendor" / f"{patch['id']}.json").read_text())
             for edit in patch["edits"]:
+                old, new = constants[edit["old_from"]], constants[edit["new_from"]]
                 path = expected / edit["file"]
                 text = path.read_text()
-                assert text.count(edit["old"]) == 1
-                path.write_text(text.replace(edit["old"], edit["new"], 1))
+                assert text.count(old) == 1
+                path.write_text(text.replace(old, new, 1))
     assert _contents(root) == _contents(expected)
 
     res = run_main("apply", ps, "--root", root, "--state-dir", state)

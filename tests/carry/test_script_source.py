@@ -182,3 +182,66 @@ def test_a_here_document_source_is_a_file_at_a_commit(tmp_path: Path) -> None:
         res = run_main("validate", ps)
         assert res.code == 2, source
         assert f"{ps / 'patchset.yaml'}:" in res.err and message in res.err, res.err
+
+
+PROGRAM = (
+    "#!/bin/sh\n"
+    "python - \"$ROOT/demo_engine/envs.py\" <<'PY'\n"
+    "import sys\n"
+    "F = sys.argv[1]\n"
+    "src = open(F).read()\n"
+    'OLD = "B = 2\\n"\n'
+    'NEW = (OLD\n    + "C = 3\\n")\n'
+    "assert src.count(OLD) == 1\n"
+    "open(F, 'w').write(src.replace(OLD, NEW, 1))\n"
+    "PY\n"
+)
+
+
+def test_a_replace_patch_takes_its_texts_from_the_constants_of_a_script_s_program(
+    tmp_path: Path,
+) -> None:
+    source = {**SOURCE, "heredoc": "PY"}
+    edit = {"file": "demo_engine/envs.py", "old_from": "OLD", "new_from": "NEW"}
+    ps = write_patchset(
+        tmp_path / "ps", [{"id": "edit", "kind": "replace", "source": source, "edits": [edit]}]
+    )
+    copy = tmp_path / "copy" / "patch.sh"
+    copy.parent.mkdir()
+    copy.write_text(PROGRAM)
+    root = tmp_path / "root"
+    (root / "demo_engine").mkdir(parents=True)
+    (root / "demo_engine" / "envs.py").write_text("A = 1\nB = 2\n")
+    res = run_main("validate", ps)
+    assert "NOT LOCKED: edit: source ops-org/scripts@" in res.out
+    res = run_main("vendor", ps, "--from", copy)
+    assert res.code == 0, res.err
+    vendored = json.loads((ps / "vendor" / "edit.json").read_text())
+    assert vendored == {"OLD": "B = 2\n", "NEW": "B = 2\nC = 3\n"}
+    entry = json.loads((ps / "patchbay.lock").read_text())["sources"]["edit"]
+    assert entry["sha256"] == _sha((ps / "vendor" / "edit.json").read_bytes())
+    assert entry["origin_sha256"] == _sha(PROGRAM)
+    state = tmp_path / "state"
+    assert run_main("apply", ps, "--root", root, "--state-dir", state).code == 0
+    assert (root / "demo_engine" / "envs.py").read_text() == "A = 1\nB = 2\nC = 3\n"
+    assert "nothing to do" in run_main("apply", ps, "--root", root, "--state-dir", state).out
+    assert run_main("revert", ps, "--root", root, "--state-dir", state).code == 0
+    assert (root / "demo_engine" / "envs.py").read_text() == "A = 1\nB = 2\n"
+    # a name the program does not define as a string constant is named, nothing is written
+    (ps / "vendor" / "edit.json").unlink()
+    bad = write_patchset(
+        tmp_path / "bad",
+        [{"id": "edit", "kind": "replace", "source": source, "edits": [{**edit, "new_from": "F"}]}],
+    )
+    res = run_main("vendor", bad, "--from", copy)
+    assert res.code == 2
+    assert f"{copy}: patch edit: the here-document <<PY defines no string constant F" in res.err
+    assert not (bad / "vendor").exists()
+    # texts named without a source, or a source with literal texts: refused at their line
+    for edits, src in [([edit], None), ([{"file": "a.py", "old": "x", "new": "y"}], source)]:
+        patch = {"id": "edit", "kind": "replace", "edits": edits}
+        if src:
+            patch["source"] = src
+        ps = write_patchset(tmp_path / f"mixed{len(str(src))}", [patch])
+        res = run_main("validate", ps)
+        assert res.code == 2 and "`old_from`/`new_from` name constants" in res.err, res.err

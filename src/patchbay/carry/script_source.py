@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from ..analysis.heredocs import here_document
+from ..analysis.pyconstants import string_constants
 from ..apply.ledger import sha256_bytes
 from ..errors import InputError, RefusedError
 from ..patchset.lockfile import LockedSource
-from ..patchset.model import DiffPatch, RemoteSource
+from ..patchset.model import DiffPatch, RemoteSource, ReplacePatch
 from ..upstream.queries import GitHubClient
 
 MAX_SCRIPT_BYTES = 16 << 20
@@ -41,7 +42,10 @@ class ScriptDiff:
 
 
 def _local_copy(
-    patch: DiffPatch, src: RemoteSource, old: LockedSource | None, copies: Sequence[Path]
+    patch: DiffPatch | ReplacePatch,
+    src: RemoteSource,
+    old: LockedSource | None,
+    copies: Sequence[Path],
 ) -> tuple[Path, bytes] | None:
     """The ``--from`` copy for ``src`` (by file name), checked against the lock.
 
@@ -87,12 +91,13 @@ def _local_copy(
 
 def script_diff(
     gh: GitHubClient,
-    patch: DiffPatch,
+    patch: DiffPatch | ReplacePatch,
     src: RemoteSource,
     old: LockedSource | None,
     copies: Sequence[Path] = (),
 ) -> ScriptDiff:
-    """Read ``src``'s script (a ``--from`` copy, else the forge) and cut its here-document.
+    """Read ``src``'s script (a ``--from`` copy, else the forge) and cut its here-document
+    (for a ``replace`` patch, the Python program whose constants are its texts).
 
     Args:
         gh: the forge client (not used when a local copy answers).
@@ -140,3 +145,27 @@ def script_diff(
         origin_sha256=sha256_bytes(data),
     )
     return ScriptDiff(locked=locked, content=doc.body, origin=origin)
+
+
+def replace_constants(patch: ReplacePatch, program: bytes, origin: str) -> bytes:
+    """The vendored content of a ``replace`` patch's source: the string constants its edits
+    name, from the here-document's Python program, as sorted JSON (what the lock hashes).
+
+    Raises:
+        InputError: the program does not parse, or does not define a named constant.
+    """
+    import json
+
+    constants = string_constants(program.decode("utf-8", "surrogateescape"), origin)
+    names = [n for e in patch.edits for n in (e.old_from, e.new_from) if n is not None]
+    missing = [n for n in names if n not in constants]
+    if missing:
+        raise InputError(
+            f"the here-document <<{patch.source.heredoc if patch.source else '?'} defines no "
+            f"string constant {', '.join(sorted(set(missing)))} (a NAME = '...' of literals, "
+            "+ and earlier constants)",
+            file=origin,
+            patch_id=patch.id,
+        )
+    used = {n: constants[n] for n in sorted(set(names))}
+    return (json.dumps(used, indent=2, sort_keys=True) + "\n").encode()

@@ -39,11 +39,19 @@ from ..environment.paths import PathRejected
 from ..errors import InputError, RefusedError
 from ..options import RunOptions
 from ..patchset.lockfile import Lock, LockedArtifact, LockedRevision, LockedSource
-from ..patchset.model import ArtifactPatch, BuildSource, DiffPatch, Patchset, PipPatch, RemoteSource
+from ..patchset.model import (
+    ArtifactPatch,
+    BuildSource,
+    DiffPatch,
+    Patchset,
+    PipPatch,
+    RemoteSource,
+    ReplacePatch,
+)
 from ..upstream.github import DEFAULT_API
 from ..upstream.queries import GitHubClient
 from .fetch import fetch_pinned
-from .script_source import script_diff
+from .script_source import replace_constants, script_diff
 
 
 @dataclass
@@ -193,6 +201,17 @@ def vendor_patchset(
             pending_files.append((patchset.folder / locked.file, content))
             lock.sources[patch.id] = locked
             result.sources.append(patch.id)
+        elif isinstance(patch, ReplacePatch) and patch.source is not None:
+            cut = script_diff(gh, patch, patch.source, lock.sources.get(patch.id), local_copies)
+            content = replace_constants(patch, cut.content, cut.origin)
+            cut.locked.sha256 = sha256_bytes(content)
+            result.origins[patch.id] = cut.origin
+            old = lock.sources.get(patch.id)
+            if old is not None and old.ref == cut.locked.ref and old.sha256 != cut.locked.sha256:
+                _refuse_moved(patch.id, cut.locked.url, old.sha256, cut.locked.sha256, update)
+            pending_files.append((patchset.folder / cut.locked.file, content))
+            lock.sources[patch.id] = cut.locked
+            result.sources.append(patch.id)
         elif isinstance(patch, ArtifactPatch):
             for f in patch.files:
                 if f.sha256 is None:
@@ -215,7 +234,7 @@ def _needs_network(patch: object, local_copies: Sequence[Path]) -> str | None:
     vendor): what ``vendor --offline`` leaves unlocked, and says so."""
     if isinstance(patch, PipPatch) and patch.source is not None and patch.source.commit is None:
         return f"the commit of {patch.source.label} is asked of the forge"
-    if isinstance(patch, DiffPatch) and patch.source is not None:
+    if isinstance(patch, (DiffPatch, ReplacePatch)) and patch.source is not None:
         src = patch.source
         if src.file is None:
             return f"the diff of {src.ref} is asked of the forge"

@@ -267,25 +267,68 @@ class DiffPatch(PatchBase, kw_only=True, tag="diff"):
 
 
 class ReplaceEdit(_Strict, kw_only=True):
-    """One exact-text edit: ``old`` must occur exactly ``count`` times in ``file``."""
+    """One exact-text edit: ``old`` must occur exactly ``count`` times in ``file``.
+
+    With the patch's ``source`` (a here-document of a script at a commit that holds the Python
+    program making the edit), ``old_from`` and ``new_from`` name that program's string constants
+    (``OLD1 = "..."``, ``NEW1 = OLD1 + "..."``) instead of retyping their text; ``vendor`` reads
+    their values and locks them.
+    """
 
     file: str
-    old: Annotated[str, Meta(min_length=1)]
-    new: str
+    old: Annotated[str, Meta(min_length=1)] | None = None
+    new: str | None = None
+    old_from: Annotated[str, Meta(pattern=r"^[A-Za-z_]\w*\Z")] | None = None
+    new_from: Annotated[str, Meta(pattern=r"^[A-Za-z_]\w*\Z")] | None = None
     count: Annotated[int, Meta(ge=1)] = 1
 
     def __post_init__(self) -> None:
         self.file = check_field("file", relative_posix_path, self.file)
-        if self.old == self.new:
-            raise ValueError("old and new text are identical")
+        literal = (self.old is not None, self.new is not None)
+        named = (self.old_from is not None, self.new_from is not None)
+        if literal == (True, True) and named == (False, False):
+            if self.old == self.new:
+                raise ValueError("old and new text are identical")
+        elif not (literal == (False, False) and named == (True, True)):
+            raise ValueError(
+                "give `old` and `new` (the texts), or `old_from` and `new_from` (the names of "
+                "the source program's string constants)"
+            )
+
+    @property
+    def named(self) -> bool:
+        """The texts are constants of the patch's source program (``old_from``/``new_from``)."""
+        return self.old_from is not None
 
 
 class ReplacePatch(PatchBase, kw_only=True, tag="replace"):
-    """Exact-text edits of installed files (what ``str.replace`` heredocs did)."""
+    """Exact-text edits of installed files (what ``str.replace`` heredocs did); with
+    ``source`` (a here-document at a commit, see :class:`RemoteSource`), texts named by the
+    program's constants, vendored into ``vendor/<id>.json``."""
 
     kind: ClassVar[str] = "replace"
     target: Annotated[str, Meta(description="Name of an entry in `targets`")]
     edits: Annotated[list[ReplaceEdit], Meta(min_length=1)]
+    source: RemoteSource | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.source is not None and self.source.heredoc is None:
+            raise FieldError(
+                "source", "a replace patch's source is a here-document (`file`, `heredoc`)"
+            )
+        for n, edit in enumerate(self.edits):
+            if edit.named != (self.source is not None):
+                raise FieldError(
+                    ("edits", n),
+                    "`old_from`/`new_from` name constants of the patch's `source`: give both "
+                    "or neither",
+                )
+
+    @property
+    def content_path(self) -> str:
+        """Where the vendored constants live in the patchset folder (with a ``source``)."""
+        return f"vendor/{self.id}.json"
 
 
 class PipPatch(PatchBase, kw_only=True, tag="pip"):

@@ -146,6 +146,16 @@ def _cross_field_rules(schema: dict[str, Any]) -> None:
             "then": _present("file", {"type": "string"}),
         },
     ]
+    defs[ReplaceEdit.__name__]["oneOf"] = [
+        {
+            "required": ["old", "new"],
+            "not": {"anyOf": [{"required": ["old_from"]}, {"required": ["new_from"]}]},
+        },
+        {
+            "required": ["old_from", "new_from"],
+            "not": {"anyOf": [{"required": ["old"]}, {"required": ["new"]}]},
+        },
+    ]
     defs[Target.__name__]["allOf"] = [
         {"oneOf": [_present("package", {"type": "string"}), _present("home", {"type": "string"})]},
         {
