@@ -151,7 +151,7 @@ def test_a_locked_source_whose_diff_is_not_vendored_here_is_listed_not_failed(
     assert res.code == 0, res.err
     assert "NOT LOCKED: envs-c: upstream source ops-org/scripts@" in res.out
     assert f"is locked (sha256 {_sha(DIFF_A)[:12]}) but not vendored here" in res.out
-    assert "`patchbay vendor --from <a copy of the file>" in res.out
+    assert "`patchbay vendor --from <a copy of ops/patch.sh>" in res.out
     res = run_main("apply", ps, "--root", root, "--state-dir", tmp_path / "state")
     assert res.code == 1
     assert (root / "demo_engine" / "envs.py").read_text() == "A = 1\nB = 2\n"
@@ -213,7 +213,7 @@ def test_a_replace_patch_takes_its_texts_from_the_constants_of_a_script_s_progra
     (root / "demo_engine").mkdir(parents=True)
     (root / "demo_engine" / "envs.py").write_text("A = 1\nB = 2\n")
     res = run_main("validate", ps)
-    assert "NOT LOCKED: edit: source ops-org/scripts@" in res.out
+    assert "NOT LOCKED: edit: upstream source ops-org/scripts@" in res.out
     res = run_main("vendor", ps, "--from", copy)
     assert res.code == 0, res.err
     vendored = json.loads((ps / "vendor" / "edit.json").read_text())

@@ -133,33 +133,12 @@ def _named_edits(patch: ReplacePatch, patchset: Patchset, index: int) -> list[Re
         InputError: the vendored file does not match the lock, is not a JSON object of
             strings, or lacks a named constant.
     """
-    from ..patchset.inputfiles import read_input
-    from ..patchset.lockfile import Lock
+    from .vendored import vendored_content
 
-    src = patch.source
-    assert src is not None
-    locked = Lock.load(patchset.folder).sources.get(patch.id)
-    fetch = f"`patchbay vendor --from <a copy of {src.file}> {patchset.folder}`"
-    if locked is None or locked.ref != src.ref:
-        return f"source {src.ref} is not locked yet: run {fetch}, or vendor it with network access"
-    path = patchset.folder / locked.file
-    if not path.exists() and not path.is_symlink():
-        return (
-            f"source {src.ref} is locked (sha256 {locked.sha256[:12]}) but not vendored here: "
-            f"run {fetch}"
-        )
-    line = patchset.patch_line(index, "source")
-    data = read_input(
-        path, what=f"vendored {patch.content_path}", file=patchset.path, line=line,
-        patch_id=patch.id,
-    )  # fmt: skip
-    if sha256_bytes(data) != locked.sha256:
-        raise InputError(
-            f"vendored content of {src.ref} does not match the lock (sha256 {sha256_bytes(data)}, "
-            f"locked {locked.sha256}); run `patchbay vendor` again",
-            file=path,
-            patch_id=patch.id,
-        )
+    got = vendored_content(patch, patchset, index, paths=[])
+    if isinstance(got, str):
+        return got
+    data, path = got.data, got.path
     try:
         constants = json.loads(data)
         if not isinstance(constants, dict) or not all(

@@ -133,3 +133,28 @@ def coverage_lines(patch: object, files: Sequence[tuple[str, int]] | None) -> li
         elif rest:
             out.append(f"{hunk_ranges(rest)} {'are' if len(rest) > 1 else 'is'} local{reason}")
     return out
+
+
+def check_coverage(
+    patch: object, files: Sequence[tuple[str, int]], patchset: object, index: int
+) -> None:
+    """Every ``covers`` of ``patch``'s references names hunks and files its diff has
+    (``files``: ``(path, hunk count)`` in diff order); called when the diff is loaded.
+
+    Raises:
+        InputError: at the entry's line in the patchset (``patchset.patch_line``).
+    """
+    from ..errors import InputError
+
+    for n, entry in enumerate(getattr(patch, "upstream", [])):
+        if isinstance(entry, str):
+            continue
+        try:
+            covered_hunks(entry.covers, files)
+        except ValueError as exc:
+            raise InputError(
+                f"upstream {entry.ref} {exc}",
+                file=getattr(patchset, "path", None),
+                line=patchset.patch_line(index, "upstream", n),  # type: ignore[attr-defined]
+                patch_id=getattr(patch, "id", None),
+            ) from None
