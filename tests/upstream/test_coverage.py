@@ -77,6 +77,18 @@ def test_a_merged_reference_covering_one_hunk_says_refresh_not_remove(
     assert b.verdict is Verdict.REFRESH and "hunk 3 not covered" in b.reason
     assert b.coverage[0] == "acme/engine#11 covers engine/carried.py"
     assert a.to_json()["coverage"] == a.coverage
+    # the report shows it in every format
+    from patchbay.upstream.report import build_report
+    from patchbay.upstream.report_formats import render
+
+    with GitHubStandIn() as server:
+        serve_engine(server, path, ids)
+        client = GitHubClient(server.url, cache_dir=tmp_path / "cache2")
+        report = build_report([load_patchset(partial)], client)
+    for fmt in ("markdown", "html", "json"):
+        text = render(report, fmt)
+        assert "acme/engine#11 covers hunk 1" in text, fmt
+        assert "hunks 2-3 are local: the rest is local tuning" in text, fmt
 
 
 def test_covers_is_checked_against_the_diff_and_needs_a_reason(tmp_path: Path) -> None:
