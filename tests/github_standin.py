@@ -10,6 +10,9 @@ matching ``If-None-Match``; ``x-ratelimit-limit/-remaining/-reset/-used/-resourc
 not use the limit). Faults are queued per path prefix: a status (500, a 403 rate limit with its
 headers), or a delay longer than the client's timeout. Every request is logged with its status.
 
+Contents: ``GET /repos/{o}/{r}/contents/{path}?ref=SHA`` answers a file of the real repository
+at that commit (base64, as GitHub does), 404 for a path that is no file there.
+
 GraphQL: the server reads the aliased ``repository(owner: $oN, name: $nN) { iN_K:
 issueOrPullRequest(number: X) ... }`` queries patchbay sends (it is not a general GraphQL
 engine) and answers with GraphQL field names (``isDraft``, ``mergeCommit { oid }``,
@@ -389,7 +392,35 @@ class GitHubStandIn:
             return 200, self._commit_json(repo, git, sha)
         if m2 := re.fullmatch(r"/compare/(.+?)\.\.\.(.+)", rest):
             return self._compare(repo, git, m2.group(1), m2.group(2), query)
+        if m2 := re.fullmatch(r"/contents/(.+)", rest):
+            return self._contents(repo, git, unquote(m2.group(1)), query.get("ref", "HEAD"))
         return 404, {"message": "Not Found"}
+
+    def _contents(self, repo: Repo, git: _Git, path: str, ref: str) -> tuple[int, Any]:
+        """``GET /repos/{o}/{r}/contents/{path}?ref=`` of a file: base64 ``content`` of
+        ``git show REF:PATH`` (404 for a path that is no file there, as GitHub answers)."""
+        import base64
+
+        sha = git.resolve(ref)
+        if sha is None:
+            return 404, {"message": f"No commit found for the ref {ref}"}
+        proc = subprocess.run(
+            ["git", "-C", git.dir, "cat-file", "blob", f"{sha}:{path}"],
+            capture_output=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            return 404, {"message": "Not Found"}
+        data = proc.stdout
+        return 200, {
+            "type": "file",
+            "name": path.rsplit("/", 1)[-1],
+            "path": path,
+            "size": len(data),
+            "sha": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
+            "encoding": "base64",
+            "content": base64.encodebytes(data).decode(),
+        }
 
     def _pull_json(self, repo: Repo, p: Pull) -> dict[str, Any]:
         return {

@@ -135,7 +135,7 @@ WINGS = {
     "kinds": {"patchset", "diff", "environment", "apply", "carry"},  # the core's plug-ins; fetch
     "apply": {"patchset", "diff", "environment", "kinds"},
     "authoring": {"patchset", "diff", "environment", "kinds", "apply"},
-    "carry": {"patchset", "diff", "environment", "kinds", "apply", "upstream"},
+    "carry": {"patchset", "diff", "environment", "kinds", "apply", "upstream", "analysis"},
     "upstream": {"patchset", "diff", "environment", "apply", "authoring", "waivers"},
     "importer": {"analysis", "patchset", "diff", "environment"},
     "audit": {"analysis", "patchset", "environment", "upstream", "waivers"},

@@ -1,4 +1,4 @@
-"""The repository's real cases: both patchsets validate offline and list what is not locked,
+"""The repository's real cases: both patchsets validate offline and list what is not vendored,
 the repository audits without errors, and the shapes they use work end to end: one upstream PR
 taken at a fixed head commit and split over two install roots by ``paths`` filters (vendored
 from a forge on 127.0.0.1, applied to a real engine environment)."""
@@ -6,6 +6,7 @@ from a forge on 127.0.0.1, applied to a real engine environment)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import yaml
@@ -34,28 +35,38 @@ KERNELS = {
 HEAD_4521 = "0cbedbb1bc5b3b254dd12ca4e8d3c7638b86830b"
 
 
-def test_the_kimi_patchset_validates_offline_and_lists_what_is_not_locked() -> None:
-    res = run_main("validate", KIMI)
+def _fresh(patchset: Path, dest: Path) -> Path:
+    """The shipped patchset as a fresh clone has it: its lock, no vendored diffs."""
+    shutil.copytree(patchset, dest, ignore=shutil.ignore_patterns("vendor"))
+    return dest
+
+
+def test_the_kimi_patchset_validates_offline_and_lists_what_is_not_vendored(
+    tmp_path: Path,
+) -> None:
+    ps = _fresh(KIMI, tmp_path / "kimi")
+    res = run_main("validate", ps)
     assert res.code == 0, res.err
     doc = yaml.safe_load((KIMI / "patchset.yaml").read_text())
     unlocked = {line.split(":")[1].strip() for line in res.out.splitlines() if "NOT LOCKED" in line}
-    remote = {
-        p["id"] for p in doc["patches"] if p.get("source") or p["kind"] == "artifact"
-    }  # every diff is taken from upstream, every kernel by URL
-    assert unlocked == remote
-    assert f"valid ({len(doc['patches'])} patch(es), {len(remote)} not locked yet" in res.out
-    kernels = next(p for p in doc["patches"] if p["id"] == "aiter-fp8-verify-kernels")
+    diffs = {p["id"] for p in doc["patches"] if p.get("source")}  # the kernels are hashed
+    assert unlocked == diffs
+    assert f"valid ({len(doc['patches'])} patch(es), {len(diffs)} not locked yet" in res.out
+    kernels = next(p for p in doc["patches"] if p["id"] == "aiter-4521-verify-kernels")
     assert {Path(f["dest"]).name for f in kernels["files"]} == KERNELS
     assert all(f["dest"].startswith("hsa/gfx950/mla/") for f in kernels["files"])
     assert all(f"/{HEAD_4521}/hsa/gfx950/mla/" in f["url"] for f in kernels["files"])
+    assert all(len(f["sha256"]) == 64 and f["size"] > 1000 for f in kernels["files"])
 
 
-def test_the_minimax_patchset_is_a_pinned_source_build_not_locked_yet(tmp_path: Path) -> None:
-    res = run_main("validate", MINIMAX)
+def test_the_minimax_patchset_is_locked_but_not_vendored_in_a_fresh_clone(tmp_path: Path) -> None:
+    ps = _fresh(MINIMAX, tmp_path / "minimax")
+    res = run_main("validate", ps)
     assert res.code == 0, res.err
-    assert "NOT LOCKED: lmcache-hip-source-build: source build LMCache/LMCache@" in res.out
+    assert "NOT LOCKED: vllm-pa-gluon-decode: upstream source SemiAnalysisAI/InferenceX@" in res.out
+    assert "but not vendored here" in res.out
     (tmp_path / "vllm").mkdir()  # --root stands in for site-packages: the target package is there
-    res = run_main("status", MINIMAX, "--root", tmp_path, "--json")
+    res = run_main("status", ps, "--root", tmp_path, "--json")
     assert json.loads(res.out)["patches"][0]["status"] == "unlocked"
 
 
@@ -65,7 +76,10 @@ def test_the_repository_audits_without_errors() -> None:
     findings = json.loads(res.out)["findings"]
     assert not [f for f in findings if f["severity"] == "error" and not f["suppressed"]]
     unlocked = [f for f in findings if f["code"] == "PB304"]
-    assert any("LMCache/LMCache" in f["message"] for f in unlocked)
+    assert {f["message"].split(":")[0] for f in unlocked} == {
+        "patch aiter-4521-python",
+        "patch aiter-4521-meta",
+    }  # only the #4521 PR diff is not in the lock: only the forge can give it
 
 
 # a PR that spans the package and its data folder, plus a test file that is not installed

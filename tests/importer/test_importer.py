@@ -400,7 +400,8 @@ def test_import_writes_the_patchset_file_by_file(tmp_path: Path) -> None:
                 "benchmark harness",
                 "upstream": ["vllm-project/vllm#51011"],
                 "requirement": "triton==3.7.0",
-                "extra_index_urls": [ROCM_INDEX],
+                # the script's --extra-index-url, as the one index (dependency confusion)
+                "index_url": ROCM_INDEX,
             },
             {
                 "id": "benchtool-1.0",

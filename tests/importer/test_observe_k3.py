@@ -114,7 +114,9 @@ def test_the_observed_k3_patchset_reproduces_the_scripts_tree(
     pins = {p["requirement"] for p in doc["patches"] if p["kind"] == "pip"}
     assert pins == {f"{n}=={v}" for n, v in PINS.items()}
     (triton,) = [p for p in doc["patches"] if p.get("requirement") == "triton==3.7.0"]
-    assert triton["extra_index_urls"] == ["https://pypi.amd.com/triton/release/rocm-7.2.0/simple/"]
+    # the script's extra index becomes the pin's only one (no dependency confusion with PyPI)
+    assert triton["index_url"] == "https://pypi.amd.com/triton/release/rocm-7.2.0/simple/"
+    assert "extra_index_urls" not in triton
     # per diff, the references of its own part of the header, never one list for all
     refs = {p["id"]: p.get("upstream", []) for p in doc["patches"]}
     assert refs["diff-gemm-a16w16"] != refs["diff-rocm-aiter-mla"]

@@ -165,6 +165,7 @@ def _build_patchset(
         "no_build_isolation": True,
         "build_env": {"CXX": "hipcc", "BUILD_WITH_HIP": "1"},
         "find_links": [str(links)],
+        "no_index": True,  # the links only: no second source for pip to pick from
         **extra,
     }
     ps = write_patchset(tmp_path / "ps", [patch])

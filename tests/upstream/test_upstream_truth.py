@@ -41,8 +41,8 @@ REPORT = {
     "late": "bump",
     "open-work": "keep",
 }
-# what the forge alone says (no image at hand)
-FORGE = {**REPORT, "attn-three": "bump"}
+# what the report says with no image at hand (it reads the files from the forge)
+FORGE = REPORT  # the forge serves the files: the same verdicts by content
 
 
 @pytest.fixture(scope="module")
@@ -237,3 +237,49 @@ def test_a_reinstall_after_apply_is_seen_and_cleared(kv: KvEngine, tmp_path: Pat
         p["ledger"] is None
         for p in _json("status", kv.patchset, "--python", engine.python)["patches"]
     )
+
+
+def test_without_an_image_the_report_reads_the_files_from_the_forge_and_caches_them(
+    kv: KvEngine, forge: GitHubStandIn, tmp_path: Path
+) -> None:
+    check = {
+        p["id"]: p["verdict"]
+        for p in _json("check", kv.patchset, "--root", kv.candidate)["patches"]
+    }
+    rows = _report(kv, forge, tmp_path, images=False)
+    contents = [e for e in forge.log if e.path.startswith("/repos/acme/kv/contents/")]
+    assert contents and all(e.status == 200 for e in contents)
+    refs = {e.path.split("ref=", 1)[1] for e in contents}
+    assert kv.ids["P"] in refs and len(refs) > 1  # the pinned commit, and merge commits
+    attn = rows["attn-three"]
+    assert attn["verdict"] == "refresh"  # merged, but only hunk 1 landed: never "bump"
+    assert "hunks 2-3 still needed" in attn["reason"] and "from the forge" in attn["reason"]
+    assert [e["image"] for e in attn["evidence"]] == ["pinned", "candidate"]
+    # at #33's merge commit hunk 1 is there, 2 and 3 still apply (the candidate, later, has
+    # #34 too, which is why hunk 3 conflicts there)
+    assert attn["evidence"][1]["hunk_counts"] == {"upstream": 1, "applies": 2}
+    # `remove` exactly where check finds the whole patch upstream and the pin holds it
+    removable = {pid for pid, r in rows.items() if r["verdict"] == "remove"}
+    assert removable == {"int64-strides"} <= {p for p, v in check.items() if v == "upstream"}
+    assert "already ships" in rows["int64-strides"]["reason"]
+    # a second run asks again with the ETags it kept: the files come from the cache
+    forge.clear_log()
+    assert {pid: r["verdict"] for pid, r in _report(kv, forge, tmp_path, images=False).items()} == {
+        pid: r["verdict"] for pid, r in rows.items()
+    }
+    again = [e for e in forge.log if e.path.startswith("/repos/acme/kv/contents/")]
+    assert again and all(e.status == 304 for e in again)
+
+
+def test_when_the_forge_serves_no_file_the_verdict_is_by_reference_and_never_remove(
+    kv: KvEngine, forge: GitHubStandIn, tmp_path: Path
+) -> None:
+    from github_standin import Fault
+
+    forge.fail("/repos/acme/kv/contents/", *[Fault(status=404, message="Not Found")] * 50)
+    rows = _report(kv, forge, tmp_path, images=False)
+    assert "remove" not in {r["verdict"] for r in rows.values()}
+    strides = rows["int64-strides"]
+    assert strides["verdict"] == "attention"
+    assert strides["reason"].startswith("by reference only: the content could not be read")
+    assert _pb501(kv, forge, tmp_path, image=False) == set()  # the audit agrees

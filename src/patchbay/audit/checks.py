@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from ..patchset.lockfile import LOCK_NAME, Lock
-from ..patchset.model import ArtifactPatch, DiffPatch, Patchset, PipPatch
+from ..patchset.model import ArtifactPatch, DiffPatch, Patchset, PipPatch, ReplacePatch
 from ..waivers import FIELD_TITLES, Waiver, placeholder_in
 from .rules import Finding, relative
 from .waived import ScriptLink
@@ -119,7 +119,7 @@ def _unlocked(ps: Patchset, yaml_rel: str) -> list[Finding]:
     lock = Lock.load(ps.folder)
     out = []
     for i, patch in enumerate(ps.patches):
-        if isinstance(patch, DiffPatch) and patch.source is not None:
+        if isinstance(patch, (DiffPatch, ReplacePatch)) and patch.source is not None:
             locked = lock.sources.get(patch.id)
             if (
                 locked is None

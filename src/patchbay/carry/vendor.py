@@ -4,7 +4,9 @@ For every diff patch with an upstream ``source``: a PR (``owner/repo#N``) resolv
 commit, and its diff is taken as GitHub's compare of the PR's base and head commits; a commit
 resolves to its own diff; a PR with a ``commit`` is taken as it was at that head commit (the
 three-dot compare of the PR's base with it). Only the file patches under the source's ``paths``
-are kept, and the ones left out are listed, so a reviewer sees what a filter dropped. The
+are kept, and the ones left out are listed, so a reviewer sees what a filter dropped. A
+here-document source is the body of one here-document of a script at a commit
+(:mod:`.script_source`; the script from the forge's contents API or a ``--from`` copy). The
 content goes to ``vendor/<id>.patch`` in the patchset folder and its sha256 and the commits go
 into ``patchbay.lock`` (like nixpkgs' ``fetchpatch``: the pin is a content hash, never a moving
 URL). Artifact files declared without a hash are downloaded once and their sha256 and size are
@@ -24,8 +26,9 @@ identity, :mod:`patchbay.diff.identity`) is re-locked with a note.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from ..apply.journal import write_atomic
@@ -36,10 +39,19 @@ from ..environment.paths import PathRejected
 from ..errors import InputError, RefusedError
 from ..options import RunOptions
 from ..patchset.lockfile import Lock, LockedArtifact, LockedRevision, LockedSource
-from ..patchset.model import ArtifactPatch, BuildSource, DiffPatch, Patchset, PipPatch, RemoteSource
+from ..patchset.model import (
+    ArtifactPatch,
+    BuildSource,
+    DiffPatch,
+    Patchset,
+    PipPatch,
+    RemoteSource,
+    ReplacePatch,
+)
 from ..upstream.github import DEFAULT_API
 from ..upstream.queries import GitHubClient
 from .fetch import fetch_pinned
+from .script_source import replace_constants, script_diff
 
 
 @dataclass
@@ -53,6 +65,9 @@ class VendorResult:
         left_out: patch id -> paths of the upstream diff its ``paths`` filter did not keep.
         relocked: patch id -> a note, for a source whose bytes changed upstream while its
             identity did not (re-locked, not refused).
+        origins: patch id -> where a here-document source's script was read (a local copy's
+            path, or the forge URL).
+        skipped: patch id -> why ``--offline`` left it as it was (it needs the network).
     """
 
     sources: list[str] = field(default_factory=list)
@@ -60,6 +75,8 @@ class VendorResult:
     revisions: dict[str, str] = field(default_factory=dict)
     left_out: dict[str, list[str]] = field(default_factory=dict)
     relocked: dict[str, str] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
 
 
 def filter_paths(diff: str, paths: list[str]) -> str:
@@ -113,11 +130,16 @@ def vendor_patchset(
     api_url: str = DEFAULT_API,
     options: RunOptions | None = None,
     update: bool = False,
+    local_copies: Sequence[Path] = (),
 ) -> VendorResult:
     """Download and lock every remote source and unhashed artifact of ``patchset``.
 
     A source or artifact that is locked already keeps its pin: if upstream now serves other
     bytes for it, vendor refuses (a pin that moves silently would defeat it) unless ``update``.
+    A here-document source (``file`` + ``heredoc``) reads its script from one of
+    ``local_copies`` of that file name when there is one (checked against the lock's hash of
+    the script, :mod:`patchbay.carry.script_source`), so it needs no network. With
+    ``options.offline``, what would need the network is left as it is, listed in ``skipped``.
 
     Raises:
         RefusedError: the forge or a download host failed, or locked content changed upstream,
@@ -130,6 +152,11 @@ def vendor_patchset(
     gh = GitHubClient.from_env(api_url, timeout=options.http_timeout, retries=options.retries)
     pending_files: list[tuple[Path, bytes]] = []
     for patch in patchset.patches:
+        if options.offline:
+            why = _needs_network(patch, local_copies)
+            if why is not None:
+                result.skipped[patch.id] = why
+                continue
         if isinstance(patch, PipPatch) and patch.source is not None:
             revision = _resolve_revision(gh, patch, patch.source)
             if revision is None:  # a full commit id pins itself
@@ -151,7 +178,12 @@ def vendor_patchset(
             lock.revisions[patch.id] = revision
             result.revisions[patch.id] = f"{patch.source.label} -> {revision.commit}"
         elif isinstance(patch, DiffPatch) and patch.source is not None:
-            locked, content, left = _fetch_source(gh, patch, patch.source)
+            if patch.source.heredoc is not None:
+                cut = script_diff(gh, patch, patch.source, lock.sources.get(patch.id), local_copies)
+                locked, content, left = cut.locked, cut.content, []
+                result.origins[patch.id] = cut.origin
+            else:
+                locked, content, left = _fetch_source(gh, patch, patch.source)
             if left:
                 result.left_out[patch.id] = left
             parsed = parse_diff(content, source=patchset.folder / locked.file, strip=patch.strip)
@@ -169,6 +201,17 @@ def vendor_patchset(
             pending_files.append((patchset.folder / locked.file, content))
             lock.sources[patch.id] = locked
             result.sources.append(patch.id)
+        elif isinstance(patch, ReplacePatch) and patch.source is not None:
+            cut = script_diff(gh, patch, patch.source, lock.sources.get(patch.id), local_copies)
+            content = replace_constants(patch, cut.content, cut.origin)
+            cut.locked.sha256 = sha256_bytes(content)
+            result.origins[patch.id] = cut.origin
+            old = lock.sources.get(patch.id)
+            if old is not None and old.ref == cut.locked.ref and old.sha256 != cut.locked.sha256:
+                _refuse_moved(patch.id, cut.locked.url, old.sha256, cut.locked.sha256, update)
+            pending_files.append((patchset.folder / cut.locked.file, content))
+            lock.sources[patch.id] = cut.locked
+            result.sources.append(patch.id)
         elif isinstance(patch, ArtifactPatch):
             for f in patch.files:
                 if f.sha256 is None:
@@ -184,6 +227,23 @@ def vendor_patchset(
         write_atomic(path, content, mode=0o644)
     lock.save(patchset.folder)
     return result
+
+
+def _needs_network(patch: object, local_copies: Sequence[Path]) -> str | None:
+    """Why vendoring ``patch`` would need the network (None: it does not, or has nothing to
+    vendor): what ``vendor --offline`` leaves unlocked, and says so."""
+    if isinstance(patch, PipPatch) and patch.source is not None and patch.source.commit is None:
+        return f"the commit of {patch.source.label} is asked of the forge"
+    if isinstance(patch, (DiffPatch, ReplacePatch)) and patch.source is not None:
+        src = patch.source
+        if src.file is None:
+            return f"the diff of {src.ref} is asked of the forge"
+        name = PurePosixPath(src.file).name
+        if not any(p.name == name for p in local_copies):
+            return f"no --from copy named {name}, and the forge is not asked offline"
+    if isinstance(patch, ArtifactPatch) and any(f.sha256 is None for f in patch.files):
+        return "an artifact without a sha256 is downloaded to hash it"
+    return None
 
 
 def _old_identity(patchset: Patchset, patch: DiffPatch, old: LockedSource) -> str | None:

@@ -73,6 +73,7 @@ class PipDraft(Draft):
     index_url: str | None = None
     extra_index_urls: list[str] = field(default_factory=list)
     find_links: list[str] = field(default_factory=list)
+    no_index: bool = False
     no_deps: bool = False
     no_build_isolation: bool = False
     build_env: dict[str, str] = field(default_factory=dict)

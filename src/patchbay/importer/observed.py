@@ -39,7 +39,7 @@ from .drafts import (
     WalkResult,
 )
 from .observe import Changes, FileState, RunResult
-from .patches import site_rel
+from .patches import one_package_source, site_rel
 from .refs import find_refs
 
 _DIFF_PATH = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
@@ -240,7 +240,10 @@ def observed_result(
             pin.extra_index_urls = list(known.extra_index_urls)
             pin.find_links = list(known.find_links)
             pin.no_deps = known.no_deps
+            pin.no_index = known.no_index
             pin.harness = known.harness
+            pin.notes.extend(known.notes)
+        one_package_source(pin)  # one source: pip's best match of several is not a pin
         if was is not None:
             pin.notes.append(f"replaces {was.name} {was.version} of the engine")
         by = [p for p in predicted if _installs(p.mod, now.name)]

@@ -470,6 +470,7 @@ def pip(c: Conversion, mods: list[Modification], ctx: Context, engine: dict[int,
             build_env={k: v for k, v in env.items() if "$" not in v},
         )
         draft.notes.extend(notes)
+        one_package_source(draft)
         if not any(str(s.operator) in ("==", "===") for s in req.specifier) and not req.url:
             draft.notes.append(f"{requirement} is a range, not an exact pin")
         if not engine.get(id(mod), False):
@@ -689,3 +690,33 @@ def unconvertible(c: Conversion, mod: Modification, ctx: Context) -> None:
 def _redirect_target(text: str) -> str | None:
     m = re.search(r">>?\s*(\"[^\"]*\"|'[^']*'|\S+)", text)
     return m.group(1) if m else None
+
+
+def one_package_source(draft: PipDraft) -> None:
+    """Give the pin one package source, as validation requires
+    (:func:`patchbay.patchset.model.package_source_problem`): the script's extra index becomes
+    the pin's only index, its links without an index the only source, each with a note (pip
+    took the best match of them and the primary index, which the patch no longer consults)."""
+    if draft.extra_index_urls:
+        extra = draft.extra_index_urls
+        if draft.index_url is None:
+            draft.index_url, draft.extra_index_urls = extra[0], extra[1:]
+        if draft.extra_index_urls:
+            draft.notes.append(
+                f"the script also named {', '.join(draft.extra_index_urls)} as an extra index; "
+                "left out: pip takes the best match across indexes, so give one index"
+            )
+            draft.extra_index_urls = []
+        draft.notes.append(
+            f"the script's --extra-index-url {extra[0]}: pip took {draft.requirement} from "
+            "whichever of it and the primary index (PyPI) matched best; the patch takes it from "
+            f"{draft.index_url} only (index_url), so check its dependencies are there too, or "
+            "pin with no_deps"
+        )
+    if draft.find_links and draft.index_url is None:
+        draft.no_index = True
+        draft.notes.append(
+            f"the script's --find-links {draft.find_links[0]} next to the primary index: the "
+            "patch installs from the links only (no_index), so a build of the same name on "
+            "PyPI is never taken"
+        )

@@ -458,6 +458,8 @@ def _entries(
             item["extra_index_urls"] = list(draft.extra_index_urls)
         if draft.find_links:
             item["find_links"] = list(draft.find_links)
+        if draft.no_index:
+            item["no_index"] = True
         if draft.no_deps:
             item["no_deps"] = True
         if draft.no_build_isolation:

@@ -25,6 +25,7 @@ from ..diff.parse import FilePatch, Hunk, ParsedDiff, parse_diff
 from ..environment.paths import quote_c
 from ..environment.tree import NoFileHere
 from ..errors import InputError
+from ..patchset.coverage import check_coverage
 from ..patchset.inputfiles import read_input
 from ..patchset.model import DiffPatch
 from .base import (
@@ -153,6 +154,12 @@ def check_structure(parsed: ParsedDiff, data: bytes, source: Path) -> None:
                 )
 
 
+def hunk_files(parsed: ParsedDiff) -> list[tuple[str, int]]:
+    """``(path, hunk count)`` of every file of a parsed diff, in diff order (what ``covers``
+    numbers count over)."""
+    return [(fp.path, len(fp.hunks)) for fp in parsed.files]
+
+
 class DiffKind(FileKind):
     """Implements :class:`~patchbay.kinds.base.PatchKind` for ``kind: diff``."""
 
@@ -160,39 +167,24 @@ class DiffKind(FileKind):
 
     def load(self, patch: DiffPatch, patchset: Patchset, index: int) -> LoadedPatch:
         if patch.source is not None:
-            from ..patchset.lockfile import (
-                Lock,  # only a remote source needs the lock (cold path: diffs)
-            )
+            from .vendored import vendored_content
 
-            locked = Lock.load(patchset.folder).sources.get(patch.id)
-            src = patch.source
-            if locked is None or locked.ref != src.ref or locked.paths != src.paths:
-                return LoadedPatch(
-                    sha256="",
-                    source=None,
-                    data=None,
-                    unlocked=f"upstream source {src.ref} is not locked yet: run "
-                    f"`patchbay vendor {patchset.folder}` with network access",
-                )
-            path = patchset.folder / locked.file
+            got = vendored_content(patch, patchset, index, paths=patch.source.paths)
+            if isinstance(got, str):
+                return LoadedPatch(sha256="", source=None, data=None, unlocked=got)
+            data, path = got.data, got.path
         else:
             path = patchset.folder / patch.content_path
-        data = read_input(
-            path,
-            what=f"patch file {patch.content_path}",
-            file=patchset.path,
-            line=patchset.patch_line(index, "file" if patch.file else "source"),
-            patch_id=patch.id,
-        )
-        if patch.source is not None and sha256_bytes(data) != locked.sha256:
-            raise InputError(
-                f"vendored content of {patch.source.ref} does not match the lock (sha256 "
-                f"{sha256_bytes(data)}, locked {locked.sha256}); run `patchbay vendor` again",
-                file=path,
+            data = read_input(
+                path,
+                what=f"patch file {patch.content_path}",
+                file=patchset.path,
+                line=patchset.patch_line(index, "file"),
                 patch_id=patch.id,
             )
         parsed = parse_diff(data, source=path, strip=patch.strip)
         check_structure(parsed, data, path)
+        check_coverage(patch, hunk_files(parsed), patchset, index)
         notes = []
         if parsed.crlf_normalised:
             notes.append(

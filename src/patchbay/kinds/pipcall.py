@@ -123,7 +123,7 @@ def index_args(patch: PipPatch, tree: Tree) -> list[str]:
         return ["--no-index", "--find-links", str(options.bundle.resolve() / "wheels")]
     if options.offline:
         raise RefusedError(f"offline without a bundle: cannot install {patch.requirement}")
-    args: list[str] = []
+    args: list[str] = ["--no-index"] if patch.no_index else []
     if patch.index_url:
         args += ["--index-url", patch.index_url]
     for url in patch.extra_index_urls:

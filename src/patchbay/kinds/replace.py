@@ -31,6 +31,7 @@ import msgspec
 from ..apply.journal import write_atomic
 from ..apply.ledger import sha256_bytes
 from ..diff.hunks import HunkResult, HunkState
+from ..errors import InputError
 from ..patchset.model import ReplaceEdit, ReplacePatch
 from .base import (
     ContentState,
@@ -124,14 +125,60 @@ def _unproven(text: str, edit: ReplaceEdit, old: str, new: str) -> str | None:
     return None
 
 
+def _named_edits(patch: ReplacePatch, patchset: Patchset, index: int) -> list[ReplaceEdit] | str:
+    """The edits of a patch whose texts are constants of its source program: resolved from the
+    vendored ``vendor/<id>.json`` (checked against the lock), or why they are not there yet.
+
+    Raises:
+        InputError: the vendored file does not match the lock, is not a JSON object of
+            strings, or lacks a named constant.
+    """
+    from .vendored import vendored_content
+
+    got = vendored_content(patch, patchset, index, paths=[])
+    if isinstance(got, str):
+        return got
+    data, path = got.data, got.path
+    try:
+        constants = json.loads(data)
+        if not isinstance(constants, dict) or not all(
+            isinstance(v, str) for v in constants.values()
+        ):
+            raise ValueError("not a JSON object of strings")
+    except ValueError as exc:
+        raise InputError(
+            f"unreadable vendored constants: {exc}", file=path, patch_id=patch.id
+        ) from None
+    out = []
+    for n, edit in enumerate(patch.edits):
+        names = (edit.old_from, edit.new_from)
+        if any(name not in constants for name in names):
+            raise InputError(
+                f"edit {n + 1} names {' and '.join(map(str, names))}; the vendored constants "
+                f"are {', '.join(constants) or 'none'}: run `patchbay vendor` again",
+                file=patchset.path,
+                line=patchset.patch_line(index, "edits", n),
+                patch_id=patch.id,
+            )
+        old, new = constants[str(edit.old_from)], constants[str(edit.new_from)]
+        out.append(ReplaceEdit(file=edit.file, old=old, new=new, count=edit.count))
+    return out
+
+
 class ReplaceKind(FileKind):
     """Implements :class:`~patchbay.kinds.base.PatchKind` for ``kind: replace``."""
 
     name = "replace"
 
     def load(self, patch: ReplacePatch, patchset: Patchset, index: int) -> LoadedPatch:
-        canonical = json.dumps(msgspec.to_builtins(patch.edits), sort_keys=True)
-        return LoadedPatch(sha256=sha256_bytes(canonical.encode()), source=None, data=patch.edits)
+        edits = patch.edits
+        if patch.source is not None:
+            named = _named_edits(patch, patchset, index)
+            if isinstance(named, str):
+                return LoadedPatch(sha256="", source=None, data=None, unlocked=named)
+            edits = named
+        canonical = json.dumps(msgspec.to_builtins(edits), sort_keys=True)
+        return LoadedPatch(sha256=sha256_bytes(canonical.encode()), source=None, data=edits)
 
     def describe(self, patch: ReplacePatch, loaded: LoadedPatch) -> str:
         files = sorted({e.file for e in patch.edits})
@@ -144,7 +191,8 @@ class ReplaceKind(FileKind):
         originals: dict[str, bytes | None] = {}
         crlf_files: dict[str, bool] = {}  # of each text as it is now (it changes with an edit)
         unproven: list[tuple[int, str]] = []
-        for number, edit in enumerate(patch.edits, start=1):
+        edits: list[ReplaceEdit] = loaded.data  # the texts (a source's constants resolved)
+        for number, edit in enumerate(edits, start=1):
             if edit.file not in texts:
                 data = tree.read(patch.target, edit.file)
                 originals[edit.file] = data
@@ -175,7 +223,7 @@ class ReplaceKind(FileKind):
                 texts[edit.file] = text.replace(old, new)
                 crlf_files[edit.file] = _is_crlf(texts[edit.file])  # type: ignore[arg-type]
         state = aggregate(results)
-        undo = self._undo(patch, tree, originals) if state is ContentState.APPLIED else []
+        undo = self._undo(patch, edits, originals) if state is ContentState.APPLIED else []
         changes = []
         if all(r.state is HunkState.PENDING for r in results):
             changes = [
@@ -198,15 +246,15 @@ class ReplaceKind(FileKind):
 
     @staticmethod
     def _undo(
-        patch: ReplacePatch, tree: Tree, originals: dict[str, bytes | None]
+        patch: ReplacePatch, edits: list[ReplaceEdit], originals: dict[str, bytes | None]
     ) -> list[FileChange]:
         """The files before the edits, when each new text occurs exactly as often as it was
         put there (otherwise which occurrences to undo is unknown, and nothing is said)."""
         texts = {f: (d or b"").decode("utf-8", "surrogateescape") for f, d in originals.items()}
         crlf_files = {f: _is_crlf(t) for f, t in texts.items()}
-        for edit in reversed(patch.edits):
+        for edit in reversed(edits):
             text = texts[edit.file]
-            old, new = edit.old, edit.new
+            old, new = str(edit.old), str(edit.new)
             if crlf_files[edit.file] and "\n" in old:
                 old, new = old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
             if not new or text.count(new) != edit.count:

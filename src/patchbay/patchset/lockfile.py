@@ -2,7 +2,8 @@
 
 ``patchbay.lock`` (JSON) sits in the patchset folder next to ``patchset.yaml``. For every diff
 patch with an upstream ``source`` it records the resolved commit (a PR resolves to its head
-commit, with its base), the URL the diff came from, the vendored file and its sha256, as
+commit, with its base; a here-document source records the sha256 of the script it was cut
+from too), the URL the diff came from, the vendored file and its sha256, as
 nixpkgs' ``fetchpatch`` pins upstream patches by hash, and the diff's identity
 (:mod:`patchbay.diff.identity`), so that upstream serving the same diff in another form (``index``
 lines abbreviated differently) is no moved pin. For artifact files declared without a
@@ -42,6 +43,9 @@ class LockedSource:
     base: str | None = None  # a PR's base commit
     paths: list[str] = field(default_factory=list)
     identity: str | None = None  # the diff's identity (patchbay.diff.identity); None: older lock
+    # a here-document source: the sha256 of the whole file it was cut from, which a local copy
+    # (``vendor --from``) must match
+    origin_sha256: str | None = None
 
 
 @dataclass
@@ -71,8 +75,9 @@ def _source_json(source: LockedSource) -> dict[str, Any]:
     """A source entry as saved; without ``identity`` when it has none (an older lock stays
     byte for byte as it was until vendor locks that source again)."""
     data = asdict(source)
-    if data["identity"] is None:
-        del data["identity"]
+    for key in ("identity", "origin_sha256"):
+        if data[key] is None:
+            del data[key]
     return data
 
 

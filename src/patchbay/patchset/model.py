@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 import msgspec
-from msgspec import Meta, Struct
+from msgspec import Meta
 
 from ..environment.paths import check_relative
+from .coverage import UpstreamEntry, ref_text
+from .sources import COMMIT_ID, REPO, BuildSource, RemoteSource
+from .sources import Strict as _Strict
 from .validation import FieldError, check_field
 from .yamlfile import YamlDocument
 
@@ -28,14 +31,9 @@ SCHEMA_VERSION = 1
 # `\Z`, not `$` (which Python lets match before a final newline); schema.json_schema() writes `$`
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z"
 _SHA256 = r"^[0-9a-f]{64}\Z"
-_REPO = r"^[\w.-]+/[\w.-]+\Z"
-_COMMIT_ID = r"^[0-9a-f]{40}\Z"
+_REPO, _COMMIT_ID = REPO, COMMIT_ID
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 UPSTREAM_REF = re.compile(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+(?:#\d+|@[0-9a-f]{7,40}))$")
-
-
-class _Strict(Struct, forbid_unknown_fields=True, kw_only=True):
-    # strict conversion (validation.convert): `strip: true` or `count: "2"` are mistakes
-    pass
 
 
 def relative_posix_path(value: str) -> str:
@@ -191,8 +189,11 @@ class PatchBase(_Strict, kw_only=True, tag_field="kind"):
     target: Annotated[str, Meta(description="Name of an entry in `targets`")] | None = None
     description: Annotated[str, Meta(min_length=1)]
     upstream: Annotated[
-        list[str],
-        Meta(description="PR, issue or commit URLs, or owner/repo#N, or owner/repo@<commit>"),
+        list[Union[str, UpstreamEntry]],  # noqa: UP007
+        Meta(
+            description="PR, issue or commit URLs, or owner/repo#N, or owner/repo@<commit>; "
+            "{ref, covers} for one that covers only some hunks or files of a diff"
+        ),
     ] = msgspec.field(default_factory=list)
     upstream_status: UpstreamStatus | None = None
     waiver: Annotated[str, Meta(description="Id of the waiver that covers the patch")] | None = None
@@ -206,44 +207,39 @@ class PatchBase(_Strict, kw_only=True, tag_field="kind"):
     ] = msgspec.field(default_factory=list)
 
     def __post_init__(self) -> None:
-        for n, ref in enumerate(self.upstream):
+        for n, entry in enumerate(self.upstream):
+            ref = ref_text(entry)
             if not UPSTREAM_REF.match(ref):
                 raise FieldError(
-                    ("upstream", n),
+                    ("upstream", n) if isinstance(entry, str) else ("upstream", n, "ref"),
                     f"{ref!r} is not an upstream reference (a URL, owner/repo#N or "
                     "owner/repo@<commit>)",
                 )
+            if not isinstance(entry, str) and self.kind != "diff":
+                raise FieldError(
+                    ("upstream", n, "covers"), "`covers` names hunks or files of a diff patch"
+                )
+        if self.coverage and self.upstream_status is None:
+            raise FieldError(
+                "upstream",
+                "a reference with `covers` leaves the rest of the patch local: give "
+                "`upstream_status` with the reason it is carried",
+            )
         if not self.upstream and self.upstream_status is None:
             raise ValueError(
                 "a patch needs `upstream` references, or `upstream_status` "
                 "(Pending, Submitted, Backport, Inappropriate, Denied) with a reason"
             )
 
-
-class RemoteSource(_Strict, kw_only=True):
-    """Diff content taken from upstream, pinned by ``patchbay vendor`` in the lock file.
-
-    ``pr`` alone resolves to the PR's head commit when vendored; ``pr`` with ``commit`` takes the
-    PR as it was at that head commit (GitHub's three-dot compare of the PR's base with it, so
-    from their merge base); ``commit`` alone is that commit's own diff. ``paths`` keeps only the
-    file patches under these (pre-strip) paths, for a change spanning two install roots.
-    """
-
-    repo: Annotated[str, Meta(pattern=_REPO, description="owner/name on GitHub")]
-    pr: Annotated[int, Meta(ge=1)] | None = None
-    commit: Annotated[str, Meta(pattern=_COMMIT_ID)] | None = None
-    paths: list[str] = msgspec.field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.pr is None and self.commit is None:
-            raise ValueError("give `pr`, `commit` (a full 40-hex commit id), or both")
+    @property
+    def upstream_refs(self) -> list[str]:
+        """The references of ``upstream``, as written (without their ``covers``)."""
+        return [ref_text(entry) for entry in self.upstream]
 
     @property
-    def ref(self) -> str:
-        """``owner/repo#N``, ``owner/repo@<commit>`` or ``owner/repo#N@<commit>``."""
-        pr = f"#{self.pr}" if self.pr is not None else ""
-        commit = f"@{self.commit}" if self.commit is not None else ""
-        return f"{self.repo}{pr}{commit}"
+    def coverage(self) -> dict[str, list[int | str]]:
+        """Reference -> what it covers, for the entries that cover only part of the patch."""
+        return {e.ref: list(e.covers) for e in self.upstream if isinstance(e, UpstreamEntry)}
 
 
 class DiffPatch(PatchBase, kw_only=True, tag="diff"):
@@ -271,81 +267,68 @@ class DiffPatch(PatchBase, kw_only=True, tag="diff"):
 
 
 class ReplaceEdit(_Strict, kw_only=True):
-    """One exact-text edit: ``old`` must occur exactly ``count`` times in ``file``."""
+    """One exact-text edit: ``old`` must occur exactly ``count`` times in ``file``.
+
+    With the patch's ``source`` (a here-document of a script at a commit that holds the Python
+    program making the edit), ``old_from`` and ``new_from`` name that program's string constants
+    (``OLD1 = "..."``, ``NEW1 = OLD1 + "..."``) instead of retyping their text; ``vendor`` reads
+    their values and locks them.
+    """
 
     file: str
-    old: Annotated[str, Meta(min_length=1)]
-    new: str
+    old: Annotated[str, Meta(min_length=1)] | None = None
+    new: str | None = None
+    old_from: Annotated[str, Meta(pattern=r"^[A-Za-z_]\w*\Z")] | None = None
+    new_from: Annotated[str, Meta(pattern=r"^[A-Za-z_]\w*\Z")] | None = None
     count: Annotated[int, Meta(ge=1)] = 1
 
     def __post_init__(self) -> None:
         self.file = check_field("file", relative_posix_path, self.file)
-        if self.old == self.new:
-            raise ValueError("old and new text are identical")
+        literal = (self.old is not None, self.new is not None)
+        named = (self.old_from is not None, self.new_from is not None)
+        if literal == (True, True) and named == (False, False):
+            if self.old == self.new:
+                raise ValueError("old and new text are identical")
+        elif not (literal == (False, False) and named == (True, True)):
+            raise ValueError(
+                "give `old` and `new` (the texts), or `old_from` and `new_from` (the names of "
+                "the source program's string constants)"
+            )
+
+    @property
+    def named(self) -> bool:
+        """The texts are constants of the patch's source program (``old_from``/``new_from``)."""
+        return self.old_from is not None
 
 
 class ReplacePatch(PatchBase, kw_only=True, tag="replace"):
-    """Exact-text edits of installed files (what ``str.replace`` heredocs did)."""
+    """Exact-text edits of installed files (what ``str.replace`` heredocs did); with
+    ``source`` (a here-document at a commit, see :class:`RemoteSource`), texts named by the
+    program's constants, vendored into ``vendor/<id>.json``."""
 
     kind: ClassVar[str] = "replace"
     target: Annotated[str, Meta(description="Name of an entry in `targets`")]
     edits: Annotated[list[ReplaceEdit], Meta(min_length=1)]
-
-
-_GIT_REF = re.compile(r"^(?!.*\.\.)(?!.*/$)(?!.*\.lock$)[A-Za-z0-9_][A-Za-z0-9._/-]*$")
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
-
-
-class BuildSource(_Strict, kw_only=True):
-    """A repository a ``pip`` patch builds from, at a ref ``patchbay vendor`` pins to a commit.
-
-    ``ref`` is a tag, a branch or a full commit id; omitted, the repository's default branch.
-    A tag or branch moves, so ``vendor`` resolves it (GitHub's ``GET
-    /repos/{owner}/{repo}/commits/{ref}``) and records the commit in ``patchbay.lock``; ``apply``
-    builds that commit and refuses the patch until it is locked. ``url`` is the git URL pip
-    clones (default ``https://github.com/<repo>.git``; a mirror, or ``file://`` in tests).
-    """
-
-    repo: Annotated[str, Meta(pattern=_REPO, description="owner/name on GitHub")]
-    ref: (
-        Annotated[
-            str,
-            Meta(
-                description="Tag, branch or 40-hex commit (omitted: the default branch); vendor "
-                "locks it"
-            ),
-        ]
-        | None
-    ) = None
-    url: (
-        Annotated[
-            str,
-            Meta(
-                pattern=r"^(?:https|ssh|file|git)://[^\s#]+\Z",
-                description="Git URL to clone (default https://github.com/<repo>.git)",
-            ),
-        ]
-        | None
-    ) = None
+    source: RemoteSource | None = None
 
     def __post_init__(self) -> None:
-        if self.ref is not None and not _GIT_REF.match(self.ref):
-            raise FieldError("ref", f"{self.ref!r} is not a git tag, branch or commit name")
+        super().__post_init__()
+        if self.source is not None and self.source.heredoc is None:
+            raise FieldError(
+                "source", "a replace patch's source is a here-document (`file`, `heredoc`)"
+            )
+        for n, edit in enumerate(self.edits):
+            if edit.named != (self.source is not None):
+                raise FieldError(
+                    ("edits", n),
+                    "`old_from`/`new_from` name constants of the patch's `source`: give both "
+                    "or neither",
+                )
 
     @property
-    def commit(self) -> str | None:
-        """The ref itself when it is a full commit id (pinned without ``vendor``)."""
-        return self.ref if self.ref is not None and _COMMIT.match(self.ref) else None
-
-    @property
-    def git_url(self) -> str:
-        """What pip and git clone."""
-        return self.url or f"https://github.com/{self.repo}.git"
-
-    @property
-    def label(self) -> str:
-        """``owner/repo@ref`` (``@<default branch>`` when no ref is named)."""
-        return f"{self.repo}@{self.ref or '<default branch>'}"
+    def content_path(self) -> str:
+        """Where the vendored constants live in the patchset folder (with a ``source``)."""
+        return f"vendor/{self.id}.json"
 
 
 class PipPatch(PatchBase, kw_only=True, tag="pip"):
@@ -357,6 +340,13 @@ class PipPatch(PatchBase, kw_only=True, tag="pip"):
     package is built from the source's locked commit; ``build_requirements`` is a requirements
     file inside the source, installed first (checked by the same dry run). ``allow`` names
     protected distributions this pin may change.
+
+    Where the package comes from is one choice, never a race between indexes: pip takes the best
+    match across the primary index and every ``--extra-index-url``/``--find-links`` source,
+    with no priority (pip's documentation of ``--extra-index-url``; the "dependency confusion"
+    of a name published on the public index too). So ``extra_index_urls`` is refused, and
+    ``find_links`` needs ``index_url`` (the index the pin trusts besides those links) or
+    ``no_index`` (the links only): :func:`package_source_problem`.
     """
 
     kind: ClassVar[str] = "pip"
@@ -372,6 +362,9 @@ class PipPatch(PatchBase, kw_only=True, tag="pip"):
     index_url: str | None = None
     extra_index_urls: list[str] = msgspec.field(default_factory=list)
     find_links: list[str] = msgspec.field(default_factory=list)
+    no_index: Annotated[
+        bool, Meta(description="Install from `find_links` only (pip --no-index)")
+    ] = False
     no_deps: bool = False
     no_build_isolation: bool = False
     build_env: dict[str, str] = msgspec.field(default_factory=dict)
@@ -383,6 +376,9 @@ class PipPatch(PatchBase, kw_only=True, tag="pip"):
         self.build_requirements = _path_field("build_requirements", self.build_requirements)
         if self.build_requirements is not None and self.source is None:
             raise ValueError("`build_requirements` is a file inside a `source`: give `source`")
+        problem = package_source_problem(self)
+        if problem is not None:
+            raise FieldError(problem[0], problem[1])
 
     def _pinned(self, value: str) -> str:
         from packaging.requirements import InvalidRequirement, Requirement
@@ -409,6 +405,40 @@ class PipPatch(PatchBase, kw_only=True, tag="pip"):
         elif not req.specifier:
             raise ValueError(f"{value!r} pins nothing: give a version specifier")
         return value
+
+
+def package_source_problem(patch: PipPatch) -> tuple[str, str] | None:
+    """``(key, reason)`` when pip could take ``patch``'s package from another source than the
+    one it means (the dependency-confusion shape), else None.
+
+    pip merges every index and link source and takes the best match, with no priority
+    (pip's documentation of ``--extra-index-url``), so a name the primary index (PyPI) also
+    has can come from either: an ``extra_index_urls`` entry always competes with the primary
+    index, and ``find_links`` does unless ``index_url`` names the index meant besides them or
+    ``no_index`` leaves the links alone.
+    """
+    name = patch.requirement.split(";", 1)[0].strip()
+    if patch.extra_index_urls:
+        return (
+            "extra_index_urls",
+            f"{name} from an extra index ({patch.extra_index_urls[0]}): pip takes the best "
+            "match across that index and the primary one (PyPI, where the same name may be "
+            "another build) with no priority, the dependency-confusion shape; give the "
+            "intended index as `index_url`, or its wheels as `find_links` with `no_index: true`",
+        )
+    if patch.no_index and not patch.find_links:
+        return ("no_index", "`no_index: true` without `find_links` leaves pip nothing to install")
+    if patch.no_index and patch.index_url:
+        return ("no_index", "`no_index: true` drops `index_url`: give one of them")
+    if patch.find_links and not patch.index_url and not patch.no_index:
+        return (
+            "find_links",
+            f"{name} from links ({patch.find_links[0]}) and the primary index (PyPI, where the "
+            "same name may be another build): pip takes the best match of both, the "
+            "dependency-confusion shape; add `no_index: true` to install from the links only, "
+            "or name the index meant as `index_url`",
+        )
+    return None
 
 
 class ArtifactFile(_Strict, kw_only=True):

@@ -130,7 +130,31 @@ def _cross_field_rules(schema: dict[str, Any]) -> None:
         {"oneOf": [_present("file", {"type": "string"}), _present("source", {"type": "object"})]}
     )
     defs[RemoteSource.__name__]["allOf"] = [
-        {"anyOf": [_present("pr", {"type": "integer"}), _present("commit", {"type": "string"})]}
+        {"anyOf": [_present("pr", {"type": "integer"}), _present("commit", {"type": "string"})]},
+        {
+            "if": _present("file", {"type": "string"}),
+            "then": {
+                "allOf": [
+                    _present("heredoc", {"type": "string"}),
+                    _present("commit", {"type": "string"}),
+                    {"not": {"anyOf": [{"required": ["pr"]}, {"required": ["paths"]}]}},
+                ]
+            },
+        },
+        {
+            "if": _present("heredoc", {"type": "string"}),
+            "then": _present("file", {"type": "string"}),
+        },
+    ]
+    defs[ReplaceEdit.__name__]["oneOf"] = [
+        {
+            "required": ["old", "new"],
+            "not": {"anyOf": [{"required": ["old_from"]}, {"required": ["new_from"]}]},
+        },
+        {
+            "required": ["old_from", "new_from"],
+            "not": {"anyOf": [{"required": ["old"]}, {"required": ["new"]}]},
+        },
     ]
     defs[Target.__name__]["allOf"] = [
         {"oneOf": [_present("package", {"type": "string"}), _present("home", {"type": "string"})]},

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from ..patchset.coverage import hunk_ranges
 from .verdicts import Assessment, ContentEvidence, Verdict
 
 if TYPE_CHECKING:
@@ -57,18 +58,8 @@ def evidence_of(report: PatchReport, image: str, where: str, state: str) -> Cont
 
 def numbers(values: Iterable[int]) -> str:
     """``2-3``, ``1, 3``, ``1-2, 5``: hunk numbers as ranges."""
-    out: list[str] = []
-    run: list[int] = []
-    for n in sorted(values):
-        if run and n == run[-1] + 1:
-            run.append(n)
-            continue
-        if run:
-            out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-        run = [n]
-    if run:
-        out.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]))
-    return ", ".join(out)
+    ordered = sorted(values)
+    return hunk_ranges(ordered).split(" ", 1)[1] if ordered else ""
 
 
 def _hunks(values: tuple[int, ...]) -> str:
@@ -97,6 +88,14 @@ def weigh(a: Assessment, evidence: list[ContentEvidence]) -> None:
             a.reason = (
                 f"upstream says the fix is in the pinned commit, but {ev.where} has none of "
                 f"this patch ({a.reason})"
+            )
+            return
+        if ev.image == "pinned" and forge is Verdict.REMOVE and not ev.whole:
+            # remove only when every hunk is there by content
+            a.verdict = Verdict.REFRESH
+            a.reason = (
+                f"upstream says the fix is in the pinned commit, but the patch is {ev.state} "
+                f"on {ev.where} ({_hunks(ev.needed)} still needed); refresh it ({a.reason})"
             )
             return
         if ev.image == "candidate" and ev.conflicts and forge in (Verdict.REMOVE, Verdict.BUMP):

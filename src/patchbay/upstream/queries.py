@@ -7,7 +7,8 @@ What it asks (GitHub REST API, version ``2022-11-28``, and the GraphQL API):
 - ``GET /repos/{owner}/{repo}/pulls/{n}``, ``/issues/{n}``, ``/issues/{n}/events``,
   ``/commits/{sha}``, ``/compare/{base}...{head}`` (paged with ``per_page``/``page``; commits
   come "in chronological order", as ``git log base..head`` would list them) and
-  ``GET /repos/{owner}/{repo}`` (the default branch);
+  ``GET /repos/{owner}/{repo}`` (the default branch), ``GET
+  /repos/{owner}/{repo}/contents/{path}?ref={sha}`` (a file at a commit);
 - with a token, one GraphQL query per 100 numbered references (``issueOrPullRequest`` under
   aliased ``repository`` fields), instead of one REST request each;
 - for ``report --publish``: ``GET /repos/{o}/{r}/issues`` (open issues), ``POST`` and
@@ -16,6 +17,7 @@ What it asks (GitHub REST API, version ``2022-11-28``, and the GraphQL API):
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -256,6 +258,37 @@ class GitHubClient(GitHubAPI):
     def commit(self, repository: str, sha: str) -> CommitInfo:
         """``GET /repos/{repository}/commits/{sha}``."""
         return CommitInfo.from_rest(self.get(f"/repos/{repository}/commits/{sha}").data)
+
+    def file_at(self, repository: str, path: str, ref: str) -> bytes | None:
+        """The bytes of the file ``path`` of ``repository`` at ``ref`` (a commit id), from
+        ``GET /repos/{repository}/contents/{path}?ref={ref}`` (base64 ``content``, through the
+        ETag cache); None when the file does not exist there (404).
+
+        Raises:
+            GitHubError: another failure, an answer that is not a file, or a file the contents
+                API does not inline (over 1 MB: its ``encoding`` is ``none``).
+        """
+        url = f"/repos/{repository}/contents/{quote(path, safe='/')}"
+        try:
+            data = self.get(url, {"ref": ref}).data
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        if not isinstance(data, dict) or data.get("type") != "file":
+            raise GitHubError(f"{self.api}{url}?ref={ref} is not a file", url=url)
+        if data.get("encoding") != "base64" or not isinstance(data.get("content"), str):
+            raise GitHubError(
+                f"{self.api}{url}?ref={ref}: the contents API did not inline the file "
+                f"(encoding {data.get('encoding')!r})",
+                url=url,
+            )
+        try:
+            return base64.b64decode(data["content"])
+        except ValueError:
+            raise GitHubError(
+                f"{self.api}{url}?ref={ref}: content is not base64", url=url
+            ) from None
 
     def default_branch(self, repository: str) -> str:
         """``default_branch`` of ``GET /repos/{repository}``."""

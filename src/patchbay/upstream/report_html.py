@@ -169,6 +169,7 @@ def render_html(report: Report) -> str:
                 + "</div>"
             )
         detail += "".join(f'<div class="warn">warning: {esc(w)}</div>' for w in a.warnings)
+        detail += "".join(f'<div class="reason">coverage: {esc(c)}</div>' for c in a.coverage)
         parts.append(
             f"<tr><td>{esc(a.patchset)}</td><td><code>{esc(a.patch_id)}</code></td>"
             f"<td>{refs}</td><td>{states}</td>"

@@ -127,6 +127,8 @@ def _details_markdown(rows: Sequence[Row], verdict: Verdict) -> list[str]:
         out.append(line)
         for w in a.warnings:
             out.append(f"  - warning: {_cell(w)}")
+        for c in a.coverage:
+            out.append(f"  - coverage: {_cell(c)}")
         if a.upstream_status and a.upstream_status not in a.reason:
             out.append(f"  - Upstream-Status: {_cell(a.upstream_status)}")
     out.append("")

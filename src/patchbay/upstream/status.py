@@ -3,7 +3,9 @@
 :func:`assess` gathers the forge's answers in concurrent rounds, reads each reference's state
 from them (:mod:`.refstates`, fixes judged by :mod:`.fixes`), combines the references into one
 verdict per patch (:mod:`.verdicts` says what each verdict means), lets an image's content
-bend it (:mod:`.evidence`) and applies the review dates of waivers (:func:`waiver_reviews`);
+bend it (:mod:`.evidence`; without an image, a diff patch's files read from the forge at the
+pinned or merge commit, :mod:`.content`) and applies the review dates of waivers
+(:func:`waiver_reviews`);
 :func:`upstream_findings` is the same judgement for ``patchbay audit --upstream``.
 """
 
@@ -15,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..patchset.model import Patchset
+from ..patchset.coverage import coverage_lines, hunk_ranges, local_hunks
+from ..patchset.model import DiffPatch, Patchset
+from .content import Unread, by_reference_only, forge_evidence
 from .evidence import weigh
 from .fixes import Fix, judge_fix
 from .github import GitHubError, malformed, unique
@@ -63,7 +67,7 @@ def assess(
     enterprise = web_host_of(client.api)
     hosts = frozenset({enterprise}) if enterprise else GITHUB_WEB_HOSTS
     parsed: list[list[UpstreamRef]] = [
-        [parse_ref(text, web_hosts=hosts) for text in patch.upstream]
+        [parse_ref(text, web_hosts=hosts) for text in patch.upstream_refs]
         for ps in patchsets
         for patch in ps.patches
     ]
@@ -135,13 +139,56 @@ def assess(
     judged = {key: judge_fix(fix, comparisons) for key, fix in fixes.items()}
 
     out = []
+    diffs = {ps.name: _parsed_diffs(ps) for ps in patchsets}
     for ps, i, patch, refs in plans:
         pins = _pins(ps)
         statuses = [ref_status(ref, ctx, pins, judged) for ref in refs]
         waiver = (waivers or {}).get((ps.name, patch.id))
         seen = (evidence or {}).get((ps.name, patch.id), [])
-        out.append(_assess_patch(ps, i, patch, statuses, waiver, seen, today))
+        parsed = diffs[ps.name].get(patch.id)
+        unread = None
+        if not seen and isinstance(patch, DiffPatch) and any(r.kind != "other" for r in refs):
+            # no image at hand: read the patch's files from the forge and judge them
+            got = forge_evidence(ps, patch, parsed, statuses, pins, client)
+            seen, unread = (got, None) if isinstance(got, list) else ([], got)
+        mine = None if parsed is None else [(fp.path, len(fp.hunks)) for fp in parsed.files]
+        a = _assess_patch(ps, i, patch, statuses, waiver, seen, today, mine, unread)
+        a.coverage = coverage_lines(patch, mine)
+        out.append(a)
     return out
+
+
+def _parsed_diffs(ps: Patchset) -> dict[str, Any]:
+    """The parsed diff (:class:`~patchbay.diff.parse.ParsedDiff`) of every diff patch whose
+    content is readable here (a file, or vendored and locked), by patch id: what ``covers``
+    counts over and what the forge's files are judged against."""
+    if not any(isinstance(p, DiffPatch) for p in ps.patches):
+        return {}
+    from ..apply.plan import load_patches
+    from ..errors import PatchbayError
+
+    try:
+        loaded = load_patches(ps)
+    except PatchbayError:
+        return {}
+    return {
+        p.id: lp.data
+        for p, lp in zip(ps.patches, loaded, strict=True)
+        if isinstance(p, DiffPatch) and lp.data is not None
+    }
+
+
+def _partly_covered(
+    patch: Any, fixes: list[RefStatus], files: list[tuple[str, int]] | None
+) -> set[int] | None:
+    """The hunks the deciding references leave uncovered (an empty set: they cover it all),
+    or None when a plain reference among them covers the whole patch. Unknown hunks (the diff
+    is not readable) count as uncovered: a partial reference never removes a patch alone."""
+    coverage = getattr(patch, "coverage", {})
+    if not coverage or any(s.ref.text not in coverage for s in fixes):
+        return None
+    rest = local_hunks({s.ref.text: coverage[s.ref.text] for s in fixes}, files)
+    return {0} if rest is None else rest
 
 
 def _pins(ps: Patchset) -> dict[str, str | None]:
@@ -163,6 +210,8 @@ def _assess_patch(
     waiver: WaiverReview | None,
     evidence: list[ContentEvidence],
     today: date,
+    files: list[tuple[str, int]] | None = None,
+    unread: Unread | None = None,
 ) -> Assessment:
     line = ps.patch_line(index, "upstream") or ps.patch_line(index, "id") or ps.patch_line(index)
     declared = None
@@ -213,8 +262,19 @@ def _assess_patch(
             a.verdict = Verdict.BUMP
             a.needed_commits = unique(s.needed_commit for s in bumps if s.needed_commit)
             a.reason = "; ".join(f"{s.ref.short}: {s.reason}" for s in bumps)
+        if a.verdict in (Verdict.REMOVE, Verdict.BUMP):
+            rest = _partly_covered(patch, fixes, files)
+            if rest:
+                shown = "the rest" if rest == {0} else hunk_ranges(rest)
+                a.verdict = Verdict.REFRESH
+                a.reason = (
+                    f"{a.reason}; but only part of the patch: {shown} not covered by it "
+                    "(local), so trim the patch rather than remove it"
+                )
     if evidence:
         weigh(a, evidence)
+    elif unread is not None:
+        by_reference_only(a, unread)
     if waiver is not None and a.verdict is not Verdict.REMOVE:
         if waiver.problem:
             a.verdict = Verdict.ATTENTION

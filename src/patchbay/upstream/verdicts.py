@@ -201,6 +201,8 @@ class Assessment:
         waiver: the waiver covering the patch and its review date, if any.
         warnings: notes that do not change the verdict.
         evidence: what the images' content said (:mod:`.evidence`), when an image was given.
+        coverage: what references with ``covers`` cover and the local rest with its reason
+            (:func:`patchbay.patchset.coverage.coverage_lines`).
     """
 
     patchset: str
@@ -217,6 +219,7 @@ class Assessment:
     waiver: WaiverReview | None = None
     warnings: list[str] = field(default_factory=list)
     evidence: list[ContentEvidence] = field(default_factory=list)
+    coverage: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -243,6 +246,7 @@ class Assessment:
             },
             "warnings": self.warnings,
             "evidence": [e.to_json() for e in self.evidence],
+            "coverage": self.coverage,
             "refs": [r.to_json() for r in self.refs],
         }
 

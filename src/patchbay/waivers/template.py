@@ -18,6 +18,9 @@ class PatchSummary:
     upstream: list[str]
     upstream_status: str | None  # "Pending: reason"
     ref: str | None = None  # how the waiver's `patches` list names it (default: the id)
+    # what a reference with `covers` covers, and the local rest with its reason
+    # (patchbay.patchset.coverage.coverage_lines)
+    coverage: list[str] | None = None
 
 
 def waiver_template(
@@ -48,8 +51,9 @@ def waiver_template(
     for p in patches:
         refs = ", ".join(p.upstream)
         status = f" (Upstream-Status {p.upstream_status})" if p.upstream_status else ""
+        covered = "".join(f"; {line}" for line in p.coverage or [])
         if refs:
-            upstream_lines.append(f"- `{p.id}`: {refs}{status}")
+            upstream_lines.append(f"- `{p.id}`: {refs}{status}{covered}")
         else:
             upstream_lines.append(
                 f"- `{p.id}`: no upstream reference{status}; "

@@ -10,6 +10,7 @@ from ...audit.config import load_config
 from ...errors import InputError, PatchbayError, RefusedError
 from ...kinds import KINDS
 from ...outputfiles import check_output_file, write_output_file
+from ...patchset.coverage import coverage_lines
 from ...patchset.inputfiles import PATCHSET_FILENAMES
 from ...patchset.loading import load_patchset
 from ...patchset.model import Patchset
@@ -67,10 +68,15 @@ def new(
         raise RefusedError("already exists (use --force to overwrite)", file=output)
     summaries = []
     for index, patch in chosen:
+        files = None  # the diff's (path, hunk count), for what `covers` leaves local
         try:
             loaded = KINDS[patch.kind].load(patch, patchset, index)
             unlocked = getattr(loaded, "unlocked", None)
             content = unlocked or KINDS[patch.kind].describe(patch, loaded)
+            if patch.kind == "diff" and not unlocked:
+                from ...kinds.diff import hunk_files  # its kind is loaded by now
+
+                files = hunk_files(loaded.data)
         except (PatchbayError, KeyError) as exc:
             content = f"(content not readable: {getattr(exc, 'reason', exc)})"
         status = patch.upstream_status
@@ -81,7 +87,8 @@ def new(
                 target=getattr(patch, "target", None),
                 description=patch.description,
                 content=content,
-                upstream=list(patch.upstream),
+                upstream=patch.upstream_refs,
+                coverage=coverage_lines(patch, files),
                 upstream_status=f"{status.status}: {status.reason}" if status else None,
                 # an id another patchset of the repository has too is named patchset/id
                 ref=f"{patchset.name}/{patch.id}" if patch.id in shared else None,
