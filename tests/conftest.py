@@ -140,13 +140,15 @@ class Result:
 
 
 def run_cli(*args: str | Path, cwd: Path | None = None, **kwargs: object) -> Result:
-    """Run the installed ``patchbay`` console script."""
+    """Run the installed ``patchbay`` console script (``env=``: its whole environment,
+    instead of this process's)."""
+    base = kwargs.pop("env", None)
     proc = subprocess.run(
         [str(PATCHBAY), *map(str, args)],
         capture_output=True,
         text=True,
         cwd=cwd,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**(os.environ if base is None else base), "COLUMNS": "200"},  # type: ignore[dict-item]
         **kwargs,  # type: ignore[arg-type]
     )
     return Result(proc.returncode, proc.stdout, proc.stderr)

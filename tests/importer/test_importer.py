@@ -1065,3 +1065,46 @@ def test_a_python_patcher_that_does_not_parse_is_bad_input(tmp_path: Path) -> No
     res = run_cli("import", broken, "--out", tmp_path / "out")
     assert res.code == 2
     assert f"{broken}:2: not valid Python" in res.err, res.err
+
+
+def test_a_credential_the_script_spelled_out_is_never_copied(tmp_path: Path) -> None:
+    """A token in an index or download URL becomes a ``${NAME}`` reference in the patchset
+    (with a note naming the variable), and the notes never show it."""
+    script = tmp_path / "secret.sh"
+    script.write_text(
+        "#!/bin/bash\nset -e\n"
+        "SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')\n"
+        "pip install --index-url https://ci:s3cr3t-t0ken-value@pypi.example.com/simple "
+        "vllm==0.9.2\n"
+        'curl -fsSL -o "$SITE/aiter_meta/k.co" '
+        "https://robot:an0ther-s3cret-v4lue@files.example.com/k.co\n"
+    )
+    out = tmp_path / "out"
+    import_script(script, out, projects=parse_projects([]))
+    text = (out / "patchset.yaml").read_text()
+    notes = (out / "IMPORT-NOTES.md").read_text()
+    for secret in ("s3cr3t-t0ken-value", "an0ther-s3cret-v4lue"):
+        assert secret not in text and secret not in notes
+    assert "https://ci:${PYPI_EXAMPLE_COM_TOKEN}@pypi.example.com/simple" in text
+    assert "https://robot:${FILES_EXAMPLE_COM_TOKEN}@files.example.com/k.co" in text
+    assert "set PYPI_EXAMPLE_COM_TOKEN where `patchbay apply` runs" in notes
+
+
+def test_an_environment_reference_is_expanded_only_where_it_is_used() -> None:
+    from patchbay.envrefs import expand, reference_for
+    from patchbay.errors import RefusedError
+    from patchbay.redaction import redact
+
+    url = "https://ci:${INDEX_TOKEN}@pypi.example.com/simple"
+    assert expand(url, "index_url", {"INDEX_TOKEN": "tok-1234567890"}) == (
+        "https://ci:tok-1234567890@pypi.example.com/simple"
+    )
+    assert "tok-1234567890" not in redact("failed: https://x/tok-1234567890")
+    with pytest.raises(RefusedError, match=r"\$\{INDEX_TOKEN\}, which is not set"):
+        expand(url, "index_url", {})
+    assert reference_for(url) == (url, None)
+    assert reference_for("https://files.example.com/k.co") == (
+        "https://files.example.com/k.co",
+        None,
+    )
+    assert reference_for("https://git@github.com/x") == ("https://git@github.com/x", None)

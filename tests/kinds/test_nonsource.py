@@ -614,3 +614,25 @@ def test_mirror_rewrites_the_download_url(tmp_path: Path) -> None:
         path, _ = fetch_pinned("https://downloads.example.invalid/k.co", KERNEL_SHA, options)
         assert path.read_bytes() == KERNEL
         assert server.requests_for("/mirror/k.co") == 1
+
+
+def test_a_reference_in_an_artifact_url_is_expanded_only_for_the_request(
+    tmp_path: Path, engine: Engine
+) -> None:
+    """``${NAME}`` in a URL is the secret's place: the request gets the value, the patchset,
+    the ledger and the messages keep the reference; an unset variable refuses the apply."""
+    with Server() as server:
+        server.add("/private-s3cr3t-path/k.co", Response(body=KERNEL))
+        ps = _artifact_patchset(tmp_path, f"{server.url}/${{KERNEL_PATH}}/k.co")
+        env = {**os.environ}
+        env.pop("KERNEL_PATH", None)
+        res = run_cli("apply", ps, "--python", engine.python, env=env)
+        assert res.code != 0 and "${KERNEL_PATH}" in res.err and "not set" in res.err, res.err
+        env["KERNEL_PATH"] = "private-s3cr3t-path"
+        res = run_cli("apply", ps, "--python", engine.python, env=env)
+        assert res.code == 0, res.err
+        assert server.requests_for("/private-s3cr3t-path/k.co") == 1
+    state = engine.state_dir
+    for path in state.rglob("*"):
+        if path.is_file():
+            assert b"private-s3cr3t-path" not in path.read_bytes(), path

@@ -73,7 +73,8 @@ def fetch_pinned(
         The cached file and its sha256.
 
     Raises:
-        RefusedError: offline and not in the bundle or cache.
+        RefusedError: offline and not in the bundle or cache, or ``url`` names a
+            ``${NAME}`` that is not set (:mod:`patchbay.envrefs`).
         ApplyFailed: the server failed after retries, or the bytes do not match the pin (the
             download is deleted: nothing is left behind).
     """
@@ -84,7 +85,9 @@ def fetch_pinned(
     if options.offline:
         where = f"the bundle {options.bundle}" if options.bundle else "the cache"
         raise RefusedError(f"offline, and {url} (sha256 {sha256}) is not in {where}")
-    real_url = options.rewrite(url)
+    from ..envrefs import expand
+
+    real_url = options.rewrite(expand(url, url))  # a ${NAME} reference: the secret, here only
     store = options.cache_dir / "sha256"
     store.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(dir=store, prefix=".download-")

@@ -19,6 +19,7 @@ import yaml
 
 from ..errors import InputError
 from ..printable import printable
+from ..redaction import is_credential, redact
 from .drafts import (
     ArtifactDraft,
     CommandDraft,
@@ -391,7 +392,9 @@ def write_patchset(
     todo, invalid = _blanks_to_fill(yaml_text, out / "patchset.yaml")
     if invalid:
         review.append(("patchset.yaml", f"the draft does not validate: {invalid}"))
-    notes = printable(_notes(result, script, entries, unconverted, review, todo))
+    notes = redact(
+        printable(_notes(result, script, entries, unconverted, review, todo)), extra=_SECRETS
+    )  # a token the script spelled out is not copied into the notes either
     _write(out, yaml_text, notes, files, force)
     drafts = [draft for draft, _ in entries]
     return ImportResult(out, drafts, unconverted, review, todo)
@@ -453,11 +456,11 @@ def _entries(
         _upstream(item, draft)
         item["requirement"] = draft.requirement
         if draft.index_url:
-            item["index_url"] = draft.index_url
+            item["index_url"] = _no_secret(draft.index_url, draft)
         if draft.extra_index_urls:
-            item["extra_index_urls"] = list(draft.extra_index_urls)
+            item["extra_index_urls"] = [_no_secret(u, draft) for u in draft.extra_index_urls]
         if draft.find_links:
-            item["find_links"] = list(draft.find_links)
+            item["find_links"] = [_no_secret(u, draft) for u in draft.find_links]
         if draft.no_index:
             item["no_index"] = True
         if draft.no_deps:
@@ -478,7 +481,8 @@ def _entries(
         for (url, rel), (_, dest) in zip(draft.files, placed, strict=True):
             seen = draft.hashes.get(rel) or None
             blank = f"{TODO_URL}/{posixpath.basename(rel)}"
-            entry: dict[str, Any] = {"url": url or blank, "dest": dest, "sha256": seen}
+            shown = _no_secret(url, draft) if url else blank
+            entry: dict[str, Any] = {"url": shown, "dest": dest, "sha256": seen}
             if url.startswith("http://"):
                 entry["insecure_http"] = True
             item["files"].append(entry)
@@ -491,11 +495,32 @@ def _entries(
             item["remove"] = list(draft.remove)
         if draft.output:
             item["output"] = draft.output
-        if draft.env:
-            item["env"] = dict(draft.env)
+        if draft.env:  # a credential is passed through from apply's environment, never copied
+            item["env"] = {k: (None if is_credential(k, v) else v) for k, v in draft.env.items()}
         if draft.cwd:
             item["cwd"] = draft.cwd
     return [item]
+
+
+def _no_secret(url: str, draft: Draft) -> str:
+    """``url`` without the credential the script spelled out: a ``${NAME}`` reference
+    (:func:`patchbay.envrefs.reference_for`), with a note saying which variable to set; the
+    secret itself is kept aside so that the notes never show it (:data:`_SECRETS`)."""
+    from ..envrefs import reference_for
+
+    safe, name = reference_for(url)
+    if name is not None:
+        info = url.split("://", 1)[1].split("@", 1)[0]
+        _SECRETS.append(info.partition(":")[2] or info)
+        draft.notes.append(
+            f"the script had a credential in {safe.replace('${' + name + '}', '***')}: the "
+            f"patch names ${{{name}}} instead; set {name} where `patchbay apply` runs"
+        )
+    return safe
+
+
+_SECRETS: list[str] = []
+"""Credentials taken out of the draft's URLs in this run (redacted from the notes)."""
 
 
 def _common(draft: Draft, pid: str, kind: str, script: Path) -> dict[str, Any]:

@@ -117,21 +117,29 @@ def unreachable(output: str) -> str | None:
 
 def index_args(patch: PipPatch, tree: Tree) -> list[str]:
     """pip's index options for ``patch``; from a bundle, only the bundle's wheels. A relative
-    ``find_links`` folder is relative to the patchset folder (made absolute here)."""
+    ``find_links`` folder is relative to the patchset folder (made absolute here); a
+    ``${NAME}`` reference is expanded from the environment (:mod:`patchbay.envrefs`).
+
+    Raises:
+        RefusedError: offline without a bundle, or a referenced variable is not set.
+    """
     options = tree.options
     if options.bundle is not None:
         return ["--no-index", "--find-links", str(options.bundle.resolve() / "wheels")]
     if options.offline:
         raise RefusedError(f"offline without a bundle: cannot install {patch.requirement}")
+    from ..envrefs import expand
+
+    what = f"patch {patch.id}"
     args: list[str] = ["--no-index"] if patch.no_index else []
     if patch.index_url:
-        args += ["--index-url", patch.index_url]
+        args += ["--index-url", expand(patch.index_url, f"{what}: index_url")]
     for url in patch.extra_index_urls:
-        args += ["--extra-index-url", url]
+        args += ["--extra-index-url", expand(url, f"{what}: extra_index_urls")]
     for link in patch.find_links:
         if "://" not in link and tree.folder is not None:
             link = str((tree.folder / link).resolve())
-        args += ["--find-links", link]
+        args += ["--find-links", expand(link, f"{what}: find_links")]
     return args
 
 
