@@ -1108,3 +1108,57 @@ def test_an_environment_reference_is_expanded_only_where_it_is_used() -> None:
         None,
     )
     assert reference_for("https://git@github.com/x") == ("https://git@github.com/x", None)
+
+
+ONE_OF = """\
+#!/bin/bash
+set -e
+ROOT=$(python3 -c 'import vllm, os; print(os.path.dirname(os.path.dirname(vllm.__file__)))')
+cat > /tmp/A.diff <<'EOF1'
+--- a/vllm/envs.py
++++ b/vllm/envs.py
+@@ -1,3 +1,3 @@
+ a
+-b
++c
+ d
+EOF1
+cat > /tmp/B.diff <<'EOF2'
+--- a/vllm/envs.py
++++ b/vllm/envs.py
+@@ -1,3 +1,3 @@
+ a
+-bb
++c
+ d
+EOF2
+apply_one_of() {
+  for d in "$@"; do
+    if (cd "$ROOT" && git apply -p1 "$d"); then return 0; fi
+  done
+  return 1
+}
+apply_one_of /tmp/A.diff /tmp/B.diff
+"""
+
+
+def test_two_diffs_of_one_change_from_different_bases_are_one_patch(tmp_path: Path) -> None:
+    """``apply_one_of A B`` (the same edit for two images) is one patch and a note naming the
+    other; a patchset that carries both is refused by validate, naming both."""
+    script = tmp_path / "one_of.sh"
+    script.write_text(ONE_OF)
+    out = tmp_path / "out"
+    import_script(script, out, projects=parse_projects([]))
+    doc = yaml.safe_load((out / "patchset.yaml").read_text())
+    assert [p["kind"] for p in doc["patches"]] == ["diff"]
+    notes = (out / "IMPORT-NOTES.md").read_text()
+    assert "both make the same change from different bases" in notes
+    assert run_cli("validate", out).code == 0
+    (out / "patches" / "b.patch").write_text(
+        "--- a/vllm/envs.py\n+++ b/vllm/envs.py\n@@ -1,3 +1,3 @@\n a\n-bb\n+c\n d\n"
+    )
+    doc["patches"].append({**doc["patches"][0], "id": "b", "file": "patches/b.patch"})
+    (out / "patchset.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    res = run_cli("validate", out)
+    assert res.code == 2, res.out + res.err
+    assert "make the same change to vllm/envs.py from different bases" in res.err

@@ -276,6 +276,52 @@ def _spans(draft: Draft) -> str:
 # -- the patchset ----------------------------------------------------------------------------
 
 
+def _one_of_alternatives(drafts: list[Draft]) -> tuple[list[Draft], list[tuple[Draft, Draft]]]:
+    """The drafts without the later of two diffs that make one change from different bases
+    (a script's ``apply_one_of A B``: see :func:`patchbay.patchset.ordering.same_changes`,
+    which ``validate`` refuses), and each one dropped with the one kept."""
+    from ..diff.parse import parse_diff
+
+    kept: list[Draft] = []
+    dropped: list[tuple[Draft, Draft]] = []
+    changes: list[tuple[Draft, dict[str, tuple[tuple[str, ...], tuple[str, ...]]]]] = []
+    for draft in drafts:
+        if not isinstance(draft, DiffDraft) or not draft.content or draft.source is not None:
+            kept.append(draft)
+            continue
+        try:
+            parsed = parse_diff(draft.content, source=Path("diff"), strip=draft.strip)
+        except InputError:
+            kept.append(draft)
+            continue
+        mine = {
+            posixpath.join(draft.root, fp.new_path): (
+                tuple(t for h in fp.hunks for tag, t in h.lines if tag == "+"),
+                tuple(t for h in fp.hunks for tag, t in h.lines if tag == "-"),
+            )
+            for fp in parsed.files
+            if fp.new_path and fp.hunks
+        }
+        twin = next(
+            (
+                other
+                for other, theirs in changes
+                if any(
+                    path in theirs and change[0] and theirs[path][0] == change[0]
+                    and theirs[path][1] != change[1]
+                    for path, change in mine.items()
+                )
+            ),
+            None,
+        )  # fmt: skip
+        if twin is not None:
+            dropped.append((draft, twin))
+            continue
+        changes.append((draft, mine))
+        kept.append(draft)
+    return kept, dropped
+
+
 def check_out(out: Path, *, force: bool) -> None:
     """Refuse an ``--out`` that cannot become the draft: a file, or a folder that is not empty
     (without ``force``). Checked before anything else (an observed import runs the script
@@ -310,6 +356,16 @@ def write_patchset(
     check_out(out, force=force)
     unconverted = [o for o in result.outcomes if o.kind == "unconverted"]
     review: list[tuple[str, str]] = []
+    result.drafts, alternatives = _one_of_alternatives(result.drafts)
+    for dropped, kept in alternatives:
+        review.append(
+            (
+                f"lines {_spans(dropped)}",
+                f"the script tries this diff when the one at lines {_spans(kept)} does not "
+                "apply: both make the same change from different bases, so only the first is "
+                "a patch; if this patchset's image needs the other, swap them",
+            )
+        )
     packages = list(result.packages)
     for draft in result.drafts:
         extra: list[str] = []

@@ -83,3 +83,47 @@ def unordered_overlaps(patchset: Patchset, loaded: list[LoadedPatch]) -> list[Ov
                     out.append(Overlap(other, patch.id, rel, i))
             owners.setdefault(k, []).append(patch.id)
     return out
+
+
+class SameChange(msgspec.Struct, frozen=True):
+    """Two diff patches that make one change to a file from different bases: the lines they
+    add to ``path`` are the same, the lines they remove are not (a script's ``apply_one_of A
+    B``: "the same edit, two source baselines"). Both can never apply to one tree.
+
+    Attributes:
+        first, second: the patch ids, in list order.
+        path: the file.
+        index: position of ``second`` in ``patches``.
+    """
+
+    first: str
+    second: str
+    path: str
+    index: int
+
+
+def _change(fp: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    added = tuple(text for h in fp.hunks for tag, text in h.lines if tag == "+")
+    removed = tuple(text for h in fp.hunks for tag, text in h.lines if tag == "-")
+    return added, removed
+
+
+def same_changes(patchset: Patchset, loaded: list[LoadedPatch]) -> list[SameChange]:
+    """Every pair of ``diff`` patches of one target that add the same lines to a file while
+    removing different ones (see :class:`SameChange`); what is not known offline (a remote
+    source not vendored) is not compared."""
+    seen: dict[tuple[str, str], list[tuple[str, tuple[str, ...], tuple[str, ...]]]] = {}
+    out: list[SameChange] = []
+    for i, (patch, lp) in enumerate(zip(patchset.patches, loaded, strict=True)):
+        if patch.kind != "diff" or lp.data is None or lp.unlocked or patch.target is None:
+            continue
+        for fp in lp.data.files:
+            if fp.new_path is None or not fp.hunks:
+                continue
+            added, removed = _change(fp)
+            key = (patch.target, fp.new_path)
+            for other, o_added, o_removed in seen.get(key, []):
+                if added and added == o_added and removed != o_removed:
+                    out.append(SameChange(other, patch.id, fp.new_path, i))
+            seen.setdefault(key, []).append((patch.id, added, removed))
+    return out

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...apply.plan import load_patches
 from ...patchset.blanks import blank_items
-from ...patchset.ordering import unordered_overlaps
+from ...patchset.ordering import same_changes, unordered_overlaps
 from .common import load, print_json, say
 from .common import note as note_line
 
@@ -36,6 +36,7 @@ def run(patchset_arg: str, *, output_format: str | None = None) -> int:
         return _json(patchset_arg)
     patchset = load(patchset_arg)
     loaded = load_patches(patchset)
+    refuse_same_changes(patchset, loaded)
     pairs = list(zip(patchset.patches, loaded, strict=True))
     for patch, lp in pairs:
         for note in lp.notes:
@@ -60,6 +61,26 @@ def run(patchset_arg: str, *, output_format: str | None = None) -> int:
     return 0
 
 
+def refuse_same_changes(patchset: Patchset, loaded: list[Any]) -> None:
+    """Refuse two diff patches that make one change from different bases
+    (:func:`patchbay.patchset.ordering.same_changes`): they cannot both apply.
+
+    Raises:
+        InputError: at the second patch's line, naming both and the file.
+    """
+    from ...errors import InputError
+
+    for same in same_changes(patchset, loaded):
+        raise InputError(
+            f"{same.second} and {same.first} make the same change to {same.path} from different "
+            "bases (a script's apply-one-of: the same edit for two images), so they can never "
+            "both apply; keep the one made for this patchset's image",
+            file=patchset.path,
+            line=patchset.patch_line(same.index, "id"),
+            patch_id=same.second,
+        )
+
+
 def _json(patchset_arg: str) -> int:
     """The ``validate`` document (docs/schemas/validate.schema.json)."""
     from ...errors import PatchbayError
@@ -70,6 +91,7 @@ def _json(patchset_arg: str) -> int:
         patchset = load(patchset_arg)
         doc["patchset"] = str(patchset.path)
         loaded = load_patches(patchset)
+        refuse_same_changes(patchset, loaded)
     except PatchbayError as exc:
         doc["error"] = {
             "message": exc.reason,
