@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -286,3 +287,32 @@ def test_what_the_run_did_that_no_patch_can_undo_is_listed_not_converted(
     notes = (out / "IMPORT-NOTES.md").read_text()
     assert "the run deleted otherpkg/data.txt" in notes
     assert "the script failed (exit status 4)" in notes
+
+
+def test_observe_a_tree_given_as_root(tmp_path: Path, engine_template: Path) -> None:
+    """``--observe --root TREE``: the tree stands in for site-packages (first on the script's
+    PYTHONPATH, so find_spec finds it); applied with --root to a fresh copy it gives the
+    script's tree."""
+    site = next((engine_template / "lib").glob("python3*/site-packages"))
+    tree = tmp_path / "tree"
+    shutil.copytree(site, tree)
+    fresh = tmp_path / "fresh"
+    shutil.copytree(site, fresh)
+    script = tmp_path / "root.sh"
+    script.write_text(
+        "#!/bin/bash\nset -e\n"
+        "PKG=$(python3 -c 'import importlib.util as u, os; "
+        'print(os.path.dirname(u.find_spec("demo_engine").origin))\')\n'
+        'sed -i \'s/"256"/"384"/\' "$PKG/envs.py"\n'
+    )
+    out = tmp_path / "imported"
+    res = run_cli("import", script, "--out", out, "--observe", "--root", tree, *PROJECT)
+    assert res.code in (0, 1), res.out + res.err
+    assert '"384"' in (tree / "demo_engine" / "envs.py").read_text()
+    applied = run_cli("apply", out, "--root", fresh)
+    assert applied.code == 0, applied.out + applied.err
+    assert (fresh / "demo_engine" / "envs.py").read_bytes() == (
+        tree / "demo_engine" / "envs.py"
+    ).read_bytes()
+    res = run_cli("import", script, "--out", tmp_path / "o2", "--root", tree)
+    assert res.code == 2 and "--root is for --observe" in res.err

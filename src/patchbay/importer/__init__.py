@@ -114,6 +114,7 @@ def import_script(
     force: bool = False,
     observe: str | None = None,
     scope: list[str] | None = None,
+    root: Path | None = None,
 ) -> ImportResult:
     """Import ``script`` into the new patchset folder ``out``.
 
@@ -128,6 +129,9 @@ def import_script(
             the static reading labels them. None: the static import alone.
         scope: more packages (import or distribution names) whose files are observed closely
             (their bytes kept before the run), besides the engines the script names.
+        root: with ``observe``: a tree of the engine's packages (``--root``) observed instead
+            of the interpreter's site-packages; ``observe`` is then any interpreter, and the
+            tree comes first on the script's ``PYTHONPATH``.
 
     Returns:
         The :class:`ImportResult` (``partial`` when some part was not converted).
@@ -167,7 +171,7 @@ def import_script(
             0, f"{script.name} is Python: it was read as the statement `python3 ./{script.name}`"
         )
     if observe is not None:
-        found = _observe(script, out, observe, analysis, found, engines, scope or [])
+        found = _observe(script, out, observe, analysis, found, engines, scope or [], root)
         found = observed_result(*found, converter.comments_of_line, projects)
     return write_patchset(found, script, out, force=force)
 
@@ -180,6 +184,7 @@ def _observe(
     static: WalkResult,
     engines: EngineNames,
     scope: list[str],
+    root: Path | None = None,
 ) -> tuple[Changes, RunResult, ScriptAnalysis, WalkResult]:
     """Run ``script`` against the engine of ``python``: what it changed, the run, and the
     static reading (for :func:`~.observed.observed_result`)."""
@@ -188,10 +193,10 @@ def _observe(
     for mod in analysis.modifications:
         if mod.target is not None and mod.target.engine:
             names.append(mod.target.engine)
-    before = take_state(python, names)
+    before = take_state(python, names, root)
     log = Path(tempfile.mkdtemp(prefix="patchbay-observe-")) / f"{script.name}.log"
-    run = run_script(script.resolve(), python, log, cwd=script.resolve().parent)
-    after = take_state(python, names)
+    run = run_script(script.resolve(), python, log, cwd=script.resolve().parent, root=root)
+    after = take_state(python, names, root)
     changes = compare(before, after)
     binaries = [r for r, _, a in changes.modified if not is_text(a.data)]
     binaries += [r for r, a in changes.added if not is_text(a.data)]
@@ -208,9 +213,10 @@ def _observe(
             f"({cache}/sha256): `apply` finds them there on this machine; give each its URL "
             "to apply elsewhere"
         )
+    engine = f"the tree {root}" if root is not None else python
     static.remarks.insert(
         0,
-        f"observed: the script ran against {python} (exit status {run.exit_code}; its output "
+        f"observed: the script ran against {engine} (exit status {run.exit_code}; its output "
         f"is in {log}); every patch is what that run changed",
     )
     return changes, run, analysis, static

@@ -55,8 +55,10 @@ for key in ("purelib", "platlib"):
     path = sysconfig.get_paths()[key]
     if path not in sites:
         sites.append(path)
+if len(sys.argv) > 1:  # --root: that tree is the engine's site folder
+    sites = [sys.argv[1]]
 dists = {}
-for d in metadata.distributions():
+for d in metadata.distributions(path=sites):
     name = d.metadata["Name"]
     if not name or name.lower() in dists:
         continue
@@ -160,15 +162,19 @@ class RunResult:
     log: Path
 
 
-def _probe(python: str) -> dict:
-    """The engine interpreter's site folders and distributions (:data:`_PROBE`).
+def _probe(python: str, root: Path | None = None) -> dict:
+    """The engine interpreter's site folders and distributions (:data:`_PROBE`); with
+    ``root``, that tree's (read by ``python``, any interpreter).
 
     Raises:
         InputError: the interpreter cannot be run or prints no JSON.
     """
     try:
         proc = subprocess.run(
-            [python, "-I", "-c", _PROBE], capture_output=True, text=True, timeout=300
+            [python, "-I", "-c", _PROBE, *([str(root)] if root is not None else [])],
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InputError(
@@ -212,13 +218,15 @@ def scope_of(dists: dict[str, Distribution], names: Iterable[str]) -> frozenset[
     return frozenset(out)
 
 
-def take_state(python: str, names: Iterable[str]) -> EngineState:
-    """The engine's state (see the module docstring); ``names`` set the scope.
+def take_state(python: str, names: Iterable[str], root: Path | None = None) -> EngineState:
+    """The engine's state (see the module docstring); ``names`` set the scope; with ``root``
+    (``--root``: a tree of the engine's packages with no interpreter of its own), that tree
+    is the site folder.
 
     Raises:
         InputError: the interpreter cannot be run.
     """
-    raw = _probe(python)
+    raw = _probe(python, root)
     sites = [Path(s) for s in raw["sites"]]
     dists = _dists(raw["dists"])
     scope = scope_of(dists, names)
@@ -341,9 +349,12 @@ def keep_bytes(state: EngineState, paths: Iterable[str], cache_dir: Path) -> dic
 _TRACE = re.compile(rb"^\++ ?(?P<file>[^\n:]*):(?P<line>\d+): ", re.M)
 
 
-def run_script(script: Path, python: str, log: Path, *, cwd: Path | None = None) -> RunResult:
+def run_script(
+    script: Path, python: str, log: Path, *, cwd: Path | None = None, root: Path | None = None
+) -> RunResult:
     """Run ``script`` with bash, the engine interpreter's folder first on ``PATH``, tracing
     every command's file and line (see the module docstring); its output goes to ``log``.
+    With ``root``, that tree comes first on ``PYTHONPATH`` (``find_spec("vllm")`` finds it).
 
     Raises:
         InputError: bash cannot be started.
@@ -351,6 +362,8 @@ def run_script(script: Path, python: str, log: Path, *, cwd: Path | None = None)
     env = dict(os.environ)
     bindir = str(Path(python).parent)
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    if root is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     # bash takes no PS4 from the environment when run as root: a start-up file sets it
     startup = log.with_suffix(".bashenv")
     startup.write_text("PS4='+${BASH_SOURCE[0]:-?}:${LINENO}: '\n")

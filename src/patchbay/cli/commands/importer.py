@@ -22,6 +22,7 @@ def run(
     force: bool,
     observe: bool = False,
     scope: list[str] | None = None,
+    root: Path | None = None,
 ) -> int:
     """Import ``script`` into ``out``, validate the result and, with ``python``, show its status.
     With ``observe``, the script is run against the engine of ``python`` first and what it
@@ -35,8 +36,14 @@ def run(
         InputError: a bad script, ``--project`` or ``--out`` (exit 2).
     """
     mapping = parse_projects(projects)
-    if observe and python is None:
-        raise InputError("--observe needs --python: the engine the script is run against")
+    if root is not None and not observe:
+        raise InputError("--root is for --observe: the tree the script is run against")
+    if root is not None and not root.is_dir():
+        raise InputError("--root: not a folder", file=root)
+    if observe and python is None and root is None:
+        raise InputError(
+            "--observe needs --python (the engine the script is run against) or --root"
+        )
     if scope and not observe:
         raise InputError("--scope is for --observe: it names packages watched during the run")
     if python is not None:  # a bad interpreter is bad input: say so before writing anything
@@ -49,12 +56,18 @@ def run(
     except OSError as exc:
         raise InputError(f"--out cannot be created: {exc.strerror or exc}", file=out) from None
     engine = None
-    if observe and python is not None:
-        from ...environment.targets import _interpreter_path
+    if observe:
+        from ...environment.targets import _interpreter_path, default_python
 
-        engine = _interpreter_path(python)
+        engine = _interpreter_path(python or default_python())
     result = import_script(
-        script, out, projects=mapping, force=force, observe=engine, scope=scope or []
+        script,
+        out,
+        projects=mapping,
+        force=force,
+        observe=engine,
+        scope=scope or [],
+        root=root.resolve() if root is not None else None,
     )
     kinds: dict[str, int] = {}
     for draft in result.patches:
@@ -94,8 +107,9 @@ def run(
             if not result.partial
             else "reproduces what was converted (see what was not, above)"
         )
+        where = f"the tree {root}" if root is not None else f"the engine of {python}"
         say(
-            f"the engine of {python} now holds what the script changed; "
+            f"{where} now holds what the script changed; "
             f"`patchbay apply {shlex.quote(str(out))}` on a fresh copy of the engine {reproduce}"
         )
     elif python is not None:

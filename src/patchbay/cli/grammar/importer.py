@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..arguments import add_python, add_quiet, path
+from ..arguments import add_python, add_quiet, add_root, path
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -19,6 +19,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         help="the new patchset folder, e.g. patchsets/NAME",
     )
     add_python(p, "also show `status` of the result in this engine")
+    add_root(p)
     p.add_argument(
         "--project",
         metavar="NAME=OWNER/REPO",
@@ -30,7 +31,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--observe",
         action="store_true",
         help="run the script against the engine of --python (one made for the purpose: a "
-        "scratch copy, a throwaway container) and import what it really changed",
+        "scratch copy, a throwaway container), or a tree given as --root, and import what it "
+        "really changed",
     )
     p.add_argument(
         "--scope",
@@ -59,4 +61,5 @@ def handle(args: argparse.Namespace) -> int:
         force=args.force,
         observe=args.observe,
         scope=args.scope or [],
+        root=args.root,
     )
