@@ -316,3 +316,23 @@ def test_observe_a_tree_given_as_root(tmp_path: Path, engine_template: Path) -> 
     ).read_bytes()
     res = run_cli("import", script, "--out", tmp_path / "o2", "--root", tree)
     assert res.code == 2 and "--root is for --observe" in res.err
+
+
+def test_links_and_files_outside_site_packages_are_listed_not_dropped(
+    tmp_path: Path, engine_template: Path
+) -> None:
+    script = tmp_path / "links.sh"
+    script.write_text(
+        "#!/bin/bash\nset -e\n"
+        "SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()[\"purelib\"])')\n"
+        'ln -s envs.py "$SITE/demo_engine/envs_link.py"\n'
+        'echo "# touched" >> "$(dirname "$(command -v python3)")/activate"\n'
+    )
+    scratch = copy_engine(engine_template, tmp_path / "scratch")
+    out = tmp_path / "imported"
+    res = run_cli("import", script, "--out", out, "--observe", "--python", scratch.python,
+                  *PROJECT)  # fmt: skip
+    assert res.code == 1, res.out + res.err
+    notes = (out / "IMPORT-NOTES.md").read_text()
+    assert "made a symbolic link demo_engine/envs_link.py -> envs.py" in notes
+    assert "the run changed bin/activate of the environment" in notes

@@ -112,12 +112,17 @@ class EngineState:
             it).
         dists: lower-cased distribution name -> :class:`Distribution`.
         scope: the top-level names whose files were hashed.
+        links: site-relative path -> target of each symbolic link below site-packages.
+        outside: the environment's own ``bin/`` files (``prefix``-relative), by stat: a
+            change there is no patch of the engine's packages, and is said so.
     """
 
     sites: list[Path]
     files: dict[str, FileState]
     dists: dict[str, Distribution]
     scope: frozenset[str]
+    links: dict[str, str] = field(default_factory=dict)
+    outside: dict[str, FileState] = field(default_factory=dict)
 
 
 @dataclass
@@ -131,6 +136,8 @@ class Changes:
         unknown_before: changed files outside the scope: no pristine bytes were kept.
         installed: distributions new or at another version or URL: (before or None, after).
         removed: distributions gone.
+        links: symbolic links made, changed or removed: (path, target before, target after).
+        outside: files of the environment's ``bin/`` the run changed, added or removed.
     """
 
     modified: list[tuple[str, FileState, FileState]] = field(default_factory=list)
@@ -139,6 +146,8 @@ class Changes:
     unknown_before: list[str] = field(default_factory=list)
     installed: list[tuple[Distribution | None, Distribution]] = field(default_factory=list)
     removed: list[Distribution] = field(default_factory=list)
+    links: list[tuple[str, str | None, str | None]] = field(default_factory=list)
+    outside: list[str] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -149,6 +158,8 @@ class Changes:
             or self.unknown_before
             or self.installed
             or self.removed
+            or self.links
+            or self.outside
         )
 
 
@@ -231,20 +242,34 @@ def take_state(python: str, names: Iterable[str], root: Path | None = None) -> E
     dists = _dists(raw["dists"])
     scope = scope_of(dists, names)
     files: dict[str, FileState] = {}
+    links: dict[str, str] = {}
     for site in sites:
         if not site.is_dir():
             continue
         for folder, dirs, names_here in os.walk(site):
             dirs[:] = [d for d in dirs if d != "__pycache__"]
-            for name in names_here:
+            for name in [
+                *names_here,
+                *(d for d in dirs if os.path.islink(os.path.join(folder, d))),
+            ]:
                 full = os.path.join(folder, name)
                 rel = os.path.relpath(full, site).replace(os.sep, "/")
                 if rel in files or name.endswith((".pyc", ".pyo")):
                     continue
+                if os.path.islink(full):
+                    links[rel] = os.readlink(full)
+                    continue
                 state = _file_state(full, rel.split("/", 1)[0] in scope)
                 if state is not None:
                     files[rel] = state
-    return EngineState(sites, files, dists, scope)
+    outside: dict[str, FileState] = {}
+    bindir = Path(raw.get("prefix") or "") / "bin" if root is None else None
+    if bindir is not None and bindir.is_dir():
+        for entry in sorted(bindir.iterdir()):
+            state = _file_state(str(entry), False)
+            if state is not None:
+                outside[f"bin/{entry.name}"] = state
+    return EngineState(sites, files, dists, scope, links, outside)
 
 
 def _file_state(path: str, hashed: bool) -> FileState | None:
@@ -298,6 +323,16 @@ def compare(before: EngineState, after: EngineState) -> Changes:
                 out.unknown_before.append(rel)
             elif full.sha256 != was.sha256 or was.mode != now.mode:
                 out.modified.append((rel, was, full))
+    for rel in sorted(set(before.links) | set(after.links)):
+        if before.links.get(rel) != after.links.get(rel):
+            out.links.append((rel, before.links.get(rel), after.links.get(rel)))
+    scripts = {p.rsplit("/bin/", 1)[1] for p in owned if "/bin/" in p}  # pip's console scripts
+    for rel in sorted(set(before.outside) | set(after.outside)):
+        if rel.removeprefix("bin/") in scripts:
+            continue
+        was, now = before.outside.get(rel), after.outside.get(rel)
+        if was is None or now is None or (was.size, was.mtime_ns) != (now.size, now.mtime_ns):
+            out.outside.append(rel)
     for rel, was in before.files.items():
         gone = rel not in after.files
         if gone and rel.split("/", 1)[0] not in reinstalled and rel not in owned:

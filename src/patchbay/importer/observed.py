@@ -254,6 +254,31 @@ def observed_result(
         else:
             pin.notes.append(BY_RUNNING)
         drafts.append(pin)
+    for rel, was, now in changes.links:
+        change = f"made a symbolic link {rel} -> {now}" if was is None else (
+            f"removed the symbolic link {rel} (to {was})" if now is None
+            else f"pointed the symbolic link {rel} at {now} (was {was})"
+        )  # fmt: skip
+        outcomes.append(
+            Outcome(
+                0,
+                0,
+                "unconverted",
+                f"the run {change}: no patch kind makes links",
+                hint="make the link's target a file of its own, or do it where the engine is built",
+            )
+        )
+    for rel in changes.outside:
+        outcomes.append(
+            Outcome(
+                0,
+                0,
+                "unconverted",
+                f"the run changed {rel} of the environment, outside its site-packages: "
+                "not a file a patch of the engine's packages can change",
+                hint="leave it to the image, or say in the waiver why it is needed",
+            )
+        )
     for dist in changes.removed:
         outcomes.append(
             Outcome(
