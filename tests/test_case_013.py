@@ -42,9 +42,10 @@ def test_audit_reports_lines_6_and_9_to_14(tmp_path: Path) -> None:
     assert all(f.chain == () for f in found)  # found in the script that was scanned
 
 
-def test_import_makes_the_replace_and_lists_the_sed(tmp_path: Path) -> None:
-    """Import: a `replace` patch for the Python edit; the `sed -i` listed with its line as not
-    converted (sed edits every line's first match, which a `replace` does not say); partial."""
+def test_import_makes_a_replace_of_the_python_edit_and_of_the_literal_sed(tmp_path: Path) -> None:
+    """Import: a `replace` patch for the Python edit, and one for the literal `sed -i`
+    (the case allows it converted or listed; a `replace` expects the old text once, and
+    `status` says conflict otherwise); nothing is left out, so the import is complete."""
     import yaml
 
     from patchbay.importer import import_script
@@ -52,12 +53,13 @@ def test_import_makes_the_replace_and_lists_the_sed(tmp_path: Path) -> None:
     script = tmp_path / "patch-engine.sh"
     shutil.copy(CASE / "patch-engine.sh", script)
     result = import_script(script, tmp_path / "out")
-    assert result.partial
-    assert [(o.start, o.end, o.text) for o in result.unconverted] == [
-        (6, 6, "edits a file in place with sed")
-    ]
+    assert not result.partial, result.unconverted
     doc = yaml.safe_load((tmp_path / "out" / "patchset.yaml").read_text())
-    [patch] = doc["patches"]
+    sed, patch = doc["patches"]
+    assert sed["kind"] == "replace"
+    assert sed["edits"] == [
+        {"file": "demo_engine/scheduler.py", "old": "max_batch = 256", "new": "max_batch = 512"}
+    ]
     assert patch["kind"] == "replace"
     assert patch["edits"] == [
         {"file": "demo_engine/envs.py", "old": "PADDING = 0", "new": "PADDING = 16"}
