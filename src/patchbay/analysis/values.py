@@ -12,6 +12,10 @@ from .model import ENGINE_DIR, SITE, TMP
 SCRIPT_DIR = "/@script"
 """Stands for the folder of the script being walked (``$(dirname "$0")``)."""
 
+POSITIONAL = re.compile(r'"?\$\{?(?:@|\*|[1-9])\}?"?')
+"""A word that is the positional arguments, or one of them (``"$@"``, ``$*``, ``"$1"``): what a
+helper function was called with."""
+
 MAX_ALTERNATIVES = 4
 """Values kept per variable (branches that assign different values); more are dropped."""
 

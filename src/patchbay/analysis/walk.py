@@ -37,7 +37,7 @@ from .model import (
 from .running import RunningMixin
 from .streams import Cmd, FileInfo, Frame, Stdin, Stream, _Function
 from .syntax import Node, Source, statements
-from .values import SCRIPT_DIR, State, Val, display, join, unknown
+from .values import POSITIONAL, SCRIPT_DIR, State, Val, display, join, unknown
 from .words import WordsMixin
 
 _SOURCE_SUFFIXES = (".py", ".pyi", ".so", ".co", ".hsaco", ".cubin", ".cu", ".cuh", ".pth")
@@ -53,7 +53,6 @@ _COMPUTED_NAME = frozenset(
     ("simple_expansion", "expansion", "string", "concatenation", "command_substitution")
 )
 """Syntax of a command name whose value the walk computes (``$CMD``, ``"$@"``, ``"$1"``)."""
-_POSITIONAL = re.compile(r'"?\$\{?(?:@|\*|[1-9])\}?"?')
 _MAY_ACT = re.compile(rb"\$[({]|[`<>]")
 """Bytes of a command that may run code, assign or redirect when its words are expanded."""
 _LITERAL_NAME = re.compile(rb"[A-Za-z0-9_./+:-]+")
@@ -505,7 +504,7 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, RunningMixin, WordsMixi
         cmd.name = self.interpreter_name(name_val, cmd)
         if "/" in name_val.text:
             cmd.path = name_val
-        if self.frames[-1].name and _POSITIONAL.fullmatch(self.src.text(name_child)):
+        if self.frames[-1].name and POSITIONAL.fullmatch(self.src.text(name_child)):
             cmd.forwarded = self.frames[-1]  # `step "label" sed -i ...`: the call's statement
         return self.commands.run_command(self, cmd) or Stream()
 

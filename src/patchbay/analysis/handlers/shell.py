@@ -13,7 +13,7 @@ from ..commands import (
     run_command,
     written_args,
 )
-from ..values import Val, basename, dirname, join, unknown
+from ..values import POSITIONAL, Val, basename, dirname, join, unknown
 from ..walk import Cmd, FileInfo, Stream, Walker
 
 # ---------------------------------------------------------------------------- the shell itself
@@ -184,7 +184,7 @@ def cmd_eval(w: Walker, cmd: Cmd) -> Stream | None:
         w.result.unresolved[k] = gap
     written = " ".join(cmd.text.split()[1:])
     frame = w.frames[-1]
-    forwarded = frame.name is not None and frame.chain and _POSITIONAL_WORD.search(written)
+    forwarded = frame.name is not None and frame.chain and POSITIONAL.search(written)
     for mod in w.mods[before:]:  # a path is written in the string's variables, not as shown
         if mod.target is not None and "/@" in mod.target.written:
             mod.target = replace(mod.target, written=f"{written}, run by eval")
@@ -193,9 +193,6 @@ def cmd_eval(w: Walker, cmd: Cmd) -> Stream | None:
             mod.chain = frame.chain
             mod.text = frame.text
     return None
-
-
-_POSITIONAL_WORD = re.compile(r'"?\$\{?(?:@|\*|[1-9])\}?"?')
 
 
 def _inline(w: Walker, source: object, flatten_lines: int | None = None) -> None:
