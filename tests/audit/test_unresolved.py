@@ -11,6 +11,7 @@ a path whose known part places it in the repository).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from conftest import run_cli
@@ -191,3 +192,11 @@ def test_a_loop_over_several_files_names_every_file_in_its_one_finding(tmp_path:
     (finding,) = [f for f in doc["findings"] if f["code"] == "PB402"]
     for name in ("ops/a.py", "ops/b.py", "ops/c.py"):
         assert name in finding["message"], finding["message"]
+
+
+def test_a_script_that_is_there_but_cannot_be_read_is_not_called_missing(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "helper.sh")
+    (tmp_path / "main.sh").write_text("#!/bin/bash\n" + SITE + "source ./helper.sh\n")
+    doc = _audit(tmp_path)
+    (gap,) = [f for f in doc["findings"] if f["code"] == "PB414"]
+    assert "cannot be read" in gap["message"] and "no such file" not in gap["message"]

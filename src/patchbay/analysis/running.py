@@ -5,6 +5,7 @@ of a string known only at run time, a computed command name, a script that is no
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 from pathlib import Path
@@ -133,7 +134,14 @@ class RunningMixin:
         inner = posixpath.normpath(inner)
         if inner.startswith("../"):
             return  # above the repository: the walk does not know where it runs from
-        self.unresolved(line, f"{verb} {inner}", "no such file is in the repository")
+        there = os.path.lexists(posixpath.join(self.root_text, inner))
+        why = (
+            "the file is there but cannot be read (not a regular file, a symlink loop, or no "
+            "permission)"
+            if there
+            else "no such file is in the repository"
+        )
+        self.unresolved(line, f"{verb} {inner}", why)
 
     def placed_in_repo(self, text: str) -> bool:
         """A path known only in part names a folder or file of the repository (see
