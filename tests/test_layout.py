@@ -123,8 +123,8 @@ def test_nothing_outside_the_cli_imports_it() -> None:
 
 # what each wing may import besides the shared top-level modules (errors, options, redaction,
 # envrefs, progress, printable, outputfiles and the package's __version__), as its __init__
-# says; the CLI may import every wing. A new arrow between wings is a change of the architecture: it goes
-# here and into the wing's docstring together.
+# says; the CLI may import every wing. A new arrow between wings is a change of the
+# architecture: it goes here and into the wing's docstring together.
 SHARED = {
     "patchbay", "errors", "options", "redaction", "envrefs", "progress", "printable",
     "outputfiles",
