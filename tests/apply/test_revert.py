@@ -97,3 +97,38 @@ def test_apply_dry_run_prints_the_diff_it_would_write(engine: Engine, tmp_path: 
     assert _contents(engine.pkg) == by_git
     again = run_cli("apply", DEMO, "--python", engine.python, "--dry-run")
     assert "# nothing to do" in again.out
+
+
+def test_revert_forget_removes_records_and_writes_no_file(engine: Engine) -> None:
+    """``revert --forget``: a tree a newer release was copied over (here: a file patchbay
+    wrote, changed by hand) keeps its bytes; the records go, and status judges the patches
+    afresh on the files there (issue 28, part 2)."""
+    assert run_cli("apply", DEMO, "--python", engine.python).code == 0
+    envs = engine.pkg / "envs.py"
+    envs.write_text(envs.read_text() + "# a newer release\n")
+    after = _contents(engine.pkg)
+    res = run_cli("revert", DEMO, "envs-asm-padding", "--forget", "--python", engine.python)
+    assert res.code == 0, res.err
+    assert "forgot envs-asm-padding: its record only (no file was written)" in res.out
+    assert _contents(engine.pkg) == after
+    status = _status(engine)
+    assert status["envs-asm-padding"]["ledger"] is None
+    assert status["scheduler-padding"]["ledger"] is not None
+    res = run_cli("revert", DEMO, "--forget", "--python", engine.python)
+    assert res.code == 0 and "forgot" in res.out, res.err
+    assert all(p["ledger"] is None for p in _status(engine).values())
+    assert _contents(engine.pkg) == after
+    again = run_cli("revert", DEMO, "--forget", "--python", engine.python)
+    assert again.code == 0 and "nothing to forget" in again.out
+
+
+def test_revert_forget_refuses_while_a_journal_is_pending(engine: Engine) -> None:
+    assert run_cli("apply", DEMO, "--python", engine.python).code == 0
+    from patchbay.apply.journal import MANIFEST
+
+    journal = engine.state_dir / "journal"
+    journal.mkdir(exist_ok=True)
+    (journal / MANIFEST).write_text("")  # what a run killed mid-write leaves
+    res = run_cli("revert", DEMO, "--forget", "--python", engine.python)
+    assert res.code != 0 and "journal is pending" in res.err, res.out + res.err
+    assert all(p["ledger"] is not None for p in _status(engine).values())

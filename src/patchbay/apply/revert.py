@@ -25,7 +25,7 @@ from .folders import (
     replaced_folders,
     space_needed,
 )
-from .interrupted import journal_roots, recover_interrupted
+from .interrupted import interrupted, journal_roots, recover_interrupted
 from .journal import write_atomic
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_or_none
 from .statelock import state_lock
@@ -111,7 +111,8 @@ def revert_entries(
                     f"{rec.path} changed since patchbay wrote it (sha256 {current or 'absent'}, "
                     f"recorded {rec.after or 'absent'}, and not what it was before either); "
                     f"refusing to revert over it; nothing was changed. Undo the edit by hand "
-                    f"(or reinstall the package){hint}",
+                    f"(or reinstall the package){hint}; if a newer release was installed over "
+                    f"the patch, `revert --forget` clears its record without writing a file",
                     file=tree.resolve(rec.target, rec.path),
                     patch_id=entry.patch_id,
                 )
@@ -226,3 +227,52 @@ def revert_patchset(
             txn.commit()
         ledger.prune_blobs()
     return result
+
+
+def forget_records(
+    patchset: Patchset,
+    env: Environment,
+    patch_ids: list[str] | None = None,
+    *,
+    lock_timeout: float = 0.0,
+) -> list[str]:
+    """Remove ledger records without writing any engine file (``revert --forget``): for a
+    tree a newer distribution was installed over, whose records no longer describe it, so that
+    ``status`` and ``apply`` judge the patches afresh on the files there now. The records'
+    backups go with them (blobs no record names are pruned).
+
+    Args:
+        patchset: the loaded patchset.
+        env: the resolved environment.
+        patch_ids: the records to remove; None: every record of the patchset. Ids with no
+            record are ignored.
+        lock_timeout: seconds to wait for another run's lock.
+
+    Returns:
+        The ids removed, in the ledger's order.
+
+    Raises:
+        RefusedError: an interrupted run's journal is pending (the next ``apply`` or
+            ``revert`` rolls it back first: forgetting now would lose what it restores), or the
+            lock is held; nothing changed.
+    """
+    with state_lock(env.state_dir, lock_timeout):
+        if interrupted(env):
+            raise RefusedError(
+                f"an interrupted run's journal is pending in {env.state_dir / 'journal'}: run "
+                "`patchbay apply` or `revert` first (they roll it back), then forget"
+            )
+        ledger = Ledger(env.state_dir)
+        entries = ledger.entries(patchset.name)
+        wanted = set(patch_ids) if patch_ids is not None else None
+        gone = [e.patch_id for e in entries if wanted is None or e.patch_id in wanted]
+        if not gone:
+            return []
+        for pid in gone:
+            ledger.remove(patchset.name, pid)
+        with Transaction(env.state_dir / "journal", journal_roots(env, patchset)) as txn:
+            txn.doing = "writing the ledger"
+            ledger.save(txn)
+            txn.commit()
+        ledger.prune_blobs()
+    return gone

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ...apply.revert import revert_patchset
+from ...apply.revert import forget_records, revert_patchset
 from ...errors import InputError
 from ...options import RunOptions
 from ..output import recovered_lines, revert_lines
@@ -16,6 +16,7 @@ def run(
     patchset_arg: str,
     *,
     patch_ids: list[str] | None = None,
+    forget: bool = False,
     python: str | None,
     root: Path | None,
     state_dir: Path | None,
@@ -23,7 +24,8 @@ def run(
     options: Callable[[], RunOptions] | None = None,
     probe_timeout: float | None = None,
 ) -> int:
-    """Revert; exit 0 (also when there was nothing to revert). Errors raise."""
+    """Revert; exit 0 (also when there was nothing to revert). With ``forget``, remove the
+    records only (:func:`patchbay.apply.revert.forget_records`). Errors raise."""
     patchset = load(patchset_arg)
     known = {p.id for p in patchset.patches}
     unknown = [pid for pid in patch_ids or [] if pid not in known]
@@ -34,6 +36,13 @@ def run(
             file=patchset.path,
         )
     env = environment(patchset, python, root, state_dir, writable=True, probe_timeout=probe_timeout)
+    if forget:
+        gone = forget_records(patchset, env, patch_ids, lock_timeout=lock_timeout)
+        for pid in gone:
+            say(f"forgot {pid}: its record only (no file was written)")
+        if not gone:
+            say(f"nothing to forget: the ledger records no patch of {patchset.name} here")
+        return 0
     result = revert_patchset(
         patchset, env, patch_ids, lock_timeout=lock_timeout, options=options() if options else None
     )

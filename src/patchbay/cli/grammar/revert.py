@@ -27,6 +27,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
         nargs="*",
         help="revert these patches and those applied after them (default: all)",
     )
+    p.add_argument(
+        "--forget",
+        action="store_true",
+        help="remove the records only, writing no file: for a tree a newer release was "
+        "installed over (status and apply then judge the patches on the files there)",
+    )
     add_python(p)
     add_root(p)
     add_state(p)
@@ -43,6 +49,7 @@ def handle(args: argparse.Namespace) -> int:
     return revert.run(
         args.patchset,
         patch_ids=args.patch_ids or None,
+        forget=args.forget,
         python=args.python,
         root=args.root,
         state_dir=args.state_dir,
