@@ -259,3 +259,30 @@ def test_refresh_refuses_when_a_later_patch_is_still_on_the_file(
     res = run_cli("refresh", folder, "p2", "--python", engine.python)
     assert res.code == 1
     assert "also changed by p3, applied after p2; run `patchbay edit" in res.err
+
+
+def test_every_hint_edit_and_refresh_print_runs_as_printed(tmp_path: Path, engine: Engine) -> None:
+    """The commands `edit` and `refresh` suggest repeat the `--python` (and `--state-dir`)
+    the user gave, quoted for the shell: run as printed, they act on the same engine, not on
+    whatever `python3` is on PATH (issue 28, part 3)."""
+    import re
+    import shlex
+    import subprocess
+
+    from conftest import PATCHBAY
+
+    folder = _stack(tmp_path, engine)
+    assert run_cli("apply", folder, "--python", engine.python).code == 0
+    edited = run_cli("edit", folder, "p2", "--python", engine.python)
+    assert edited.code == 0, edited.err
+    hints = re.findall(r"`(patchbay [^`]+)`", edited.out)
+    assert len(hints) == 2 and all(f"--python {engine.python}" in h for h in hints), hints
+    _edit(engine.pkg / "stack.py", "line 15 (two)\n", "line 15 (two, better)\n")
+    for printed in hints:  # refresh p2, then apply puts p3 back
+        argv = shlex.split(printed)
+        res = subprocess.run([str(PATCHBAY), *argv[1:]], capture_output=True, text=True)
+        assert res.returncode == 0, (printed, res.stdout, res.stderr)
+        if argv[1] == "refresh":
+            later = re.findall(r"`(patchbay [^`]+)`", res.stdout)
+            assert all(f"--python {engine.python}" in h for h in later), res.stdout
+    assert _statuses(folder, engine) == {"p1": "applied", "p2": "applied", "p3": "applied"}

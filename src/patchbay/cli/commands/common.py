@@ -114,6 +114,27 @@ def say_each(head: str | tuple[str, str], items: list[str], *, err: bool = False
     _stream(err).write(redact("".join(f"{text}{item}\n" for item in items)))
 
 
+def hint(
+    *words: str | Path,
+    python: str | None = None,
+    root: Path | None = None,
+    state_dir: Path | None = None,
+) -> str:
+    """A ``patchbay`` command line to print as a hint that runs as printed: the words, then
+    the ``--python``/``--root``/``--state-dir`` the user gave (a hint without them would act on
+    whatever ``python3`` is on ``PATH``), each quoted for a POSIX shell."""
+    import shlex
+
+    argv = ["patchbay", *map(str, words)]
+    if python is not None:
+        argv += ["--python", str(python)]
+    if root is not None:
+        argv += ["--root", str(root)]
+    if state_dir is not None:
+        argv += ["--state-dir", str(state_dir)]
+    return shlex.join(argv)
+
+
 def patchset_path(arg: str) -> Path:
     """:func:`~patchbay.patchset.inputfiles.patchset_location` as a path."""
     from pathlib import Path

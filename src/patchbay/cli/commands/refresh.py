@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ...authoring.capture import PristineSources
 from ...authoring.refresh import edit_patch, refresh_patch
-from .common import environment, load, say
+from .common import environment, hint, load, say
 
 
 def edit(
@@ -28,9 +28,10 @@ def edit(
     say(f"the tree is at the state just after {patch_id}; its files:")
     for path in result.files:
         say(f"  {path}")
+    where = {"python": python, "root": root, "state_dir": state_dir}
     say(
-        f"edit them, then `patchbay refresh {patchset_arg} {patch_id}`; `patchbay apply` puts "
-        "the later patches back"
+        f"edit them, then `{hint('refresh', patchset_arg, patch_id, **where)}`; "
+        f"`{hint('apply', patchset_arg, **where)}` puts the later patches back"
     )
     return 0
 
@@ -60,7 +61,9 @@ def refresh(
     )
     pending = [pid for pid, status in result.later.items() if status == "pending"]
     if pending:
+        where = {"python": python, "root": root, "state_dir": state_dir}
         say(
-            f"the later patches still apply ({', '.join(pending)}): `patchbay apply` puts them back"
+            f"the later patches still apply ({', '.join(pending)}): "
+            f"`{hint('apply', patchset_arg, **where)}` puts them back"
         )
     return 0
