@@ -356,14 +356,7 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
             finding = Finding.of(code, path, mod.line, display(message), end)
             # the scripts it was reached through, outermost first, without its own file
             finding.chain = tuple(mod.chain[:-1]) if mod.chain else ()
-            notes = (
-                analysis.annotations
-                if path == analysis.path
-                else analysis.followed_annotations.get(path, {})
-            )
-            note = notes.get(mod.line)
-            if note is not None and (not note[0] or code in note[0]) and _real_reason(note[1]):
-                finding.suppression = Suppression("inSource", note[1])
+            finding.suppression = _reviewed(analysis, path, mod.line, code)
             out.append(finding)
     for gap in analysis.unresolved:
         if (gap.path, "PB414", gap.line) in seen:
@@ -376,13 +369,7 @@ def findings_of(analysis: ScriptAnalysis) -> list[Finding]:
         finding = Finding.of("PB414", gap.path, gap.line, message)
         if gap.path != analysis.path:
             finding.chain = (analysis.path,)
-        note = (
-            analysis.annotations
-            if gap.path == analysis.path
-            else analysis.followed_annotations.get(gap.path, {})
-        ).get(gap.line)
-        if note is not None and (not note[0] or "PB414" in note[0]) and _real_reason(note[1]):
-            finding.suppression = Suppression("inSource", note[1])
+        finding.suppression = _reviewed(analysis, gap.path, gap.line, "PB414")
         out.append(finding)
     if analysis.incomplete is not None:
         out.append(incomplete_finding(analysis.path, analysis.incomplete))
@@ -412,6 +399,21 @@ def _other_targets(analysis: ScriptAnalysis) -> dict[tuple[str, int], list[str]]
         if shown not in paths.setdefault(key, []):
             paths[key].append(shown)
     return {key: found for key, found in paths.items() if len(found) > 1}
+
+
+def _reviewed(analysis: ScriptAnalysis, path: str, line: int, code: str) -> Suppression | None:
+    """The suppression a ``patchbay-reviewed`` annotation with a real reason gives the finding
+    ``code`` at ``path:line`` (the analysed file's annotations, or those of a file it followed),
+    or None."""
+    notes = (
+        analysis.annotations
+        if path == analysis.path
+        else analysis.followed_annotations.get(path, {})
+    )
+    note = notes.get(line)
+    if note is not None and (not note[0] or code in note[0]) and _real_reason(note[1]):
+        return Suppression("inSource", note[1])
+    return None
 
 
 def incomplete_finding(rel: str, stop: Incomplete) -> Finding:
