@@ -281,6 +281,7 @@ def _one_of_alternatives(drafts: list[Draft]) -> tuple[list[Draft], list[tuple[D
     (a script's ``apply_one_of A B``: see :func:`patchbay.patchset.ordering.same_changes`,
     which ``validate`` refuses), and each one dropped with the one kept."""
     from ..diff.parse import parse_diff
+    from ..patchset.ordering import line_change
 
     kept: list[Draft] = []
     dropped: list[tuple[Draft, Draft]] = []
@@ -295,10 +296,7 @@ def _one_of_alternatives(drafts: list[Draft]) -> tuple[list[Draft], list[tuple[D
             kept.append(draft)
             continue
         mine = {
-            posixpath.join(draft.root, fp.new_path): (
-                tuple(t for h in fp.hunks for tag, t in h.lines if tag == "+"),
-                tuple(t for h in fp.hunks for tag, t in h.lines if tag == "-"),
-            )
+            posixpath.join(draft.root, fp.new_path): line_change(fp)
             for fp in parsed.files
             if fp.new_path and fp.hunks
         }

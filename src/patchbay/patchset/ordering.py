@@ -102,7 +102,9 @@ class SameChange(msgspec.Struct, frozen=True):
     index: int
 
 
-def _change(fp: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def line_change(fp: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The lines a file patch (:class:`patchbay.diff.parse.FilePatch`) adds and removes, in
+    order: what two diffs of one change from different bases share and do not share."""
     added = tuple(text for h in fp.hunks for tag, text in h.lines if tag == "+")
     removed = tuple(text for h in fp.hunks for tag, text in h.lines if tag == "-")
     return added, removed
@@ -120,7 +122,7 @@ def same_changes(patchset: Patchset, loaded: list[LoadedPatch]) -> list[SameChan
         for fp in lp.data.files:
             if fp.new_path is None or not fp.hunks:
                 continue
-            added, removed = _change(fp)
+            added, removed = line_change(fp)
             key = (patch.target, fp.new_path)
             for other, o_added, o_removed in seen.get(key, []):
                 if added and added == o_added and removed != o_removed:
