@@ -30,6 +30,9 @@ MAX_ALTERNATIVES = 256
 MAX_ITEMS = 32
 """Items of one loop that are unrolled (the rest is not walked: a literal list this long is
 data, not a list of patches)."""
+MAX_DEPTH = 12
+r"""Function calls and ``eval``\ s nested deeper than this are not walked into (a recursive
+helper, ``eval "$X"`` where ``X`` holds ``eval "$X"``)."""
 
 
 class Exhausted(Exception):

@@ -13,12 +13,10 @@ from pathlib import Path
 from .model import Unresolved
 from .streams import Cmd
 from .syntax import Node, parse_shell
-from .values import SCRIPT_DIR, State, Val
+from .values import PIP_VAR, PYTHON_VAR, SCRIPT_DIR, State, Val
 
 _COMPUTED_PART = re.compile(r"[$`<>(){}]")
 _SCRIPT_FILE = re.compile(r"\.(?:sh|bash|py)$")
-_INTERPRETER_VAR = re.compile(r"(?:^|_)(?:PY|PYTHON\d*|PYBIN|PYEXE|PIP\d*|UV)(?:_|$)")
-"""A variable named as an interpreter (``$PYTHON``, ``$PY_BIN``, ``$PIP``), not ``$PIPELINE``."""
 _LITERAL_WORD = re.compile(r"[A-Za-z_][\w.+-]*")
 
 
@@ -46,7 +44,7 @@ class RunningMixin:
                 return first, words[1:]
         written = self.src.text(node.child_by_field_name("name") or node)
         var = re.sub(r"[^A-Za-z_]", "", written.split(":")[0]).upper()
-        if _INTERPRETER_VAR.search(var):
+        if PYTHON_VAR.search(var) or PIP_VAR.search(var):
             return name, words  # an interpreter: see interpreter_name
         self.unresolved(self.src.line(node), self.src.text(node), name.unknown)
         return name, words

@@ -16,6 +16,12 @@ POSITIONAL = re.compile(r'"?\$\{?(?:@|\*|[1-9])\}?"?')
 """A word that is the positional arguments, or one of them (``"$@"``, ``$*``, ``"$1"``): what a
 helper function was called with."""
 
+PYTHON_VAR = re.compile(r"(?:^|_)PY(?:THON)?\d*(?:BIN|EXE|CMD)?(?:_|$)")
+"""A variable named as a Python interpreter by a word of its name (``$PYTHON``, ``$PY_BIN``,
+``$VLLM_PYTHON``), not by a substring (``$APPLY_PYTORCH_FIX`` is no interpreter)."""
+PIP_VAR = re.compile(r"(?:^|_)(?:PIP\d*(?:BIN|CMD)?|UV)(?:_|$)")
+"""A variable named as pip (``$PIP``, ``$PIP_CMD``, ``$UV``), not ``$PIPELINE_STEP``."""
+
 MAX_ALTERNATIVES = 4
 """Values kept per variable (branches that assign different values); more are dropped."""
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .annotations import AnnotationsMixin
-from .budget import Budget, Exhausted
+from .budget import MAX_DEPTH, Budget, Exhausted
 from .control import ControlMixin
 from .engines import EngineNames
 from .inputs import Inputs
@@ -37,12 +37,11 @@ from .model import (
 from .running import RunningMixin
 from .streams import Cmd, FileInfo, Frame, Stdin, Stream, _Function
 from .syntax import Node, Source, statements
-from .values import POSITIONAL, SCRIPT_DIR, State, Val, display, join, unknown
+from .values import PIP_VAR, POSITIONAL, PYTHON_VAR, SCRIPT_DIR, State, Val, display, join, unknown
 from .words import WordsMixin
 
 _SOURCE_SUFFIXES = (".py", ".pyi", ".so", ".co", ".hsaco", ".cubin", ".cu", ".cuh", ".pth")
 _DATA_SUFFIXES = (".csv", ".json", ".yaml", ".yml", ".txt", ".cfg", ".toml", ".h", ".hpp", ".cpp")
-_MAX_DEPTH = 12
 _COMMENT_LINE = re.compile(r"^[ \t]*#.*$", re.M)
 _CHECKOUT_WORDS = (
     "src", "source", "local", "main", "master", "dev", "git", "repo", "checkout", "upstream",
@@ -531,21 +530,21 @@ class Walker(AnnotationsMixin, ControlMixin, ListsMixin, RunningMixin, WordsMixi
         if name.known or not name.text.startswith("$"):
             return base
         # "$PY" with no known value: an interpreter variable, judged by how it is used
-        var = re.sub(r"[^A-Za-z_]", "", name.text.split(":")[0])
+        var = re.sub(r"[^A-Za-z_]", "", name.text.split(":")[0]).upper()
         args = cmd.args
         looks_python = bool(args) and (
             args[0] in ("-", "-c", "-m", "-u", "-I", "-E", "-s", "-B") or args[0].endswith(".py")
         )
-        if "PY" in var.upper() and (looks_python or cmd.stdin is not None):
+        if PYTHON_VAR.search(var) and (looks_python or cmd.stdin is not None):
             return "python3"
-        if "PIP" in var.upper():
+        if PIP_VAR.search(var):
             return "pip"
         return base
 
     def call_function(self, fn: _Function, cmd: Cmd) -> Stream:
         if self.live and cmd.line not in fn.calls:
             fn.calls.append(cmd.line)
-        if self.depth >= _MAX_DEPTH:
+        if self.depth >= MAX_DEPTH:
             return Stream()
         saved = (self.state.args, self.src, self.chain)
         self.state.args = list(cmd.words)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from ..budget import MAX_DEPTH
 from ..commands import (
     _read,
     handles,
@@ -154,7 +155,7 @@ def cmd_eval(w: Walker, cmd: Cmd) -> Stream | None:
     if not cmd.words:
         return None
     text = " ".join(word.text for word in cmd.words)
-    if w.depth >= 12:
+    if w.depth >= MAX_DEPTH:
         w.unresolved(cmd.line, cmd.text, "eval nests deeper than the analyser follows")
         return None
     try:
