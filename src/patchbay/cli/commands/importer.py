@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from pathlib import Path
 
 from ...errors import InputError, PatchbayError
@@ -10,7 +9,7 @@ from ...importer import import_script, parse_projects
 from ...importer.observed import BY_RUNNING, NOT_OBSERVED
 from ...outputfiles import check_output_folder
 from . import status, validate
-from .common import say
+from .common import hint, say
 
 
 def run(
@@ -110,7 +109,7 @@ def run(
         where = f"the tree {root}" if root is not None else f"the engine of {python}"
         say(
             f"{where} now holds what the script changed; "
-            f"`patchbay apply {shlex.quote(str(out))}` on a fresh copy of the engine {reproduce}"
+            f"`{hint('apply', out)}` on a fresh copy of the engine {reproduce}"
         )
     elif python is not None:
         try:
