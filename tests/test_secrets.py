@@ -130,6 +130,10 @@ def test_a_command_runs_without_credentials_and_its_log_is_private(
     text = log.read_text()
     assert "building with *** ***" in text  # the output and the argv line, both redacted
     assert GH not in text and PASSED not in text and "older" not in text
+    # the ledger records the command line it ran, with the credential masked
+    state = [f for f in (root / ".patchbay").rglob("*") if f.is_file() and f != log]
+    assert any("probe-env" in f.read_text(errors="replace") for f in state)
+    assert not [f for f in state if GH in f.read_text(errors="replace")]
 
 
 def test_report_never_shows_a_token_or_a_url_password(

@@ -43,7 +43,7 @@ from ..diff.hunks import HunkResult, HunkState
 from ..environment.paths import PathRejected, resolve_under
 from ..errors import ApplyFailed
 from ..patchset.model import CommandPatch
-from ..redaction import is_credential, write_log
+from ..redaction import is_credential, redact, write_log
 from .base import ContentState, Inspection, LoadedPatch, PendingPatch
 
 if TYPE_CHECKING:
@@ -159,8 +159,8 @@ class CommandKind:
                         file=output,
                         patch_id=patch.id,
                     ) from None
-            item.inspection.record = {
-                "argv": argv,
+            item.inspection.record = {  # a credential on the command line never reaches the ledger
+                "argv": [redact(arg) for arg in argv],
                 "log": str(log),
                 "output": patch.output,
                 "target": patch.target,
