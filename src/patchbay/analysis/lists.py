@@ -127,11 +127,19 @@ class ListsMixin:
         stdin: Stdin | None = None
         parts = [c for c in node.named_children if c.type != "comment"]
         for k, part in enumerate(parts):
-            stream = self.statement(part, stdin)
-            if k + 1 < len(parts):
-                stdin = Stdin(
-                    "pipe", value=stream.value, file=stream.file, line=self.src.line(part)
-                )
+            if k + 1 == len(parts):
+                stream = self.statement(part, stdin)
+                break
+            # what a stage prints goes down the pipe, never to the enclosing `$(...)`: the
+            # value of `$(echo X | base64 -d)` is the last stage's output, not X
+            self.captures.append([])
+            try:
+                stream = self.statement(part, stdin)
+            finally:
+                printed = self.captures.pop()
+            if stream.value is None and stream.file is None and printed:
+                stream = printed[-1]
+            stdin = Stdin("pipe", value=stream.value, file=stream.file, line=self.src.line(part))
         return stream
 
     def redirected(self, node: Node, stdin: Stdin | None) -> Stream:

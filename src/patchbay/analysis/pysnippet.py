@@ -311,6 +311,8 @@ class _Reader:
                 return PyUnknown("importlib.resources.files of a computed name")
             self.package(pkg)
             return PyPath(f"{SITE}/{pkg.replace('.', '/')}")
+        if name in ("pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath") and len(args) > 1:
+            name = "os.path.join"  # `Path(site, "vllm", "envs.py")` joins its parts
         if name in ("pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "str", "os.fspath"):
             text = _text(args[0]) if args else None
             return PyPath(text) if text is not None else PyUnknown("a path")
