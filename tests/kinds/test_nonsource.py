@@ -376,6 +376,71 @@ def test_command_runs_only_when_its_input_changed(tmp_path: Path, engine: Engine
     assert counter.read_text() == "run\nrun\n"
 
 
+def test_revert_of_a_rebuild_puts_back_the_shipped_output(tmp_path: Path, engine: Engine) -> None:
+    """A command that rebuilds a file the engine shipped (``remove`` then build) keeps the
+    shipped bytes in the state folder; revert puts them back, with their mode, instead of
+    deleting the file."""
+    kernel = engine.site / "demo_engine_meta" / "kernels" / "gfx950" / "mla_a16w16_qh128.co"
+    shipped = kernel.read_bytes()
+    kernel.chmod(0o640)
+    build = "printf 'rebuilt' > demo_engine_meta/kernels/gfx950/mla_a16w16_qh128.co"
+    rel = "demo_engine_meta/kernels/gfx950/mla_a16w16_qh128.co"
+    envs = (engine.pkg / "envs.py").read_text()
+    fix = diff_patch("demo_engine/envs.py", envs, envs.replace('"256"', '"512"'))
+    ps = write_patchset(
+        tmp_path / "ps",
+        [
+            {"id": "batch", "kind": "diff", "file": "patches/batch.diff"},
+            {
+                "id": "rebuild-mla",
+                "kind": "command",
+                "after": ["batch"],
+                "remove": [rel],
+                "argv": [build],
+                "shell": True,
+                "output": rel,
+            },
+        ],
+        files={"patches/batch.diff": fix},
+    )
+    assert run_cli("apply", ps, "--python", engine.python).code == 0
+    assert kernel.read_bytes() == b"rebuilt"
+    res = run_cli("revert", ps, "--python", engine.python)
+    assert res.code == 0, res.out + res.err
+    assert kernel.read_bytes() == shipped
+    assert stat.S_IMODE(kernel.stat().st_mode) == 0o640
+
+
+def test_a_clean_up_command_runs_while_what_it_removes_is_there(
+    tmp_path: Path, engine: Engine
+) -> None:
+    """A command with neither ``after`` nor ``output`` is due while one of its ``remove``
+    paths exists: it runs once, and a re-run is a no-op."""
+    cache = engine.pkg / "jit_cache"
+    cache.mkdir()
+    (cache / "module.so").write_bytes(b"\x7fELF stale")
+    counter = tmp_path / "runs"
+    ps = write_patchset(
+        tmp_path / "ps",
+        [
+            {
+                "id": "drop-stale-jit",
+                "kind": "command",
+                "remove": ["demo_engine/jit_cache"],
+                "argv": [f"echo run >> {counter}"],
+                "shell": True,
+            }
+        ],
+    )
+    res = run_cli("status", ps, "--python", engine.python)
+    assert "pending" in res.out, res.out
+    assert run_cli("apply", ps, "--python", engine.python).code == 0
+    assert not cache.exists() and counter.read_text() == "run\n"
+    again = run_cli("apply", ps, "--python", engine.python)
+    assert again.code == 0 and "nothing to do" in again.out, again.out + again.err
+    assert counter.read_text() == "run\n"
+
+
 def _folders(root: Path) -> dict[str, tuple[int, int, int]]:
     return {
         str(p.relative_to(root)): (p.lstat().st_mode & 0o7777, p.lstat().st_uid, p.lstat().st_gid)

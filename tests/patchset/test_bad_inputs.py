@@ -234,7 +234,6 @@ def wrong_types() -> Iterator[Input]:
         ("image-no-reference", top, "image", {}),
         ("image-digest", top, "image", {"reference": "x", "digest": "md5:00"}),
         ("targets-list", top, "targets", ["engine"]),
-        ("targets-empty", top, "targets", {}),
         ("target-package-int", top, "targets", {"engine": {"package": 3}}),
         ("target-package-pattern", top, "targets", {"engine": {"package": "demo-engine"}}),
         ("target-path-absolute", top, "targets", {"engine": {"package": "x", "path": "/x"}}),

@@ -149,8 +149,22 @@ def test_json_schema_in_docs_is_current() -> None:
 
 def test_json_schema_rejects_what_the_loader_rejects() -> None:
     schema = json_schema()
-    assert schema["required"] == ["schema", "name", "image", "targets"]
+    assert schema["required"] == ["schema", "name", "image"]
     assert schema["additionalProperties"] is False
+
+
+def test_a_patchset_of_pins_needs_no_target_and_a_patch_naming_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    head = "schema: 1\nname: t\nimage: {reference: example.invalid/engine:1}\npatches:\n"
+    pin = "  - {id: p, kind: pip, description: d, upstream: [o/r#1], requirement: x==1}\n"
+    (tmp_path / "patchset.yaml").write_text(head + pin)
+    assert run_cli("validate", tmp_path).code == 0
+    diff = "  - {id: a, kind: diff, target: engine, description: d, upstream: [o/r#1], file: x}\n"
+    (tmp_path / "patchset.yaml").write_text(head + pin + diff)
+    res = run_cli("validate", tmp_path)
+    assert res.code == 2
+    assert "patch a: unknown target 'engine' (no target is declared)" in res.err
 
 
 def test_validate_command(tmp_path: Path) -> None:

@@ -121,6 +121,28 @@ class LedgerEntry(msgspec.Struct):
         }
 
 
+def keep_blob(blob_dir: Path, data: bytes, txn: Transaction, *, digest: str | None = None) -> str:
+    """Keep ``data`` in ``blob_dir`` (a state folder's ``blobs``) under its sha256, journaled in
+    ``txn`` so that a rollback removes a new blob; returns the sha256 (``digest``, when the
+    caller computed it already)."""
+    digest = digest or sha256_bytes(data)
+    path = blob_dir / digest
+    if not path.exists():
+        blob_dir.mkdir(parents=True, exist_ok=True)
+        txn.save(path)
+        write_atomic(path, data, mode=0o644)
+    return digest
+
+
+def read_blob(blob_dir: Path, digest: str) -> bytes | None:
+    """The bytes kept in ``blob_dir`` under ``digest``, or None when missing or damaged."""
+    try:
+        data = (blob_dir / digest).read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return data if sha256_bytes(data) == digest else None
+
+
 class Ledger:
     """The ledger of one engine environment.
 
@@ -304,21 +326,11 @@ class Ledger:
     def store_blob(self, data: bytes, txn: Transaction, *, digest: str | None = None) -> str:
         """Keep ``data`` under its sha256 (journaled, so a rollback removes a new blob);
         ``digest``: that sha256, when the caller computed it already."""
-        digest = digest or sha256_bytes(data)
-        path = self.blob_dir / digest
-        if not path.exists():
-            self.blob_dir.mkdir(parents=True, exist_ok=True)
-            txn.save(path)
-            write_atomic(path, data, mode=0o644)
-        return digest
+        return keep_blob(self.blob_dir, data, txn, digest=digest)
 
     def blob(self, digest: str) -> bytes | None:
         """The stored bytes with this sha256, or None when missing or damaged."""
-        try:
-            data = (self.blob_dir / digest).read_bytes()
-        except FileNotFoundError:
-            return None
-        return data if sha256_bytes(data) == digest else None
+        return read_blob(self.blob_dir, digest)
 
     def save(self, txn: Transaction) -> None:
         """Write ``ledger.json`` atomically and durably (fsynced, with its folder), as part of

@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,8 @@ import msgspec
 
 from .. import progress
 from ..apply.childgroup import run_in_group
-from ..apply.ledger import sha256_bytes
+from ..apply.journal import write_atomic
+from ..apply.ledger import keep_blob, read_blob, sha256_bytes
 from ..diff.hunks import HunkResult, HunkState
 from ..environment.paths import PathRejected, resolve_under
 from ..errors import ApplyFailed
@@ -77,6 +79,10 @@ class CommandKind:
             tree.resolve(patch.target, patch.output)
         ):
             reasons.append(f"its output {patch.output} is missing")
+        if not patch.after and patch.output is None:  # a clean-up: due while its paths are there
+            there = [rel for t, rel in patch.removals() if os.path.lexists(tree.resolve(t, rel))]
+            if there:
+                reasons.append(f"{there[0]}, which it removes, is there")
         unit = HunkResult(
             file=patch.output or patch.argv[0],
             index=1,
@@ -98,9 +104,16 @@ class CommandKind:
             patch: CommandPatch = item.patch
             root = tree.roots[patch.target]
             # every path through the gate first: a link among them removes nothing
-            for path in [tree.resolve(target, rel) for target, rel in patch.removals()]:
-                _remove(path, txn)
+            removals = [tree.resolve(target, rel) for target, rel in patch.removals()]
             output = tree.resolve(patch.target, patch.output) if patch.output else None
+            kept: str | None = None
+            mode: int | None = None
+            # the output as it was, kept before a `remove` takes it: revert puts it back
+            if output is not None and output.is_file() and not output.is_symlink():
+                mode = stat.S_IMODE(output.stat().st_mode)
+                kept = keep_blob(state_dir / "blobs", output.read_bytes(), txn)
+            for path in removals:
+                _remove(path, txn)
             if output is not None and not output.is_dir():
                 txn.save(output, copy=True)  # a build may write it in place: no hard link
             argv = [arg.replace("{python}", python) for arg in patch.argv]
@@ -164,13 +177,26 @@ class CommandKind:
                 "log": str(log),
                 "output": patch.output,
                 "target": patch.target,
+                "output_before": kept,
+                "output_mode": mode,
             }
 
     def revert(self, entry: LedgerEntry, tree: Tree, txn: Transaction) -> bool:
-        """Remove the command's output, so it is rebuilt from whatever sources are there now."""
+        """Put the command's output back as it was before the command ran (its bytes were kept
+        in the state folder's blobs: a shipped kernel the command rebuilt), or remove it when
+        there was none, so that it is rebuilt from whatever sources are there now."""
         output, target = entry.extra.get("output"), entry.extra.get("target")
-        if output and target in tree.roots:
-            _remove(tree.resolve(target, output), txn)
+        if not output or target not in tree.roots:
+            return True
+        path = tree.resolve(target, output)
+        before, env = entry.extra.get("output_before"), tree.env
+        state_dir = env.state_dir if env is not None else Path(".patchbay")
+        data = read_blob(state_dir / "blobs", before) if before else None
+        if data is None:
+            _remove(path, txn)
+            return True
+        txn.save(path)
+        write_atomic(path, data, mode=entry.extra.get("output_mode"))
         return True
 
 

@@ -13,11 +13,10 @@ if TYPE_CHECKING:
 
 def blank_items(patchset: Patchset) -> list[tuple[str | None, int | None, str, str]]:
     """``(patch id or None, line, field, placeholder)`` for every blank left to fill: the
-    patchset's ``description``, ``image.reference`` and each target's ``package`` (``import``
-    writes ``TODO_engine_package`` where the script names no engine), and each patch's
-    description and upstream state (``<TODO: ...>`` written by ``capture``, ``TODO`` by
-    ``import``); a placeholder is what :func:`patchbay.patchset.placeholders.placeholder_in` finds
-    (the audit's rule for waivers).
+    patchset's ``description``, ``image.reference`` and each target's ``package``
+    (``TODO_...``), and each patch's description and upstream state (``<TODO: ...>`` written
+    by ``capture``, ``TODO`` by ``import``); a placeholder is what
+    :func:`patchbay.patchset.placeholders.placeholder_in` finds (the audit's rule for waivers).
 
     Args:
         patchset: a loaded patchset.

@@ -77,8 +77,7 @@ def patchset_from_document(doc: YamlDocument) -> Patchset:
             problems.append(
                 (
                     doc.line_of(("patches", i, "target")),
-                    f"patch {patch.id}: unknown target {patch.target!r} "
-                    f"(targets: {', '.join(spec.targets)})",
+                    f"patch {patch.id}: unknown target {patch.target!r} ({_declared(spec)})",
                 )
             )
     for i, guard in enumerate(spec.base.files):
@@ -95,12 +94,17 @@ def patchset_from_document(doc: YamlDocument) -> Patchset:
                         (
                             doc.line_of(("patches", i, "remove", n, "target")),
                             f"patch {patch.id}: `remove` names unknown target {item.target!r} "
-                            f"(targets: {', '.join(spec.targets)})",
+                            f"({_declared(spec)})",
                         )
                     )
     if problems:
         raise _problems_error(yaml_path, problems)
     return Patchset(spec=spec, path=yaml_path, folder=yaml_path.parent, document=doc)
+
+
+def _declared(spec: PatchsetSpec) -> str:
+    """``targets: a, b``, or that none is declared."""
+    return f"targets: {', '.join(spec.targets)}" if spec.targets else "no target is declared"
 
 
 def _order_problems(

@@ -474,7 +474,9 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 class CommandPatch(PatchBase, kw_only=True, tag="command"):
     """A rebuild or post step, run when a patch it depends on changed in this run or when its
-    declared output is missing. ``{python}`` in ``argv`` is the engine interpreter."""
+    declared output is missing; one with neither ``after`` nor ``output`` (a clean-up) runs
+    while one of its ``remove`` paths exists. ``{python}`` in ``argv`` is the engine
+    interpreter."""
 
     kind: ClassVar[str] = "command"
     target: Annotated[str, Meta(description="Name of an entry in `targets`; cwd is relative to it")]
@@ -518,8 +520,10 @@ class CommandPatch(PatchBase, kw_only=True, tag="command"):
         self.output = _path_field("output", self.output)
         if self.shell and len(self.argv) != 1:
             raise ValueError("with `shell: true`, argv holds exactly one script string")
-        if not self.after and self.output is None:
-            raise ValueError("a command needs `after` (patch ids) or an `output`, or it never runs")
+        if not self.after and self.output is None and not self.remove:
+            raise ValueError(
+                "a command needs `after` (patch ids), an `output` or a `remove`, or it never runs"
+            )
 
     def removals(self) -> list[tuple[str, str]]:
         """``remove`` as ``(target, path)`` pairs (a plain path is under the command's own)."""
@@ -549,7 +553,8 @@ class PatchsetSpec(_Strict, kw_only=True, rename={"schema_version": "schema"}):
     description: str = ""
     image: Image
     components: list[Component] = msgspec.field(default_factory=list)
-    targets: Annotated[dict[str, Target], Meta(min_length=1)]
+    # no target when no patch needs one (a patchset of package pins only)
+    targets: dict[str, Target] = msgspec.field(default_factory=dict)
     base: BaseGuard = msgspec.field(default_factory=BaseGuard)
     protect: (
         Annotated[

@@ -171,7 +171,13 @@ def _cross_field_rules(schema: dict[str, Any]) -> None:
         }
     )
     defs[CommandPatch.__name__]["allOf"] += [
-        {"anyOf": [_present("after", {"minItems": 1}), _present("output", {"type": "string"})]},
+        {
+            "anyOf": [
+                _present("after", {"minItems": 1}),
+                _present("output", {"type": "string"}),
+                _present("remove", {"minItems": 1}),
+            ]
+        },
         {
             "if": _present("shell", {"const": True}),
             "then": {"properties": {"argv": {"maxItems": 1}}},
