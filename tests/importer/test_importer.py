@@ -519,6 +519,8 @@ for old, new in [('"0") == "1"', '"1") == "1"'), ('"auto")', '"fp8")')]:
 with open(p, "w") as f:
     f.write(s)
 PY
+pip install --no-index --find-links "$WHEELHOUSE" tinypkg==1.2.3
+curl -fsSL -o "$PKG/k2.co" "$DOWNLOADS/kernels/k2.co"
 """
 
 
@@ -540,6 +542,8 @@ def test_what_cannot_be_converted_is_listed_with_its_lines(tmp_path: Path) -> No
         (22, 24, 'writes "$PKG/extra.py" (a file of the engine install)'),
         (26, 32, "the here-document <<EOF is not quoted and expands values known only at run"),
         (33, 33, "removes demo_engine/scheduler.py from the engine install"),
+        (45, 45, "tinypkg==1.2.3 from $WHEELHOUSE, computed at run time"),
+        (46, 46, "downloads from a URL computed at run time"),
     ]
     assert len(found) == len(expected), found
     for (start, end, text), (want_start, want_end, want) in zip(found, expected, strict=True):
@@ -559,7 +563,7 @@ def test_what_cannot_be_converted_is_listed_with_its_lines(tmp_path: Path) -> No
         {"file": "demo_engine/envs.py", "old": '"auto")', "new": '"fp8")'},
     ]
     notes = (tmp_path / "out" / "IMPORT-NOTES.md").read_text()
-    assert "## Not converted (11)" in notes
+    assert "## Not converted (13)" in notes
     for start, end, _ in found:
         assert (f"### line {start}:" if start == end else f"### lines {start}-{end}:") in notes
     assert "a comment mentions `foo #12`, a project the importer does not know" in notes

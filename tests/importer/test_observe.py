@@ -41,8 +41,11 @@ LEGACY = dedent(
     EOF
     printf '\\x00\\x01kernel' > "$SITE/demo_engine_meta/kernels/new_kernel.co"
     rm -f "$SITE/demo_engine/ops/decode.py"
-    NAME=$(echo d29ya2VyLnB5 | base64 -d)
-    sed -i 's/self.max_batch = max_batch/self.max_batch = int(max_batch)/' "$SITE/demo_engine/$NAME"
+    # a step only the run can read: the command is decoded at run time
+    ENCODED=c2VkIC1pICdzL3NlbGYubWF4X2JhdGNoID0gbWF4X2JhdGNoL3NlbGYubWF4X2JhdGNoID
+    ENCODED+=0gaW50KG1heF9iYXRjaCkvJyAiJFNJVEUvZGVtb19lbmdpbmUvd29ya2VyLnB5Ig==
+    STEP=$(echo "$ENCODED" | base64 -d)
+    eval "$STEP"
     if [ -n "${NEVER:-}" ]; then
       sed -i 's/a/b/' "$SITE/demo_engine/__init__.py"
     fi
@@ -113,7 +116,7 @@ def test_each_change_is_a_patch_labelled_by_the_statement_that_made_it(
     assert any(str(u).endswith("#12345") for u in envs["upstream"]), envs  # its own comment
     assert envs["id"] == "envs-edit", envs  # named as the static reading names the statement
     notes = (out / "IMPORT-NOTES.md").read_text()
-    # the worker.py name is decoded at run time: no statement predicted it
+    # the worker.py edit is decoded at run time: no statement predicted it
     assert "found only by running" in notes
     # the branch the run did not take is listed with its line
     assert "line" in notes and "never reached" in notes
@@ -275,7 +278,8 @@ def test_what_the_run_did_that_no_patch_can_undo_is_listed_not_converted(
     script.write_text(
         "#!/bin/bash\nSITE=$(python3 -c 'import sysconfig; "
         'print(sysconfig.get_paths()["purelib"])\')\n'
-        'rm -f "$SITE/otherpkg/data.txt"\nfalse\nexit 4\n'
+        # the folder's name is decoded at run time: not a package the static reading can name
+        'rm -f "$SITE/$(echo b3RoZXJwa2c= | base64 -d)/data.txt"\nfalse\nexit 4\n'
     )
     scratch = copy_engine(engine_template, tmp_path / "scratch")
     (scratch.site / "otherpkg").mkdir()

@@ -15,63 +15,26 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import build_wheel, run_cli
-from real_labels import SHARED
+from conftest import run_cli
+from observe_corpus import FILES, PINS, SCRIPT, build_k3_engine
 
-MISSION = SHARED / "mission"
-SCRIPT = MISSION / "apply_k3_container_patches.sh"
-FILES = MISSION / "engine-files"
-PINS = {"triton": "3.7.0", "tabulate": "0.9.0", "lm_eval": "0.4.12"}
 # what pip itself writes differently on each install: not the engine's code
 PIP_OWN = {"RECORD", "INSTALLER", "direct_url.json", "REQUESTED"}
 
 pytestmark = pytest.mark.skipif(
-    not SCRIPT.is_file() or not FILES.is_dir(), reason=f"{MISSION} is absent (CI has it)"
+    not SCRIPT.is_file() or not FILES.is_dir(), reason=f"{SCRIPT.parent} is absent (CI has it)"
 )
-
-
-def _project(root: Path, name: str, version: str, source: Path | None) -> Path:
-    project = root / f"{name}-project"
-    (project / name).mkdir(parents=True)
-    if source is not None:
-        shutil.copytree(source, project / name, dirs_exist_ok=True)
-        for folder, _dirs, _files in os.walk(project / name):
-            Path(folder, "__init__.py").touch()  # every folder a package, as in the wheel
-    else:
-        (project / name / "__init__.py").write_text(f"__version__ = {version!r}\n")
-    (project / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
-        f'[project]\nname = "{name}"\nversion = "{version}"\n'
-        f'[tool.setuptools.packages.find]\ninclude = ["{name}*"]\n'
-        '[tool.setuptools.package-data]\n"*" = ["*"]\n'
-    )
-    return project
 
 
 @pytest.fixture(scope="module")
 def k3(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The engine template (a venv with pip, vllm and aiter), and the local wheel folder."""
-    root = tmp_path_factory.mktemp("k3")
-    wheels, index = root / "wheels", root / "index"
-    build_wheel(_project(root, "vllm", "0.27.0", FILES / "vllm-0.27.0" / "vllm"), wheels)
-    build_wheel(_project(root, "aiter", "0.1.5", FILES / "aiter-044f906a8d" / "aiter"), wheels)
-    for name, version in PINS.items():
-        build_wheel(_project(root, name, version, None), index)
-    template = root / "engine"
-    subprocess.run([sys.executable, "-m", "venv", str(template)], check=True)
-    subprocess.run(
-        [template / "bin" / "python", "-m", "pip", "install", "--quiet", "--no-index",
-         "--no-deps", *map(str, sorted(wheels.glob("*.whl")))],
-        check=True,
-    )  # fmt: skip
-    return {"template": template, "index": index}
+    return build_k3_engine(tmp_path_factory.mktemp("k3"))
 
 
 def _copy(template: Path, dest: Path) -> Path:

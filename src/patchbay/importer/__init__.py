@@ -47,7 +47,7 @@ from ..errors import InputError
 from .convert import Converter
 from .drafts import WalkResult
 from .observe import Changes, RunResult, compare, keep_bytes, run_script, take_state
-from .observed import is_text, observed_result
+from .observed import files_of, is_text, observed_result
 from .refs import DEFAULT_PROJECTS, parse_projects
 from .writer import NOTES_NAME, ImportResult, check_out, write_patchset
 
@@ -193,6 +193,11 @@ def _observe(
     for mod in analysis.modifications:
         if mod.target is not None and mod.target.engine:
             names.append(mod.target.engine)
+    for mod in [*analysis.modifications, *analysis.installs]:
+        for rel in files_of(mod):  # a package the script touches, engine or not
+            top = rel.split("/", 1)[0]
+            if top and "*" not in top and "$" not in top:
+                names.append(top)
     before = take_state(python, names, root)
     log = Path(tempfile.mkdtemp(prefix="patchbay-observe-")) / f"{script.name}.log"
     run = run_script(script.resolve(), python, log, cwd=script.resolve().parent, root=root)

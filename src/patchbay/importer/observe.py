@@ -23,7 +23,11 @@ command (by a ``BASH_ENV`` start-up file: bash ignores ``PS4`` from the environm
 root), the trace going to a file of its own (``BASH_XTRACEFD``): the lines it reached are kept
 beside its exit status; its output streams through :mod:`patchbay.progress` into a log. The
 engine interpreter's folder comes first on ``PATH``, so that ``python``, ``python3`` and
-``pip`` are the engine's, as they are inside the container the script was written for.
+``pip`` are the engine's, as they are inside the container the script was written for. A copy
+of a virtual environment keeps its console scripts' ``#!`` lines, which name the interpreter of
+the original (``pip`` of a copy would change the original's packages): each such script of the
+engine's ``bin`` gets a shim, ahead on ``PATH``, that runs it with the engine interpreter
+(:func:`shims`).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import json
 import os
 import posixpath
 import re
+import shlex
 import stat
 import subprocess
 import tempfile
@@ -138,6 +143,8 @@ class Changes:
         removed: distributions gone.
         links: symbolic links made, changed or removed: (path, target before, target after).
         outside: files of the environment's ``bin/`` the run changed, added or removed.
+        recorded: the files the distributions' RECORD listed before the run (the engine's
+            own files, as against caches and build products).
     """
 
     modified: list[tuple[str, FileState, FileState]] = field(default_factory=list)
@@ -148,6 +155,7 @@ class Changes:
     removed: list[Distribution] = field(default_factory=list)
     links: list[tuple[str, str | None, str | None]] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
+    recorded: frozenset[str] = frozenset()
 
     @property
     def empty(self) -> bool:
@@ -171,6 +179,9 @@ class RunResult:
     exit_code: int
     reached: set[tuple[str, int]]
     log: Path
+    traced: list[tuple[int, str]] = field(default_factory=list)
+    """``(line, command)`` of each traced command, as bash printed it once expanded (the
+    values of the script's variables in it)."""
 
 
 def _probe(python: str, root: Path | None = None) -> dict:
@@ -293,7 +304,7 @@ def _file_state(path: str, hashed: bool) -> FileState | None:
 def compare(before: EngineState, after: EngineState) -> Changes:
     """What changed between two states of one engine. Files of a distribution that was
     installed anew (another version or URL) are that install's, not changes of their own."""
-    out = Changes()
+    out = Changes(recorded=frozenset().union(*(d.files for d in before.dists.values())))
     for key, now in after.dists.items():
         was = before.dists.get(key)
         if was is None or (was.version, was.url) != (now.version, now.url):
@@ -381,7 +392,40 @@ def keep_bytes(state: EngineState, paths: Iterable[str], cache_dir: Path) -> dic
     return out
 
 
-_TRACE = re.compile(rb"^\++ ?(?P<file>[^\n:]*):(?P<line>\d+): ", re.M)
+_TRACE = re.compile(rb"^\++ ?(?P<file>[^\n:]*):(?P<line>\d+): (?P<text>[^\n]*)", re.M)
+
+
+def shims(python: str, folder: Path) -> Path | None:
+    """Write into ``folder`` a shim for each script of the engine's ``bin`` whose ``#!`` line
+    names a Python other than ``python`` (a copied virtual environment's ``pip``, ``vllm``,
+    ...): ``exec PYTHON SCRIPT "$@"``, so that the script acts on this engine. Returns
+    ``folder``, or None when no script needed one."""
+    bindir = Path(python).parent
+    made = False
+    try:
+        entries = sorted(bindir.iterdir())
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            if not entry.is_file() or not os.access(entry, os.X_OK):
+                continue
+            with open(entry, "rb") as f:
+                first = f.readline(512)
+        except OSError:
+            continue
+        if not first.startswith(b"#!") or b"python" not in first:
+            continue
+        named = first[2:].split()[0].decode("utf-8", "replace") if first[2:].split() else ""
+        if named == python or os.path.realpath(os.path.dirname(named)) == str(bindir.resolve()):
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        shim = folder / entry.name
+        engine, script = shlex.quote(os.path.abspath(python)), shlex.quote(str(entry))
+        shim.write_text(f'#!/bin/sh\nexec {engine} {script} "$@"\n')
+        shim.chmod(0o755)
+        made = True
+    return folder if made else None
 
 
 def run_script(
@@ -397,6 +441,9 @@ def run_script(
     env = dict(os.environ)
     bindir = str(Path(python).parent)
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    shimdir = shims(python, log.with_name(log.name + ".shims"))
+    if shimdir is not None:
+        env["PATH"] = str(shimdir) + os.pathsep + env["PATH"]
     if root is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
     # bash takes no PS4 from the environment when run as root: a start-up file sets it
@@ -421,10 +468,10 @@ def run_script(
             raise InputError(f"the script cannot be run: {exc}", file=script) from None
         trace.seek(0)
         data = trace.read()
-    reached = {
-        (m["file"].decode("utf-8", "replace"), int(m["line"])) for m in _TRACE.finditer(data)
-    }
-    return RunResult(done.returncode, reached, log)
+    found = list(_TRACE.finditer(data))
+    reached = {(m["file"].decode("utf-8", "replace"), int(m["line"])) for m in found}
+    traced = [(int(m["line"]), m["text"].decode("utf-8", "replace")) for m in found]
+    return RunResult(done.returncode, reached, log, traced)
 
 
 __all__ = [
@@ -437,5 +484,6 @@ __all__ = [
     "keep_bytes",
     "run_script",
     "scope_of",
+    "shims",
     "take_state",
 ]

@@ -5,11 +5,14 @@ Every observed change is a patch, by capture's rules: a changed, new or deleted 
 ``diff`` against the bytes it had before the run (written by git, strip level 1, paths relative
 to site-packages); a new or changed binary file is an ``artifact`` with the observed SHA-256
 (its URL from the statement that downloaded it; without one the URL is a blank to fill and the
-bytes are kept in the download cache, see :func:`~.observe.keep_bytes`); binary files the run
-deleted (caches, builds) are the ``remove`` of a ``command`` patch (the rebuild the static
+bytes are kept in the download cache, see :func:`~.observe.keep_bytes`); a deleted file of
+the engine's RECORD, binary too, is a ``diff`` that deletes it (git's binary patch), so that
+revert gives it back; files no RECORD lists that the run deleted (caches, build products) are
+the ``remove`` of a ``command`` patch (the rebuild the static
 reading found, or a no-op command); a distribution the run installed or
 replaced is a ``pip`` pin of the observed version, with the index options of the statement that
-installed it.
+installed it; a ``.pth`` file or ``sitecustomize`` module the run wrote (environment
+injection) is a patch of its own, whichever statement wrote it.
 
 The static reading (:func:`~.convert.convert`) labels them: a change that a statement of the
 script predicted gets that statement's lines, comments, upstream references and name; one no
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,12 +43,18 @@ from .drafts import (
     WalkResult,
 )
 from .observe import Changes, FileState, RunResult
-from .patches import one_package_source, site_rel
+from .patches import computed_url, one_package_source, site_rel, url_pattern
 from .refs import find_refs
 
 _DIFF_PATH = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
 BY_RUNNING = "found only by running the script: no statement the static reading judged makes it"
 """The note of a patch no statement predicted (the static analyser's miss, made visible)."""
+INJECTION = (
+    "environment injection: Python's site module runs this file at every start of the "
+    "engine's interpreter, whatever the engine does; it is a patch of its own so that its "
+    "waiver can say why"
+)
+"""The note of a ``.pth`` or ``sitecustomize`` patch (:func:`is_injection`)."""
 NOT_OBSERVED = "predicted by the static reading but not observed"
 """The start of the note of a predicted change the run did not make."""
 
@@ -69,7 +79,7 @@ class _Predicted:
         return self.line if self.line != self.mod.line else self.mod.end_line
 
 
-def _files_of(mod: Modification) -> set[str]:
+def files_of(mod: Modification) -> set[str]:
     """Site-relative files (or folders, ending in ``/``) a modification names."""
     target = mod.target
     if target is None:
@@ -85,18 +95,34 @@ def _files_of(mod: Modification) -> set[str]:
             if parts:
                 out.add(posixpath.normpath(posixpath.join(base, *parts)))
         return out
+    if mod.tool.startswith("find") and "/" in base:  # `find DIR -name PAT`: at any depth
+        return {base.rsplit("/", 1)[0] + "/"}
     if mod.mechanism in (Mechanism.REMOVE, Mechanism.REBUILD) or "*" in base:
         return {base.rstrip("/") + "/"} if base else set()
     return {base}
 
 
+_RUNTIME = re.compile(r"\$\([^)]*\)|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\*")
+
+
+def _path_pattern(item: str) -> re.Pattern[str]:
+    """A predicted path as a pattern: a glob's ``*`` stands for any name, and a part known only
+    at run time (``$(...)``, ``${...}``, ``$NAME``) for one or more characters of one name."""
+    out, pos = [], 0
+    for m in _RUNTIME.finditer(item):
+        out.append(re.escape(item[pos : m.start()]))
+        out.append("[^/]*" if m[0] == "*" else "[^/]+")
+        pos = m.end()
+    out.append(re.escape(item[pos:].rstrip("/")))
+    return re.compile("".join(out) + ("(?:/.*)?" if item.endswith("/") else ""))
+
+
 def _names(path: str, wanted: set[str]) -> bool:
+    """``path`` is a file of ``wanted`` (files, folders ending in ``/``, patterns)."""
     for item in wanted:
-        if item.endswith("/") and (path + "/").startswith(item):
+        if path == item or (item.endswith("/") and (path + "/").startswith(item)):
             return True
-        if "*" in item and re.fullmatch(re.escape(item).replace(r"\*", "[^/]*"), path):
-            return True
-        if path == item:
+        if ("*" in item or "$" in item) and _path_pattern(item).fullmatch(path):
             return True
     return False
 
@@ -136,7 +162,7 @@ def observed_result(
         comments: the comments before the top-level statement that holds a line.
         projects: project name -> ``owner/repo`` for ``name #N`` in those comments.
     """
-    predicted = [_Predicted(m, _files_of(m)) for m in [*analysis.modifications, *analysis.installs]]
+    predicted = [_Predicted(m, files_of(m)) for m in [*analysis.modifications, *analysis.installs]]
     drafts: list[Draft] = []
     outcomes: list[Outcome] = []
 
@@ -171,7 +197,7 @@ def observed_result(
     binaries = [(r, a) for r, b, a in changes.modified if (r, b, a) not in texts]
     new_text = [(r, a) for r, a in changes.added if is_text(a.data)]
     new_binary = [(r, a) for r, a in changes.added if not is_text(a.data)]
-    groups: dict[tuple[int, ...], list[FileVersions]] = {}
+    groups: dict[tuple[object, ...], list[FileVersions]] = {}
     for rel, was, now in texts:
         key = _group_key(rel, predicted)
         groups.setdefault(key, []).append(
@@ -195,16 +221,29 @@ def observed_result(
                 )
             )
     kept = [(r, b) for r, b in changes.deleted if b.sha256 is not None]
-    gone_text = [(r, b) for r, b in kept if is_text(b.data)]
-    for rel, was in gone_text:  # a deleted source file: a diff that deletes it (revertable)
+    # a deleted source file, or a file of the engine's RECORD (a shipped kernel): a diff that
+    # deletes it (git's binary patch for a binary), so that revert gives it back
+    gone_text = [
+        (r, b) for r, b in kept if is_text(b.data) or (r in changes.recorded and b.data is not None)
+    ]
+    for rel, was in gone_text:
         key = _group_key(rel, predicted)
         groups.setdefault(key, []).append(
             FileVersions(rel, was.data, None, _executable(was), False)
         )
-    for _key, versions in groups.items():
+    for key, versions in groups.items():
         paths = [v.path for v in versions]
         content = write_diff(sorted(versions, key=lambda v: v.path))
-        drafts.append(label(DiffDraft([(0, 0)], content=content, root="", paths=paths), paths))
+        draft = label(DiffDraft([(0, 0)], content=content, root="", paths=paths), paths)
+        if key[0] == "injection":
+            draft.notes.append(INJECTION)
+        elif len(draft.spans) > 1:  # one observed change of a file cannot be split by statement
+            lines = ", ".join(str(a) for a, _ in draft.spans)
+            draft.notes.append(
+                f"the statements at lines {lines} changed the same file(s); the run shows only "
+                "their sum, so they are one patch"
+            )
+        drafts.append(draft)
     built = _built(binaries + new_binary, predicted, static)
     for command, outputs in built:
         drafts.append(label(command, outputs))
@@ -212,8 +251,14 @@ def observed_result(
     for rel, now in [*binaries, *new_binary]:
         if rel in made:
             continue
-        url = _download_url(rel, predicted)
+        url = _download_url(rel, predicted, run)
         draft = ArtifactDraft([(0, 0)], files=[(url or "", rel)], hashes={rel: now.sha256 or ""})
+        written = next((p.mod.url for p in predicted if p.mod.url and _names(rel, p.files)), "")
+        if url is not None and computed_url(written):
+            draft.notes.append(
+                f"the script computes this URL ({written}); the run fetched {url}: keep it if "
+                "that host serves every machine that applies the patchset"
+            )
         if url is None:
             draft.notes.append(
                 "the run wrote this file but no statement says where it comes from: give "
@@ -221,7 +266,7 @@ def observed_result(
             )
         drafts.append(label(draft, [rel]))
     gone = [(r, b) for r, b in kept if (r, b) not in gone_text]
-    if gone:  # caches and builds: removed before the rebuild, as the script did
+    if gone:  # caches and build products no RECORD lists: removed, as the script did
         removed = sorted(rel for rel, _ in gone)
         rebuild = next((d for d in static.drafts if isinstance(d, CommandDraft)), None)
         command = CommandDraft([(0, 0)], argv=list(rebuild.argv) if rebuild else [])
@@ -234,7 +279,10 @@ def observed_result(
         pin = PipDraft([(0, 0)], requirement=f"{now.name}=={now.version}", name=now.name.lower())
         if now.url:
             pin.requirement = f"{now.name} @ {now.url}"
+        by = [p for p in predicted if _installs(p.mod, now.name)]
         known = static_pins.get(now.name.lower())
+        if known is None and by:  # the static reading could not say (a computed folder)
+            known = _traced_pip(run, by[0].mod.line)
         if known is not None:
             pin.index_url = known.index_url
             pin.extra_index_urls = list(known.extra_index_urls)
@@ -246,7 +294,6 @@ def observed_result(
         one_package_source(pin)  # one source: pip's best match of several is not a pin
         if was is not None:
             pin.notes.append(f"replaces {was.name} {was.version} of the engine")
-        by = [p for p in predicted if _installs(p.mod, now.name)]
         for p in by:
             p.observed = True
         if by:
@@ -259,10 +306,13 @@ def observed_result(
             f"removed the symbolic link {rel} (to {was})" if now is None
             else f"pointed the symbolic link {rel} at {now} (was {was})"
         )  # fmt: skip
+        by = [p for p in predicted if _names(rel, p.files)]
+        for p in by:  # predicted, and observed: listed at the statement's line
+            p.observed = True
         outcomes.append(
             Outcome(
-                0,
-                0,
+                by[0].line if by else 0,
+                by[0].end if by else 0,
                 "unconverted",
                 f"the run {change}: no patch kind makes links",
                 hint="make the link's target a file of its own, or do it where the engine is built",
@@ -313,6 +363,11 @@ def observed_result(
                 hint="import again with --scope naming its package",
             )
         )
+    after = {rel: now.data for rel, _, now in changes.modified}
+    after.update({rel: now.data for rel, now in changes.added})
+    untaken = [p for p in predicted if p.observed and _not_taken(p, after)]
+    for p in untaken:  # `apply_one_of A B`: the files changed, but as B says, not as A
+        p.observed = False
     for p in predicted:
         if p.observed or p.mod.mechanism is Mechanism.INJECT or not p.files:
             continue
@@ -320,6 +375,11 @@ def observed_result(
             continue
         reached = any(line == p.line for _, line in run.reached)
         why = "the run reached it" if reached else "the run never reached it"
+        if p in untaken:
+            why = (
+                "an alternative the run did not take: the file(s) it names changed, but "
+                "not with the lines this diff adds (another statement's diff applied)"
+            )
         outcomes.append(
             Outcome(
                 p.line,
@@ -338,6 +398,23 @@ def observed_result(
         header=static.header,
         remarks=list(static.remarks),
     )
+
+
+def _not_taken(p: _Predicted, after: dict[str, bytes | None]) -> bool:
+    """A predicted diff whose files changed but which holds a line that the files, as the
+    run left them, do not: the run applied another one (an alternative of the same call)."""
+    if p.mod.mechanism is not Mechanism.DIFF or not p.mod.content:
+        return False
+    texts = [after[rel] for rel in p.files if after.get(rel) is not None]
+    if not texts:
+        return False
+    joined = b"\n".join(t for t in texts if t is not None).decode("utf-8", "replace")
+    added = [
+        line[1:]
+        for line in p.mod.content.splitlines()
+        if line.startswith("+") and not line.startswith("+++") and line[1:].strip()
+    ]
+    return any(line not in joined for line in added)
 
 
 def _rows(static: WalkResult, drafts: list[Draft], run: RunResult) -> list[Row]:
@@ -373,8 +450,19 @@ def _installs(mod: Modification, name: str) -> bool:
     return False
 
 
-def _group_key(rel: str, predicted: list[_Predicted]) -> tuple[int, ...]:
-    """Files one statement changed are one patch; a file no statement names is its own."""
+def is_injection(rel: str) -> bool:
+    """A file Python's ``site`` module runs at every start of the interpreter: a ``.pth`` file
+    at the top of site-packages (its ``import`` lines are executed) or a top-level
+    ``sitecustomize``/``usercustomize`` module (the ``site`` module's documented hooks)."""
+    top = "/" not in rel
+    return top and (rel.endswith(".pth") or rel in ("sitecustomize.py", "usercustomize.py"))
+
+
+def _group_key(rel: str, predicted: list[_Predicted]) -> tuple[object, ...]:
+    """Files one statement changed are one patch; a file no statement names is its own, and
+    so is environment injection (:func:`is_injection`), whatever statement wrote it."""
+    if is_injection(rel):
+        return ("injection", rel)
     lines = tuple(sorted({p.line for p in predicted if _names(rel, p.files)}))
     return lines or (-1, hash(rel))
 
@@ -412,11 +500,68 @@ def _built(
     return out
 
 
-def _download_url(rel: str, predicted: list[_Predicted]) -> str | None:
-    for p in predicted:
-        if p.mod.url and _names(rel, p.files):
-            return p.mod.url
+_PIP_VALUES = {
+    "-i": "index_url",
+    "--index-url": "index_url",
+    "--extra-index-url": "extra_index_urls",
+    "-f": "find_links",
+    "--find-links": "find_links",
+}
+
+
+def _traced_pip(run: RunResult, line: int) -> PipDraft | None:
+    """pip's index options as the run's trace shows the ``pip install`` at ``line`` once
+    bash expanded it (``--find-links "$WHEELHOUSE"`` with the folder it named); None when the
+    run did not trace such a command there. Options are read as pip reads them: ``--opt V``,
+    ``--opt=V``, and the flags ``--no-index`` and ``--no-deps``."""
+    for at, text in run.traced:
+        try:
+            words = shlex.split(text)
+        except ValueError:
+            continue
+        if at != line or "install" not in words:
+            continue
+        draft = PipDraft([(0, 0)])
+        words = words[words.index("install") + 1 :]
+        for k, word in enumerate(words):
+            flag, eq, value = word.partition("=")
+            if not eq:
+                value = words[k + 1] if k + 1 < len(words) else ""
+            field = _PIP_VALUES.get(flag)
+            if field == "index_url":
+                draft.index_url = value
+            elif field is not None:
+                getattr(draft, field).append(value)
+            draft.no_index = draft.no_index or word == "--no-index"
+            draft.no_deps = draft.no_deps or word == "--no-deps"
+        return draft
     return None
 
 
-__all__ = ["BY_RUNNING", "NOT_OBSERVED", "is_text", "observed_result"]
+def _download_url(rel: str, predicted: list[_Predicted], run: RunResult) -> str | None:
+    """The URL the statement that downloaded ``rel`` fetched: as the script wrote it, or, when
+    the script computed it (:func:`~.patches.computed_url`), as the run's trace shows it
+    expanded (the statement's own line first). None when no statement names the file."""
+    for p in predicted:
+        if not (p.mod.url and _names(rel, p.files)):
+            continue
+        if not computed_url(p.mod.url):
+            return p.mod.url
+        pattern = url_pattern(p.mod.url)
+        ordered = sorted(run.traced, key=lambda t: t[0] != p.mod.line)
+        for _, text in ordered:
+            for word in text.split():
+                if pattern.fullmatch(word.strip("'\"")):
+                    return word.strip("'\"")
+    return None
+
+
+__all__ = [
+    "BY_RUNNING",
+    "INJECTION",
+    "NOT_OBSERVED",
+    "files_of",
+    "is_injection",
+    "is_text",
+    "observed_result",
+]

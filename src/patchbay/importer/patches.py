@@ -455,6 +455,18 @@ def pip(c: Conversion, mods: list[Modification], ctx: Context, engine: dict[int,
                 hint="give the version the image should have: name==version",
             )
             continue
+        given = [options.get(o) for o in ("-i", "--index-url", "--extra-index-url", "-f")]
+        given.append(options.get("--find-links"))
+        runtime = [v for v in given if v and computed_url(v)]
+        if runtime:
+            c.unconverted(
+                mod,
+                ctx,
+                f"pip install {text} from {', '.join(runtime)}, computed at run time",
+                hint="write the index URL or folder out and import again, or import with "
+                "--observe (the run shows the value)",
+            )
+            continue
         req = Requirement(requirement)
         name = canonicalize_name(req.name)
         draft = PipDraft(
@@ -503,13 +515,34 @@ def pip(c: Conversion, mods: list[Modification], ctx: Context, engine: dict[int,
 # ---------------------------------------------------------------------------- files
 
 
+_SHELL_VAR = re.compile(r"\$(?:\([^)]*\)|\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?])|`[^`]*`")
+_URL_USERINFO = re.compile(r"^[a-z][a-z0-9+.-]*://[^@/\s]+@", re.I)
+
+
+def computed_url(url: str | None) -> bool:
+    """A URL holding a shell variable or command substitution, known only at run time
+    (``$DOWNLOADS/k.co``, ``${BASE}/x``, ``$(cat url.txt)``): no patch can name it as
+    written. A ``${NAME}`` in the user information is not one: that is the credential
+    reference a patchset may hold (:mod:`patchbay.envrefs`)."""
+    if not url or ("$" not in url and "`" not in url):
+        return False
+    return bool(_SHELL_VAR.search(_URL_USERINFO.sub("", url)))
+
+
+def url_pattern(url: str) -> re.Pattern[str]:
+    """A pattern matching what ``url`` became once bash expanded its variables (each variable
+    stands for a run of characters that are neither space nor quote)."""
+    parts = _SHELL_VAR.split(url)
+    return re.compile("[^\\s'\"]+".join(re.escape(p) for p in parts))
+
+
 def artifact(c: Conversion, mods: list[Modification], ctx: Context) -> None:
     """Downloads into the engine (those of one unrolled loop share one draft)."""
     files: list[tuple[str, str]] = []
     notes: list[str] = []
     for mod in mods:
         rel = site_rel(mod.target.path if mod.target else None)
-        if not mod.resolved and mod.url is not None and "$" in mod.url:
+        if computed_url(mod.url):
             c.unconverted(
                 mod,
                 ctx,

@@ -395,25 +395,22 @@ def write_patchset(
                 item["after"] = after
     kept = []
     for draft, item in entries:
-        if isinstance(draft, CommandDraft) and "after" not in item and "output" not in item:
+        if isinstance(draft, CommandDraft) and not {"after", "output", "remove"} & set(item):
             unconverted.append(
                 Outcome(
                     draft.first_line,
                     draft.first_line,
                     "unconverted",
-                    "a rebuild step with no earlier patch to follow and no output to check",
+                    "a rebuild step with no earlier patch to follow, no output to check and "
+                    "nothing to remove",
                     hint="give it an `output`, or drop it",
                 )
             )
             continue
         kept.append((draft, item))
     entries = kept
-    if not targets.specs:
-        # the schema wants a target even when no patch needs one (pins only, or nothing)
-        if packages:
-            targets.get(packages[0], None)
-        else:
-            targets.specs["engine"] = {"package": "TODO_engine_package"}
+    if not targets.specs and not entries and packages:
+        targets.get(packages[0], None)  # nothing converted: the package the script names
     review.append(
         (
             "`components` and `base`",
