@@ -44,21 +44,9 @@ from observe_corpus import (  # noqa: E402
     build_k3_engine,
     load_cases,
     run_case,
+    tinypkg_wheels,
 )
 from servers import Response, Server  # noqa: E402
-
-
-def _tinypkg(base: Path) -> Path:
-    project = base / "tinypkg"
-    (project / "tinypkg").mkdir(parents=True)
-    (project / "tinypkg" / "__init__.py").write_text("VALUE = 1\n")
-    (project / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
-        '[project]\nname = "tinypkg"\nversion = "1.2.3"\n'
-    )
-    wheels = base / "wheels"
-    build_wheel(project, wheels)
-    return wheels
 
 
 def _row(name: str, run: CaseRun) -> tuple[str, ...]:
@@ -105,7 +93,7 @@ def corpus(work: Path) -> tuple[list[tuple[str, ...]], list[str], bool]:
     could be reproduced was."""
     demo = build_wheel(REPO / "demo" / "engine", work / "demo-wheel")
     template = make_engine(work / "template", demo, with_pip=True).prefix
-    wheels = _tinypkg(work)
+    wheels = tinypkg_wheels(work)
     rows, misses, good = [], [], True
     with Server() as server:
         for path in (OBSERVE / "downloads").rglob("*"):

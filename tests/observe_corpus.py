@@ -263,3 +263,18 @@ def build_k3_engine(root: Path) -> dict[str, Path]:
         check=True,
     )  # fmt: skip
     return {"template": template, "index": index}
+
+
+def tinypkg_wheels(base: Path, version: str = "1.2.3") -> Path:
+    """A folder under ``base`` holding the wheel of ``tinypkg`` ``version`` (a one-module
+    package built by pip), for the scripts' ``$WHEELHOUSE`` and the pin tests."""
+    project = base / "tinypkg"
+    (project / "tinypkg").mkdir(parents=True)
+    (project / "tinypkg" / "__init__.py").write_text("VALUE = 1\n")
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        f'[project]\nname = "tinypkg"\nversion = "{version}"\n'
+    )
+    wheels = base / "wheels"
+    build_wheel(project, wheels)
+    return wheels

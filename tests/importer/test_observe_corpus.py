@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import build_wheel, run_cli
-from observe_corpus import OBSERVE, ObserveCase, load_cases, run_case, tree_hashes
+from conftest import run_cli
+from observe_corpus import (
+    OBSERVE,
+    ObserveCase,
+    load_cases,
+    run_case,
+    tinypkg_wheels,
+    tree_hashes,
+)
 from servers import Response, Server
 
 CASES = load_cases()
@@ -24,15 +31,7 @@ def script_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
     """``WHEELHOUSE`` (the wheel of tinypkg 1.2.3) and ``DOWNLOADS`` (a local HTTP server
     over the corpus's ``downloads`` folder)."""
     base = tmp_path_factory.mktemp("observe-corpus")
-    project = base / "tinypkg"
-    (project / "tinypkg").mkdir(parents=True)
-    (project / "tinypkg" / "__init__.py").write_text("VALUE = 1\n")
-    (project / "pyproject.toml").write_text(
-        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
-        '[project]\nname = "tinypkg"\nversion = "1.2.3"\n'
-    )
-    wheels = base / "wheels"
-    build_wheel(project, wheels)
+    wheels = tinypkg_wheels(base)
     with Server() as server:
         for path in (OBSERVE / "downloads").rglob("*"):
             if path.is_file():
