@@ -18,39 +18,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import Engine, build_wheel, copy_engine, dedent, run_cli
+from conftest import Engine, build_wheel, copy_engine, run_cli
+from observe_corpus import OBSERVE
 
 PROJECT = ["--project", "demo_engine=example/demo-engine"]
 
-LEGACY = dedent(
-    """\
-    #!/bin/bash
-    # Legacy patch script for the demo engine
-    set -euo pipefail
-    SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    # vllm #12345: a bigger default batch
-    sed -i 's/"256"/"512"/' "$SITE/demo_engine/envs.py"
-    python3 - "$SITE/demo_engine/scheduler.py" <<'PY'
-    import sys
-    p = sys.argv[1]
-    t = open(p).read()
-    open(p, "w").write(t.replace("32, 64]", "32, 64, 128]"))
-    PY
-    cat > "$SITE/demo_engine/extra_flags.py" <<'EOF'
-    EXTRA = True
-    EOF
-    printf '\\x00\\x01kernel' > "$SITE/demo_engine_meta/kernels/new_kernel.co"
-    rm -f "$SITE/demo_engine/ops/decode.py"
-    # a step only the run can read: the command is decoded at run time
-    ENCODED=c2VkIC1pICdzL3NlbGYubWF4X2JhdGNoID0gbWF4X2JhdGNoL3NlbGYubWF4X2JhdGNoID
-    ENCODED+=0gaW50KG1heF9iYXRjaCkvJyAiJFNJVEUvZGVtb19lbmdpbmUvd29ya2VyLnB5Ig==
-    STEP=$(echo "$ENCODED" | base64 -d)
-    eval "$STEP"
-    if [ -n "${NEVER:-}" ]; then
-      sed -i 's/a/b/' "$SITE/demo_engine/__init__.py"
-    fi
-    """
-)
+# the corpus script with an edit of every kind (tests/corpus/observe; its labels there)
+LEGACY = (OBSERVE / "o01-edits.sh").read_text()
 
 
 def _tree(engine: Engine) -> dict[str, str]:
@@ -104,7 +78,8 @@ def test_each_change_is_a_patch_labelled_by_the_statement_that_made_it(
     out, _, _ = observed
     doc = yaml.safe_load((out / "patchset.yaml").read_text())
     kinds = [p["kind"] for p in doc["patches"]]
-    assert kinds.count("diff") == 5  # envs, scheduler, the new file, the deletion, worker
+    # envs, scheduler, the new file, the deletion, worker, and mla (by a decoded command)
+    assert kinds.count("diff") == 6
     assert kinds.count("artifact") == 1
     (artifact,) = [p for p in doc["patches"] if p["kind"] == "artifact"]
     (entry,) = artifact["files"]
@@ -116,7 +91,7 @@ def test_each_change_is_a_patch_labelled_by_the_statement_that_made_it(
     assert any(str(u).endswith("#12345") for u in envs["upstream"]), envs  # its own comment
     assert envs["id"] == "envs-edit", envs  # named as the static reading names the statement
     notes = (out / "IMPORT-NOTES.md").read_text()
-    # the worker.py edit is decoded at run time: no statement predicted it
+    # the mla.py edit is decoded at run time: no statement predicted it
     assert "found only by running" in notes
     # the branch the run did not take is listed with its line
     assert "line" in notes and "never reached" in notes
@@ -213,25 +188,7 @@ def test_a_rebuild_that_made_files_is_its_command_with_the_output_declared(
     """The build here-document is the command (not an artifact of its product), its output
     declared; applied to a fresh copy it builds the same bytes, and a re-run is a no-op."""
     script = tmp_path / "build.sh"
-    script.write_text(
-        dedent(
-            """\
-            #!/bin/bash
-            set -e
-            SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-            sed -i 's/"256"/"512"/' "$SITE/demo_engine/envs.py"
-            rm -f "$SITE/demo_engine_meta/kernels/gfx950/mla_a16w16_qh128.co"
-            python3 - <<'PY'
-            import os, sysconfig
-            def build_module(name):
-                d = os.path.join(sysconfig.get_paths()["purelib"], "demo_engine_meta", "kernels")
-                with open(os.path.join(d, "gfx950", name + ".co"), "wb") as f:
-                    f.write(b"\\x7fELF rebuilt " + name.encode())
-            build_module("mla_a16w16_qh128")
-            PY
-            """
-        )
-    )
+    shutil.copy(OBSERVE / "o05-rebuild.sh", script)
     scratch = copy_engine(engine_template, tmp_path / "scratch")
     out = tmp_path / "imported"
     res = run_cli("import", script, "--out", out, "--observe", "--python", scratch.python,

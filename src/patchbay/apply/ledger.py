@@ -121,6 +121,11 @@ class LedgerEntry(msgspec.Struct):
         }
 
 
+def blob_dir_of(state_dir: Path) -> Path:
+    """The folder of a state folder where originals are kept by sha256 (``blobs``)."""
+    return state_dir / "blobs"
+
+
 def keep_blob(blob_dir: Path, data: bytes, txn: Transaction, *, digest: str | None = None) -> str:
     """Keep ``data`` in ``blob_dir`` (a state folder's ``blobs``) under its sha256, journaled in
     ``txn`` so that a rollback removes a new blob; returns the sha256 (``digest``, when the
@@ -156,7 +161,7 @@ class Ledger:
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
         self.path = state_dir / "ledger.json"
-        self.blob_dir = state_dir / "blobs"
+        self.blob_dir = blob_dir_of(state_dir)
         self._data: dict[str, Any] = {"format": LEDGER_FORMAT, "patchsets": {}}
         self._parsed: dict[str, list[LedgerEntry]] = {}
         self._index: dict[str, dict[str, LedgerEntry]] = {}
@@ -195,7 +200,7 @@ class Ledger:
         ledger = cls.__new__(cls)
         ledger.state_dir = state_dir
         ledger.path = state_dir / "ledger.json"
-        ledger.blob_dir = state_dir / "blobs"
+        ledger.blob_dir = blob_dir_of(state_dir)
         ledger._data = {"format": LEDGER_FORMAT, "patchsets": {}}
         ledger._parsed = {}
         ledger._index = {}

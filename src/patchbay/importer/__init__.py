@@ -190,10 +190,9 @@ def _observe(
     static reading (for :func:`~.observed.observed_result`)."""
 
     names = [*analysis.packages, *engines.imports, *scope]
-    for mod in analysis.modifications:
+    for mod in [*analysis.modifications, *analysis.installs]:
         if mod.target is not None and mod.target.engine:
             names.append(mod.target.engine)
-    for mod in [*analysis.modifications, *analysis.installs]:
         for rel in files_of(mod):  # a package the script touches, engine or not
             top = rel.split("/", 1)[0]
             if top and "*" not in top and "$" not in top:

@@ -173,15 +173,18 @@ class Changes:
 
 @dataclass
 class RunResult:
-    """A finished run of the script: its exit status, the ``(file, line)`` pairs its trace
-    reached (the file as bash named it), and the log of its output."""
+    """A finished run of the script: its exit status, the log of its output, and each command
+    its trace showed: ``(file, line, command)``, the file as bash named it and the command as
+    bash printed it once expanded (the values of the script's variables in it)."""
 
     exit_code: int
-    reached: set[tuple[str, int]]
     log: Path
-    traced: list[tuple[int, str]] = field(default_factory=list)
-    """``(line, command)`` of each traced command, as bash printed it once expanded (the
-    values of the script's variables in it)."""
+    traced: list[tuple[str, int, str]] = field(default_factory=list)
+
+    @property
+    def reached(self) -> set[tuple[str, int]]:
+        """The ``(file, line)`` pairs the run reached."""
+        return {(file, line) for file, line, _ in self.traced}
 
 
 def _probe(python: str, root: Path | None = None) -> dict:
@@ -417,7 +420,7 @@ def shims(python: str, folder: Path) -> Path | None:
         if not first.startswith(b"#!") or b"python" not in first:
             continue
         named = first[2:].split()[0].decode("utf-8", "replace") if first[2:].split() else ""
-        if named == python or os.path.realpath(os.path.dirname(named)) == str(bindir.resolve()):
+        if os.path.realpath(os.path.dirname(named)) == str(bindir.resolve()):  # its own
             continue
         folder.mkdir(parents=True, exist_ok=True)
         shim = folder / entry.name
@@ -468,10 +471,11 @@ def run_script(
             raise InputError(f"the script cannot be run: {exc}", file=script) from None
         trace.seek(0)
         data = trace.read()
-    found = list(_TRACE.finditer(data))
-    reached = {(m["file"].decode("utf-8", "replace"), int(m["line"])) for m in found}
-    traced = [(int(m["line"]), m["text"].decode("utf-8", "replace")) for m in found]
-    return RunResult(done.returncode, reached, log, traced)
+    traced = [
+        (m["file"].decode("utf-8", "replace"), int(m["line"]), m["text"].decode("utf-8", "replace"))
+        for m in _TRACE.finditer(data)
+    ]
+    return RunResult(done.returncode, log, traced)
 
 
 __all__ = [

@@ -30,7 +30,9 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..analysis.handlers.installs import split_install
 from ..analysis.model import Mechanism, Modification, ScriptAnalysis
+from ..analysis.values import Val
 from ..diff.gitdiff import FileVersions, write_diff
 from .drafts import (
     ArtifactDraft,
@@ -43,7 +45,14 @@ from .drafts import (
     WalkResult,
 )
 from .observe import Changes, FileState, RunResult
-from .patches import computed_url, one_package_source, site_rel, url_pattern
+from .patches import (
+    computed_url,
+    index_options,
+    one_package_source,
+    runtime_pattern,
+    site_rel,
+    url_pattern,
+)
 from .refs import find_refs
 
 _DIFF_PATH = re.compile(r"^\+\+\+ (?:b/)?(\S+)", re.M)
@@ -102,19 +111,12 @@ def files_of(mod: Modification) -> set[str]:
     return {base}
 
 
-_RUNTIME = re.compile(r"\$\([^)]*\)|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*|\*")
-
-
 def _path_pattern(item: str) -> re.Pattern[str]:
     """A predicted path as a pattern: a glob's ``*`` stands for any name, and a part known only
-    at run time (``$(...)``, ``${...}``, ``$NAME``) for one or more characters of one name."""
-    out, pos = [], 0
-    for m in _RUNTIME.finditer(item):
-        out.append(re.escape(item[pos : m.start()]))
-        out.append("[^/]*" if m[0] == "*" else "[^/]+")
-        pos = m.end()
-    out.append(re.escape(item[pos:].rstrip("/")))
-    return re.compile("".join(out) + ("(?:/.*)?" if item.endswith("/") else ""))
+    at run time (``$(...)``, ``${...}``, ``$NAME``) for one or more characters of one name; a
+    folder (``/`` at the end) for everything below it."""
+    below = "(?:/.*)?" if item.endswith("/") else ""
+    return re.compile(runtime_pattern(item.rstrip("/"), "[^/]+", glob=True) + below)
 
 
 def _names(path: str, wanted: set[str]) -> bool:
@@ -251,10 +253,9 @@ def observed_result(
     for rel, now in [*binaries, *new_binary]:
         if rel in made:
             continue
-        url = _download_url(rel, predicted, run)
+        written, url = _download_url(rel, predicted, run)
         draft = ArtifactDraft([(0, 0)], files=[(url or "", rel)], hashes={rel: now.sha256 or ""})
-        written = next((p.mod.url for p in predicted if p.mod.url and _names(rel, p.files)), "")
-        if url is not None and computed_url(written):
+        if url is not None and url != written:
             draft.notes.append(
                 f"the script computes this URL ({written}); the run fetched {url}: keep it if "
                 "that host serves every machine that applies the patchset"
@@ -500,60 +501,53 @@ def _built(
     return out
 
 
-_PIP_VALUES = {
-    "-i": "index_url",
-    "--index-url": "index_url",
-    "--extra-index-url": "extra_index_urls",
-    "-f": "find_links",
-    "--find-links": "find_links",
-}
+def _traced(run: RunResult, line: int, *, elsewhere: bool = False) -> list[list[str]]:
+    """The words of each command the run traced at ``line`` (then, with ``elsewhere``, at
+    every other line), as bash printed them once expanded (xtrace quotes a word as the shell
+    would read it back)."""
+    out = []
+    for _, at, text in sorted(run.traced, key=lambda t: t[1] != line):
+        if at != line and not elsewhere:
+            break
+        try:
+            out.append(shlex.split(text))
+        except ValueError:  # a line of a multi-line word
+            continue
+    return out
 
 
 def _traced_pip(run: RunResult, line: int) -> PipDraft | None:
     """pip's index options as the run's trace shows the ``pip install`` at ``line`` once
-    bash expanded it (``--find-links "$WHEELHOUSE"`` with the folder it named); None when the
-    run did not trace such a command there. Options are read as pip reads them: ``--opt V``,
-    ``--opt=V``, and the flags ``--no-index`` and ``--no-deps``."""
-    for at, text in run.traced:
-        try:
-            words = shlex.split(text)
-        except ValueError:
-            continue
-        if at != line or "install" not in words:
-            continue
-        draft = PipDraft([(0, 0)])
-        words = words[words.index("install") + 1 :]
-        for k, word in enumerate(words):
-            flag, eq, value = word.partition("=")
-            if not eq:
-                value = words[k + 1] if k + 1 < len(words) else ""
-            field = _PIP_VALUES.get(flag)
-            if field == "index_url":
-                draft.index_url = value
-            elif field is not None:
-                getattr(draft, field).append(value)
-            draft.no_index = draft.no_index or word == "--no-index"
-            draft.no_deps = draft.no_deps or word == "--no-deps"
-        return draft
+    bash expanded it (``--find-links "$WHEELHOUSE"`` with the folder it named), read as the
+    static reading reads them (:func:`~patchbay.analysis.handlers.installs.split_install`,
+    :func:`~.patches.index_options`); None when the run traced no such command there."""
+    for words in _traced(run, line):
+        if "install" in words:
+            rest = [Val(w) for w in words[words.index("install") + 1 :]]
+            _, options, flags = split_install(rest)
+            return PipDraft([(0, 0)], **index_options(options, flags))
     return None
 
 
-def _download_url(rel: str, predicted: list[_Predicted], run: RunResult) -> str | None:
-    """The URL the statement that downloaded ``rel`` fetched: as the script wrote it, or, when
-    the script computed it (:func:`~.patches.computed_url`), as the run's trace shows it
-    expanded (the statement's own line first). None when no statement names the file."""
+def _download_url(
+    rel: str, predicted: list[_Predicted], run: RunResult
+) -> tuple[str | None, str | None]:
+    """The URL of the statement that downloaded ``rel`` as the script wrote it, and the URL
+    the run fetched: the same, or, when the script computed it
+    (:func:`~.patches.computed_url`), as the run's trace shows it expanded (the statement's
+    own line first). ``(None, None)`` when no statement names the file."""
     for p in predicted:
         if not (p.mod.url and _names(rel, p.files)):
             continue
         if not computed_url(p.mod.url):
-            return p.mod.url
+            return p.mod.url, p.mod.url
         pattern = url_pattern(p.mod.url)
-        ordered = sorted(run.traced, key=lambda t: t[0] != p.mod.line)
-        for _, text in ordered:
-            for word in text.split():
-                if pattern.fullmatch(word.strip("'\"")):
-                    return word.strip("'\"")
-    return None
+        for words in _traced(run, p.mod.line, elsewhere=True):
+            for word in words:
+                if pattern.fullmatch(word):
+                    return p.mod.url, word
+        return p.mod.url, None
+    return None, None
 
 
 __all__ = [

@@ -390,6 +390,19 @@ _PIP_QUIET = {
 }
 
 
+def index_options(options: dict[str, str], flags: list[str]) -> dict:
+    """The :class:`~.drafts.PipDraft` fields a ``pip install``'s options and flags give (as
+    :func:`patchbay.analysis.handlers.installs.split_install` reads them): ``index_url``,
+    ``extra_index_urls``, ``find_links``, ``no_deps``, ``no_build_isolation``."""
+    return {
+        "index_url": options.get("-i") or options.get("--index-url"),
+        "extra_index_urls": [u for u in [options.get("--extra-index-url")] if u],
+        "find_links": [u for u in [options.get("-f") or options.get("--find-links")] if u],
+        "no_deps": "--no-deps" in flags,
+        "no_build_isolation": "--no-build-isolation" in flags,
+    }
+
+
 def pip(c: Conversion, mods: list[Modification], ctx: Context, engine: dict[int, bool]) -> None:
     """The requirements of one ``pip install``: a ``pip`` draft each, or why not."""
     facts = mods[0].details
@@ -455,8 +468,8 @@ def pip(c: Conversion, mods: list[Modification], ctx: Context, engine: dict[int,
                 hint="give the version the image should have: name==version",
             )
             continue
-        given = [options.get(o) for o in ("-i", "--index-url", "--extra-index-url", "-f")]
-        given.append(options.get("--find-links"))
+        sources = index_options(options, flags)
+        given = [sources["index_url"], *sources["extra_index_urls"], *sources["find_links"]]
         runtime = [v for v in given if v and computed_url(v)]
         if runtime:
             c.unconverted(
@@ -474,11 +487,7 @@ def pip(c: Conversion, mods: list[Modification], ctx: Context, engine: dict[int,
             names=[f"{name}-{_version_of(req)}"],
             requirement=requirement,
             name=name,
-            index_url=options.get("-i") or options.get("--index-url"),
-            extra_index_urls=[u for u in [options.get("--extra-index-url")] if u],
-            find_links=[u for u in [options.get("-f") or options.get("--find-links")] if u],
-            no_deps="--no-deps" in flags,
-            no_build_isolation="--no-build-isolation" in flags,
+            **sources,
             build_env={k: v for k, v in env.items() if "$" not in v},
         )
         draft.notes.extend(notes)
@@ -515,8 +524,24 @@ def pip(c: Conversion, mods: list[Modification], ctx: Context, engine: dict[int,
 # ---------------------------------------------------------------------------- files
 
 
-_SHELL_VAR = re.compile(r"\$(?:\([^)]*\)|\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?])|`[^`]*`")
+# a shell expansion known only at run time: $(...), ${...}, $NAME, $1, $@, `...`; or a glob's *
+_EXPANSION = re.compile(r"\$(?:\([^)]*\)|\{[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?])|`[^`]*`|\*")
 _URL_USERINFO = re.compile(r"^[a-z][a-z0-9+.-]*://[^@/\s]+@", re.I)
+
+
+def runtime_pattern(text: str, part: str, *, glob: bool = False) -> str:
+    """A regular expression (its source) matching what ``text`` becomes once the shell expanded
+    it: each expansion known only at run time (:data:`_EXPANSION`) stands for ``part``, and,
+    with ``glob``, each ``*`` for any run of characters but ``/`` (a literal ``*`` otherwise)."""
+    out, pos = [], 0
+    for m in _EXPANSION.finditer(text):
+        if m[0] == "*" and not glob:
+            continue
+        out.append(re.escape(text[pos : m.start()]))
+        out.append("[^/]*" if m[0] == "*" else part)
+        pos = m.end()
+    out.append(re.escape(text[pos:]))
+    return "".join(out)
 
 
 def computed_url(url: str | None) -> bool:
@@ -526,14 +551,13 @@ def computed_url(url: str | None) -> bool:
     reference a patchset may hold (:mod:`patchbay.envrefs`)."""
     if not url or ("$" not in url and "`" not in url):
         return False
-    return bool(_SHELL_VAR.search(_URL_USERINFO.sub("", url)))
+    return any(m[0] != "*" for m in _EXPANSION.finditer(_URL_USERINFO.sub("", url)))
 
 
 def url_pattern(url: str) -> re.Pattern[str]:
-    """A pattern matching what ``url`` became once bash expanded its variables (each variable
-    stands for a run of characters that are neither space nor quote)."""
-    parts = _SHELL_VAR.split(url)
-    return re.compile("[^\\s'\"]+".join(re.escape(p) for p in parts))
+    """A pattern matching what ``url`` became once bash expanded it (each expansion stands for
+    a run of characters that are neither space nor quote)."""
+    return re.compile(runtime_pattern(url, "[^\\s'\"]+"))
 
 
 def artifact(c: Conversion, mods: list[Modification], ctx: Context) -> None:

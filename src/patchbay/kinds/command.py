@@ -40,7 +40,7 @@ import msgspec
 from .. import progress
 from ..apply.childgroup import run_in_group
 from ..apply.journal import write_atomic
-from ..apply.ledger import keep_blob, read_blob, sha256_bytes
+from ..apply.ledger import blob_dir_of, keep_blob, read_blob, sha256_bytes
 from ..diff.hunks import HunkResult, HunkState
 from ..environment.paths import PathRejected, resolve_under
 from ..errors import ApplyFailed
@@ -99,7 +99,7 @@ class CommandKind:
     def apply(self, batch: list[PendingPatch], tree: Tree, txn: Transaction) -> None:
         env = tree.env
         python = env.python if env is not None and env.python else sys.executable
-        state_dir = env.state_dir if env is not None else Path(".patchbay")
+        state_dir = _state_dir(tree)
         for item in batch:
             patch: CommandPatch = item.patch
             root = tree.roots[patch.target]
@@ -111,7 +111,7 @@ class CommandKind:
             # the output as it was, kept before a `remove` takes it: revert puts it back
             if output is not None and output.is_file() and not output.is_symlink():
                 mode = stat.S_IMODE(output.stat().st_mode)
-                kept = keep_blob(state_dir / "blobs", output.read_bytes(), txn)
+                kept = keep_blob(blob_dir_of(state_dir), output.read_bytes(), txn)
             for path in removals:
                 _remove(path, txn)
             if output is not None and not output.is_dir():
@@ -189,15 +189,20 @@ class CommandKind:
         if not output or target not in tree.roots:
             return True
         path = tree.resolve(target, output)
-        before, env = entry.extra.get("output_before"), tree.env
-        state_dir = env.state_dir if env is not None else Path(".patchbay")
-        data = read_blob(state_dir / "blobs", before) if before else None
+        before = entry.extra.get("output_before")
+        data = read_blob(blob_dir_of(_state_dir(tree)), before) if before else None
         if data is None:
             _remove(path, txn)
             return True
         txn.save(path)
         write_atomic(path, data, mode=entry.extra.get("output_mode"))
         return True
+
+
+def _state_dir(tree: Tree) -> Path:
+    """The state folder of the tree's environment (``.patchbay`` of the working folder when
+    the tree has none: a library caller's bare tree)."""
+    return tree.env.state_dir if tree.env is not None else Path(".patchbay")
 
 
 _DRAIN_S = 5.0  # seconds the output is still read once the group is gone

@@ -396,35 +396,7 @@ def pip(w: Walker, cmd: Cmd, words: list[Val]) -> Stream | None:
         return None
     if sub != "install":
         return None
-    specs: list[tuple[Val, bool]] = []
-    options: dict[str, str] = {}
-    flags: list[str] = []
-    k = 0
-    while k < len(rest):
-        a = rest[k].text
-        if a in ("-e", "--editable") and k + 1 < len(rest):
-            specs.append((rest[k + 1], True))
-            k += 2
-            continue
-        if a.startswith("--editable="):
-            specs.append((Val(a.split("=", 1)[1]), True))
-        elif a in _PIP_WITH_VALUE:
-            options.setdefault(a, rest[k + 1].text if k + 1 < len(rest) else "")
-            k += 1
-        elif a.startswith("--") and "=" in a:
-            key, value = a.split("=", 1)
-            options.setdefault(key, value)
-        elif a.startswith("-"):
-            flags.append(a)
-        else:
-            specs.append((rest[k], False))
-        k += 1
-    joined: list[tuple[Val, bool]] = []
-    for spec, editable in specs:
-        if joined and (spec.text == "@" or joined[-1][0].text.endswith(" @")):
-            joined[-1] = (Val(f"{joined[-1][0].text} {spec.text}"), joined[-1][1])
-        else:
-            joined.append((spec, editable))
+    joined, options, flags = split_install(rest)
     facts = {"options": options, "flags": flags, "env": {k: v.text for k, v in cmd.env.items()}}
     for key in ("-r", "--requirement"):
         if key in options:
@@ -434,6 +406,42 @@ def pip(w: Walker, cmd: Cmd, words: list[Val]) -> Stream | None:
     for spec, editable in joined:
         requirement(w, cmd, spec, editable, facts)
     return None
+
+
+def split_install(args: list[Val]) -> tuple[list[tuple[Val, bool]], dict[str, str], list[str]]:
+    """The words after ``pip install`` as pip's option parser reads them: the requirements
+    (each with whether it is ``-e``; ``name @ url`` written as three words is one), the options
+    with a value (``--opt V`` and ``--opt=V``; the first of a repeated one), and the flags."""
+    specs: list[tuple[Val, bool]] = []
+    options: dict[str, str] = {}
+    flags: list[str] = []
+    k = 0
+    while k < len(args):
+        a = args[k].text
+        if a in ("-e", "--editable") and k + 1 < len(args):
+            specs.append((args[k + 1], True))
+            k += 2
+            continue
+        if a.startswith("--editable="):
+            specs.append((Val(a.split("=", 1)[1]), True))
+        elif a in _PIP_WITH_VALUE:
+            options.setdefault(a, args[k + 1].text if k + 1 < len(args) else "")
+            k += 1
+        elif a.startswith("--") and "=" in a:
+            key, value = a.split("=", 1)
+            options.setdefault(key, value)
+        elif a.startswith("-"):
+            flags.append(a)
+        else:
+            specs.append((args[k], False))
+        k += 1
+    joined: list[tuple[Val, bool]] = []
+    for spec, editable in specs:
+        if joined and (spec.text == "@" or joined[-1][0].text.endswith(" @")):
+            joined[-1] = (Val(f"{joined[-1][0].text} {spec.text}"), joined[-1][1])
+        else:
+            joined.append((spec, editable))
+    return joined, options, flags
 
 
 def harness(w: Walker, cmd: Cmd, text: str, details: dict) -> None:
