@@ -330,7 +330,15 @@ def test_plain_http_is_refused_unless_marked(tmp_path: Path) -> None:
 # -- commands ---------------------------------------------------------------------------------
 
 
-def _command_patchset(tmp_path: Path, engine: Engine, script: str) -> Path:
+def _command_patchset(
+    tmp_path: Path,
+    engine: Engine,
+    script: str,
+    *,
+    remove: tuple[str, ...] = ("demo_engine/build",),
+    output: str = "demo_engine/build/module_decode.so",
+) -> Path:
+    """A diff of ``ops/decode.py`` and a shell command run after it (``remove``, ``output``)."""
     text = (engine.pkg / "ops/decode.py").read_text()
     return write_patchset(
         tmp_path / "ps",
@@ -342,8 +350,8 @@ def _command_patchset(tmp_path: Path, engine: Engine, script: str) -> Path:
                 "after": ["decode"],
                 "shell": True,
                 "argv": [script],
-                "remove": ["demo_engine/build"],
-                "output": "demo_engine/build/module_decode.so",
+                "remove": list(remove),
+                "output": output,
             },
         ],
         files={
@@ -385,24 +393,7 @@ def test_revert_of_a_rebuild_puts_back_the_shipped_output(tmp_path: Path, engine
     kernel.chmod(0o640)
     build = "printf 'rebuilt' > demo_engine_meta/kernels/gfx950/mla_a16w16_qh128.co"
     rel = "demo_engine_meta/kernels/gfx950/mla_a16w16_qh128.co"
-    envs = (engine.pkg / "envs.py").read_text()
-    fix = diff_patch("demo_engine/envs.py", envs, envs.replace('"256"', '"512"'))
-    ps = write_patchset(
-        tmp_path / "ps",
-        [
-            {"id": "batch", "kind": "diff", "file": "patches/batch.diff"},
-            {
-                "id": "rebuild-mla",
-                "kind": "command",
-                "after": ["batch"],
-                "remove": [rel],
-                "argv": [build],
-                "shell": True,
-                "output": rel,
-            },
-        ],
-        files={"patches/batch.diff": fix},
-    )
+    ps = _command_patchset(tmp_path, engine, build, remove=(rel,), output=rel)
     assert run_cli("apply", ps, "--python", engine.python).code == 0
     assert kernel.read_bytes() == b"rebuilt"
     res = run_cli("revert", ps, "--python", engine.python)
