@@ -376,6 +376,7 @@ def observed_result(
             continue
         reached = any(line == p.line for _, line in run.reached)
         why = "the run reached it" if reached else "the run never reached it"
+        why += ": a branch not taken, an alternative that failed, or a failed step"
         if p in untaken:
             why = (
                 "an alternative the run did not take: the file(s) it names changed, but "
@@ -386,8 +387,7 @@ def observed_result(
                 p.line,
                 p.end,
                 "review",
-                f"{NOT_OBSERVED} ({p.mod.describe()}); "
-                f"{why}: a branch not taken, an alternative that failed, or a failed step",
+                f"{NOT_OBSERVED} ({p.mod.describe()}); {why}",
             )
         )
     drafts.sort(key=lambda d: d.first_line)
