@@ -19,6 +19,7 @@ from typing import Any
 
 from .. import __version__
 from ..diff.hunkview import closest_lines, counts_text, hunk_counts, hunk_sentence, mixed
+from ..environment.owners import Owners
 from ..environment.paths import unwritable_folder
 from ..environment.targets import Environment, read_again
 from ..environment.tree import Tree
@@ -56,6 +57,17 @@ def upgrade_command(plan: Plan) -> str:
 
 
 def _refuse_blocking(plan: Plan, upgrade: bool) -> None:
+    """Refuse what blocks the run (a failed guard, stale ledger entries without ``upgrade``,
+    a blocking patch, an unwritable folder); a distribution installed over recorded patches is
+    said first in the details, since the patches were judged afresh on its files."""
+    try:
+        _refuse(plan, upgrade)
+    except RefusedError as exc:
+        exc.details[:0] = [r.sentence() for r in plan.replaced]
+        raise
+
+
+def _refuse(plan: Plan, upgrade: bool) -> None:
     if not plan.guard.ok:
         details = list(plan.guard.failures)
         if plan.ledger.has_orphan_blobs():
@@ -200,7 +212,7 @@ def apply_patchset(
         env = read_again(env)
     plan = make_plan(patchset, env, loaded, options=options)
     _refuse_blocking(plan, upgrade)
-    if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
+    if not plan.with_status(PatchStatus.PENDING) and not plan.stale and not plan.superseded:
         _refresh_identity(plan, loaded)
         return ApplyResult(plan, recovered=recovered)
     with state_lock(env.state_dir, lock_timeout):
@@ -215,7 +227,7 @@ def apply_patchset(
         if not plan.stale:
             _preflight(plan, options)
         result = ApplyResult(plan, recovered=recovered)
-        if not plan.with_status(PatchStatus.PENDING) and not plan.stale:
+        if not plan.with_status(PatchStatus.PENDING) and not plan.stale and not plan.superseded:
             return result
         journal = env.state_dir / "journal"
         with Transaction(journal, journal_roots(env, patchset), store=plan.ledger.blob_dir) as txn:
@@ -238,6 +250,11 @@ def apply_patchset(
                 _refuse_blocking(plan, upgrade=True)
                 _preflight(plan, options)
                 ledger = plan.ledger
+            # records a newer build was installed over describe files no longer there: they
+            # go (the patches were judged afresh; a pending one is recorded anew below)
+            for pid in plan.superseded:
+                ledger.remove(patchset.name, pid)
+            result.forgot = plan.superseded
             pending = plan.with_status(PatchStatus.PENDING)
             _write_pending(patchset, pending, env, ledger, txn, options)
             result.applied = [r.id for r in pending]
@@ -246,6 +263,8 @@ def apply_patchset(
             txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()
+        if result.forgot:
+            ledger.prune_blobs()
     return result
 
 
@@ -410,6 +429,7 @@ def _write_pending(
             exc, running, _struck(exc, owner) or _first_unwritten(planned, owner)
         ) from None
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    owners = Owners(env.roots, patchset.spec.targets)  # read after the writes (a pin's too)
     txn.doing = "storing the originals in the ledger's blob store"
     for report in reports:
         records = []
@@ -443,6 +463,7 @@ def _write_pending(
                 tool_version=__version__,
                 files=records,
                 extra=report.inspection.record,
+                distributions=owners.written_against(records),
             ),
         )
 

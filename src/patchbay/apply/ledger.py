@@ -78,6 +78,11 @@ class LedgerEntry(msgspec.Struct):
         tool_version: the patchbay version that applied it.
         files: the files it changed, in the order it changed them.
         extra: kind-specific facts needed to revert (e.g. a previous package version).
+        distributions: what the files were written against: ``{name: {"version": ...,
+            "record": <sha256 of its RECORD>}}`` of each distribution that installed one of
+            them (:mod:`patchbay.environment.owners`); another version or RECORD there now
+            means a newer build was installed over the patch and this record is stale. Empty
+            in an entry an older patchbay wrote, or of files no distribution installed.
     """
 
     patch_id: str
@@ -88,6 +93,7 @@ class LedgerEntry(msgspec.Struct):
     files: list[FileRecord] = msgspec.field(default_factory=list)
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
     patch_identity: str | None = None
+    distributions: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LedgerEntry:
@@ -97,7 +103,7 @@ class LedgerEntry(msgspec.Struct):
     def to_json(self) -> dict[str, Any]:
         """The entry as ``ledger.json`` holds it: every field, its file records as dicts (built
         directly: a run that records thousands of patches calls it for each)."""
-        return {
+        out: dict[str, Any] = {
             "patch_id": self.patch_id,
             "kind": self.kind,
             "patch_sha256": self.patch_sha256,
@@ -119,6 +125,9 @@ class LedgerEntry(msgspec.Struct):
             "extra": copy.deepcopy(self.extra) if self.extra else {},
             "patch_identity": self.patch_identity,
         }
+        if self.distributions:
+            out["distributions"] = copy.deepcopy(self.distributions)
+        return out
 
 
 def blob_dir_of(state_dir: Path) -> Path:

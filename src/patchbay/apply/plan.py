@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..environment.owners import Owners, replaced_since
 from ..environment.targets import Environment
 from ..environment.tree import Tree
 from ..errors import InputError
@@ -84,13 +85,18 @@ def _overlap(patchset: Patchset, index: int, patch_id: str, rel: str, other: str
 
 
 def check_guard(
-    patchset: Patchset, env: Environment, ledger: Ledger, tree: Tree | None = None
+    patchset: Patchset,
+    env: Environment,
+    ledger: Ledger,
+    tree: Tree | None = None,
+    superseded: frozenset[str] = frozenset(),
 ) -> GuardResult:
     """Check the base guard: distribution versions and pristine file hashes.
 
     A guarded file that patchbay itself patched passes when the ledger shows it started from
     the pristine hash and the file still has the hash patchbay last wrote. ``tree``: the run's
     tree, to read the guarded files through (and record them as seen); a fresh one by default.
+    ``superseded``: ids whose records a newer build made stale (not counted as history).
     """
     result = GuardResult()
     guard = patchset.spec.base
@@ -127,7 +133,7 @@ def check_guard(
             )
         result.checks.append(check)
     tree = tree or Tree(env.roots)
-    history = _file_history(ledger, patchset.name, tree)
+    history = _file_history(ledger, patchset.name, tree, superseded)
     for fg in guard.files:
         data = tree.on_disk(fg.target, fg.path)
         current = sha256_or_none(data)
@@ -154,12 +160,15 @@ def check_guard(
 
 
 def _file_history(
-    ledger: Ledger, patchset: str, tree: Tree
+    ledger: Ledger, patchset: str, tree: Tree, superseded: frozenset[str] = frozenset()
 ) -> dict[object, tuple[str | None, str | None]]:
     """Each file's first recorded ``before`` and last ``after`` hash, keyed by its location
-    (:meth:`Tree.location`: one file reached through two targets has one history)."""
+    (:meth:`Tree.location`: one file reached through two targets has one history); records in
+    ``superseded`` (stale: a newer build was installed over them) are left out."""
     history: dict[object, tuple[str | None, str | None]] = {}
     for entry in ledger.entries(patchset):
+        if entry.patch_id in superseded:
+            continue
         for rec in entry.files:
             key = tree.location_of(rec.target, rec.path)
             first = history[key][0] if key in history else rec.before
@@ -178,7 +187,10 @@ def make_plan(
     """Classify every patch of ``patchset`` in ``env``, in order; writes nothing.
 
     With ``use_ledger=False`` the environment is judged as shipped (``patchbay check`` of a
-    candidate image): nothing counts as applied by patchbay.
+    candidate image): nothing counts as applied by patchbay. A record that a newer build of
+    its distribution was installed over (:mod:`patchbay.environment.owners`) no longer
+    describes the tree: its patch is judged as if unrecorded, and the plan names it in
+    ``replaced``.
 
     Raises:
         InputError: a patch's content is missing or corrupt; the ledger is unreadable.
@@ -189,8 +201,14 @@ def make_plan(
     tree = Tree(env.roots, env, options)
     tree.protected = set(patchset.spec.protected)
     tree.folder = patchset.folder
-    guard = check_guard(patchset, env, ledger, tree)
-    history = _file_history(ledger, patchset.name, tree)
+    replaced = (
+        replaced_since(ledger.entries(patchset.name), Owners(env.roots, patchset.spec.targets))
+        if ledger.entries(patchset.name)
+        else []
+    )
+    superseded = frozenset(pid for r in replaced for pid in r.patch_ids)
+    guard = check_guard(patchset, env, ledger, tree, superseded)
+    history = _file_history(ledger, patchset.name, tree, superseded)
     pairs = list(zip(patchset.patches, loaded, strict=True))
     # Backward pass, as quilt pops a stack: a patch is judged on the tree with every later
     # applied patch taken off again, so that a later patch editing the same lines does not
@@ -219,7 +237,7 @@ def make_plan(
     staged: set[str] = set()  # locations the pending patches so far change
     reports = []
     for i, (patch, lp) in enumerate(pairs):
-        entry = ledger.find(patchset.name, patch.id)
+        entry = None if patch.id in superseded else ledger.find(patchset.name, patch.id)
         if lp.unlocked:
             inspection = Inspection(state=ContentState.CONFLICT, notes=[lp.unlocked])
             reports.append(
@@ -245,6 +263,8 @@ def make_plan(
     outdated = {r.id for r in reports if r.status is PatchStatus.OUTDATED}
     ids = {p.id for p in patchset.patches}
     stale = [
-        e for e in ledger.entries(patchset.name) if e.patch_id not in ids or e.patch_id in outdated
+        e
+        for e in ledger.entries(patchset.name)
+        if (e.patch_id not in ids or e.patch_id in outdated) and e.patch_id not in superseded
     ]
-    return Plan(patchset, env, ledger, guard, reports, stale, tree.seen)
+    return Plan(patchset, env, ledger, guard, reports, stale, tree.seen, replaced)

@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 
 from ..diff.hunkview import hunk_sentence
+from ..environment.owners import Replacement
 from ..environment.targets import Environment
 from ..environment.tree import DiskView
 from ..kinds import Inspection, LoadedPatch
@@ -131,6 +132,13 @@ class Plan(msgspec.Struct):
     reports: list[PatchReport]
     stale: list[LedgerEntry]
     seen: DiskView | None = None
+    replaced: list[Replacement] = msgspec.field(default_factory=list)
+
+    @property
+    def superseded(self) -> list[str]:
+        """Ids of the records a newer build of their distribution made stale (``replaced``):
+        their patches were judged afresh, and ``apply`` or ``revert`` drops the records."""
+        return [pid for r in self.replaced for pid in r.patch_ids]
 
     def with_status(self, *statuses: PatchStatus) -> list[PatchReport]:
         return [r for r in self.reports if r.status in statuses]
@@ -143,6 +151,16 @@ class Plan(msgspec.Struct):
             "guard": {"ok": self.guard.ok, "checks": self.guard.checks},
             "patches": [r.to_json() for r in self.reports],
             "stale_ledger_entries": [e.patch_id for e in self.stale],
+            "replaced_distributions": [
+                {
+                    "name": r.name,
+                    "was": r.was,
+                    "now": r.now,
+                    "same_version": r.same_version,
+                    "patches": r.patch_ids,
+                }
+                for r in self.replaced
+            ],
         }
 
 
@@ -153,10 +171,11 @@ class ApplyResult(msgspec.Struct):
     applied: list[str] = msgspec.field(default_factory=list)
     reverted: list[str] = msgspec.field(default_factory=list)
     recovered: list[Path] = msgspec.field(default_factory=list)
+    forgot: list[str] = msgspec.field(default_factory=list)  # stale records dropped (replaced)
 
     @property
     def nothing_to_do(self) -> bool:
-        return not self.applied and not self.reverted
+        return not self.applied and not self.reverted and not self.forgot
 
 
 def apply_notes(plan: Plan) -> list[str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import msgspec
 
+from ..environment.owners import Owners, Replacement, replaced_since
 from ..environment.targets import Environment
 from ..environment.tree import Tree
 from ..errors import ApplyFailed, PatchbayError, RefusedError
@@ -46,6 +47,14 @@ class RevertResult(msgspec.Struct):
     ids: list[str] = msgspec.field(default_factory=list)
     cleared: list[str] = msgspec.field(default_factory=list)
     recovered: list[Path] = msgspec.field(default_factory=list)
+    replaced: list[Replacement] = msgspec.field(default_factory=list)
+
+    @property
+    def superseded(self) -> list[str]:
+        """The ids whose records a newer build of their distribution made stale: dropped
+        without a write (the files there are that build's), newest first."""
+        stale = {pid for r in self.replaced for pid in r.patch_ids}
+        return [pid for pid in self.ids if pid in stale]
 
     @property
     def reverted(self) -> list[str]:
@@ -201,7 +210,9 @@ def revert_patchset(
 
     Returns:
         The :class:`RevertResult` (empty: nothing recorded). Entries whose files a reinstall
-        already put back are cleared, not refused.
+        already put back are cleared, not refused; so are records that a newer build of their
+        distribution was installed over (:mod:`patchbay.environment.owners`): the files are
+        that build's now, and writing the recorded originals would put the old release back.
 
     Raises:
         RefusedError: a file changed since patchbay wrote it into something that is neither
@@ -219,8 +230,21 @@ def revert_patchset(
             entries = entries_to_revert(ledger, patchset.name, chosen) if chosen else []
         if not entries:
             return RevertResult(recovered=recovered)
+        owners = Owners(env.roots, patchset.spec.targets)
+        replaced = replaced_since(entries, owners)
+        stale = {pid for r in replaced for pid in r.patch_ids}
+        live = [e for e in entries if e.patch_id not in stale]
         with Transaction(env.state_dir / "journal", journal_roots(env, patchset)) as txn:
-            result = revert_entries(patchset.name, entries, env, ledger, txn, options)
+            result = (
+                revert_entries(patchset.name, live, env, ledger, txn, options)
+                if live
+                else RevertResult()
+            )
+            for pid in stale:
+                ledger.remove(patchset.name, pid)
+            result.ids = [e.patch_id for e in reversed(entries)]
+            result.cleared += [pid for pid in result.ids if pid in stale]
+            result.replaced = replaced
             result.recovered = recovered
             txn.doing = "writing the ledger"
             ledger.save(txn)

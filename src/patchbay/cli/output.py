@@ -143,9 +143,12 @@ def revert_lines(result: RevertResult, patchset: str, patch_ids: list[str] | Non
     if not result.ids:
         named = f" for {', '.join(patch_ids)}" if patch_ids else ""
         return [f"nothing to revert: the ledger records no patch of {patchset}{named}"]
-    out = []
+    out = [r.sentence("dropped without a write") for r in result.replaced]
+    superseded = set(result.superseded)
     for pid in result.ids:
-        if pid in result.cleared:
+        if pid in superseded:
+            out.append(f"cleared {pid}: its stale record only; wrote nothing")
+        elif pid in result.cleared:
             out.append(
                 f"cleared {pid}: its files were already back to what they were before it "
                 "(reinstalled?); removed its ledger entry, wrote nothing"

@@ -84,6 +84,9 @@ def run(
     )
     plan = result.plan
     say_each("", recovered_lines(result.recovered, env.state_dir))
+    for replaced in plan.replaced:
+        say(replaced.sentence())
+    say_each("dropped ", [f"{pid}'s stale record (no file written)" for pid in result.forgot])
     say_each("reverted ", [f"{pid} (recorded version)" for pid in result.reverted])
     say_each(("applied", "green"), [f" {pid}" for pid in result.applied])
     redundant = [r.id for r in plan.with_status(PatchStatus.REDUNDANT)]

@@ -52,6 +52,9 @@ def run(
             "may mean 'applied by patchbay, record lost'",
             err=True,
         )
+    if output_format != "json":
+        for replaced in plan.replaced:
+            say(replaced.sentence())
     if output_format == "json":
         print_json(plan.to_json())
     else:
