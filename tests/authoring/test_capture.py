@@ -4,6 +4,7 @@ middle of a stack is changed in place."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import zipfile
 from pathlib import Path
@@ -286,3 +287,76 @@ def test_every_hint_edit_and_refresh_print_runs_as_printed(tmp_path: Path, engin
             later = re.findall(r"`(patchbay [^`]+)`", res.stdout)
             assert all(f"--python {engine.python}" in h for h in later), res.stdout
     assert _statuses(folder, engine) == {"p1": "applied", "p2": "applied", "p3": "applied"}
+
+
+def test_capture_with_root_on_an_unpacked_tree_and_its_hint(
+    tmp_path: Path, engine: Engine, demo_wheel: Path
+) -> None:
+    """`capture --root` as the other commands take it: the tree's dist-info RECORD tells the
+    edits from the installed files, the pristine copy comes from --wheel; the patch is applied
+    on that tree and pending on a fresh one, and the hint it prints runs as printed (issue 28,
+    parts 3 and 4)."""
+    import re
+    import shlex
+    import subprocess
+
+    from conftest import PATCHBAY
+
+    tree, fresh = tmp_path / "tree", tmp_path / "fresh"
+    shutil.copytree(engine.site, tree, symlinks=True)
+    shutil.copytree(engine.site, fresh, symlinks=True)
+    folder = _demo(tmp_path)
+    _edit(tree / "demo_engine" / "worker.py", WORKER_OLD, WORKER_NEW)
+    res = run_cli(
+        "capture", folder, "worker-triple", "demo_engine/worker.py", "--root", tree,
+        "--wheel", demo_wheel,
+    )  # fmt: skip
+    assert res.code == 0, res.err
+    assert res.out.count("captured: ") == 1 and "(1 file(s)" in res.out
+    status = run_cli("status", folder, "--root", tree, "--format", "json")
+    states = {p["id"]: p["status"] for p in json.loads(status.out)["patches"]}
+    assert states["worker-triple"] == "applied"
+    status = run_cli("status", folder, "--root", fresh, "--format", "json")
+    states = {p["id"]: p["status"] for p in json.loads(status.out)["patches"]}
+    assert states["worker-triple"] == "pending"
+    (printed,) = re.findall(r"`(patchbay [^`]+)`", res.out)
+    ran = subprocess.run([str(PATCHBAY), *shlex.split(printed)[1:]], capture_output=True, text=True)
+    assert ran.returncode == 0 and "worker-triple: description" in ran.stdout, ran.stdout
+
+
+def test_capture_without_dist_info_under_root_names_what_is_missing(
+    tmp_path: Path, engine: Engine
+) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(engine.pkg, tree / "demo_engine")
+    shutil.copytree(engine.site / "demo_engine_meta", tree / "demo_engine_meta")
+    folder = _demo(tmp_path)
+    before = snapshot(folder), snapshot(tree)
+    res = run_cli("capture", folder, "x", "demo_engine/worker.py", "--root", tree)
+    assert res.code == 1
+    assert f"no demo-engine-*.dist-info under {tree}" in res.err, res.err
+    assert (snapshot(folder), snapshot(tree)) == before
+
+
+def test_the_captured_patch_targets_the_package_holding_its_files(
+    tmp_path: Path, engine: Engine, demo_wheel: Path
+) -> None:
+    """Two targets with one root (packages side by side in site-packages): the patch's target
+    is the one whose package folder holds the files, not the first declared (issue 28,
+    part 6)."""
+    tree = tmp_path / "tree"
+    shutil.copytree(engine.site, tree, symlinks=True)
+    (tree / "other_pkg").mkdir()
+    (tree / "other_pkg" / "__init__.py").write_text("")
+    folder = _demo(tmp_path)
+    path = folder / "patchset.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc["targets"] = {"other": {"package": "other_pkg"}, **doc["targets"]}
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    _edit(tree / "demo_engine" / "worker.py", WORKER_OLD, WORKER_NEW)
+    res = run_cli(
+        "capture", folder, "w", "demo_engine/worker.py", "--root", tree, "--wheel", demo_wheel
+    )
+    assert res.code == 0, res.err
+    assert "(target engine, strip 1)" in res.out
+    assert yaml.safe_load(path.read_text())["patches"][-1]["target"] == "engine"

@@ -152,3 +152,93 @@ def test_report_names_the_patches_rebase_would_refresh(new_build: Engine) -> Non
     (result,) = check_candidate([patchset], python=str(new_build.python), root=None)
     assert result.refresh == ["scheduler-padding", "mla-large-cache"]
     assert result.droppable == ["envs-asm-padding"]
+
+
+def test_every_hint_rebase_prints_runs_as_printed(
+    tmp_path: Path, engine: Engine, new_build: Engine
+) -> None:
+    """After a conflict, rebase prints the command that takes the resolved files and the
+    `check` to run: both repeat the options given, quoted for the shell, and run as printed
+    (issue 28, part 3)."""
+    import re
+    import shlex
+    import subprocess
+
+    from conftest import PATCHBAY
+
+    folder = _demo(tmp_path)
+    assert run_cli("apply", folder, "--python", engine.python).code == 0
+    out = tmp_path / "rebased dir"  # a space: the hint must quote it
+    res = run_cli(
+        "rebase", folder, "--python", engine.python, "--onto-python", new_build.python,
+        "--out", out,
+    )  # fmt: skip
+    assert res.code == 1, res.err
+    hints = re.findall(r"`(patchbay [^`]+)`", res.out)
+    resolve = next(h for h in hints if "--resolved" in h)
+    assert f"--python {engine.python}" in resolve
+    assert shlex.quote(str(out.with_name("rebased dir-resolved"))) in resolve
+    side = next((out / "conflicts").rglob("scheduler.py"))
+    text = side.read_text()
+    start, end = text.index("<<<<<<<"), text.index(">>>>>>> candidate image\n") + 24
+    side.write_text(text[:start] + RESOLVED + text[end:])
+    again = subprocess.run(
+        [str(PATCHBAY), *shlex.split(resolve)[1:]], capture_output=True, text=True
+    )
+    assert again.returncode == 0, (resolve, again.stdout, again.stderr)
+    (check,) = [h for h in re.findall(r"`(patchbay [^`]+)`", again.stdout) if " check " in h]
+    ran = subprocess.run([str(PATCHBAY), *shlex.split(check)[1:]], capture_output=True, text=True)
+    assert ran.returncode == 0, (check, ran.stdout, ran.stderr)
+
+
+def test_a_binary_file_in_conflict_lies_in_three_versions_and_resolves(
+    tmp_path: Path, engine: Engine
+) -> None:
+    """A binary file the patch and the candidate both changed: no markers fit, so its base,
+    ours and theirs lie side by side in the conflicts folder, with a line saying how to
+    resolve it; the version copied to the file's own path there is taken by --resolved
+    (issue 28, part 5)."""
+    import subprocess
+
+    from conftest import write_patchset
+
+    base, ours, theirs = b"\0\1base" * 40, b"\0\2ours" * 40, b"\0\3theirs" * 40
+    old_root, new_root = tmp_path / "old", tmp_path / "new"
+    for root, data in ((old_root, base), (new_root, theirs)):
+        shutil.copytree(engine.site, root, symlinks=True)
+        (root / "demo_engine" / "table.bin").write_bytes(data)
+    repo = tmp_path / "repo"
+    (repo / "demo_engine").mkdir(parents=True)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    (repo / "demo_engine" / "table.bin").write_bytes(base)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], cwd=repo, check=True)
+    (repo / "demo_engine" / "table.bin").write_bytes(ours)
+    diff = subprocess.run(
+        [*git, "diff", "--binary"], cwd=repo, check=True, capture_output=True
+    ).stdout
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "table", "kind": "diff", "file": "patches/table.patch"}],
+        files={"patches/table.patch": diff},
+    )
+    assert run_cli("apply", ps, "--root", old_root).code == 0
+    out = tmp_path / "out"
+    res = run_cli("rebase", ps, "--root", old_root, "--onto-root", new_root, "--out", out)
+    assert res.code == 1, res.err
+    side = out / "conflicts" / "table" / "demo_engine"
+    assert (side / "table.bin.base").read_bytes() == base
+    assert (side / "table.bin.ours").read_bytes() == ours
+    assert (side / "table.bin.theirs").read_bytes() == theirs
+    assert "copy the version wanted to table/demo_engine/table.bin there" in res.out
+    shutil.copy(side / "table.bin.ours", side / "table.bin")
+    again = run_cli(
+        "rebase", ps, "--root", old_root, "--onto-root", new_root,
+        "--out", tmp_path / "again", "--resolved", out / "conflicts",
+    )  # fmt: skip
+    assert again.code == 0, again.out + again.err
+    target = tmp_path / "target"
+    shutil.copytree(new_root, target, symlinks=True)
+    assert run_cli("apply", tmp_path / "again", "--root", target).code == 0
+    assert (target / "demo_engine" / "table.bin").read_bytes() == ours

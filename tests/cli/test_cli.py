@@ -347,7 +347,8 @@ TYPER_CLI = {
     "audit": ("--api-url --changed-since --config --fail-on --format --image-root --output --pr "
               "--python --today --upstream -f -o", 1),
     "bundle": ("--cache-dir --mirror --python --without-patchbay", 2),
-    "capture": ("--description --from-git --python --state-dir --target --upstream --wheel", 3),
+    "capture": ("--description --from-git --python --root --state-dir --target --upstream "
+                "--wheel", 3),
     "check": ("--json --probe-timeout --python --root", 1),
     "edit": ("--python --root --state-dir", 2),
     "import": ("--force --out --project --python", 1),

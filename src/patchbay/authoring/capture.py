@@ -32,7 +32,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,7 +56,7 @@ from ..environment.tree import Tree
 from ..errors import InputError, PatchbayError, RefusedError
 from ..kinds import KINDS, ContentState, LoadedPatch
 from ..patchset.loading import load_patchset
-from ..patchset.model import DiffPatch, Patchset
+from ..patchset.model import DiffPatch, Patchset, Target
 from ..patchset.text import append_patch
 from .adopt import MadeFile, record_made_patch
 
@@ -167,7 +167,8 @@ def capture_patch(
 
     Args:
         patchset: the loaded patchset the patch is added to.
-        env: the engine environment holding the edits (needs its interpreter: RECORD).
+        env: the engine environment holding the edits: its interpreter, or a ``--root`` tree
+            with the components' dist-info folders (RECORD tells edits from installed files).
         patch_id: the new patch's id.
         paths: edited files: absolute, relative to the current folder, or relative to a target
             root (``demo_engine/worker.py``); a deleted file by a path that no longer exists.
@@ -182,19 +183,14 @@ def capture_patch(
 
     Raises:
         InputError: a bad id, a path under no target root, a patchset without components.
-        RefusedError: no interpreter, nothing edited, a pristine copy that does not match RECORD
-            (the file named), a file a declared patch touches that patchbay has not applied, a
-            diff that would not be recognised; nothing was written.
+        RefusedError: no RECORD of a component, nothing edited, a pristine copy that does not
+            match RECORD (the file named), a file a declared patch touches that patchbay has
+            not applied, a diff that would not be recognised; nothing was written.
     """
     if not _ID.match(patch_id):
         raise InputError(f"patch id {patch_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]*")
     if any(p.id == patch_id for p in patchset.patches):
         raise InputError(f"patchset already has a patch {patch_id!r}", file=patchset.path)
-    if env.python is None:
-        raise RefusedError(
-            "capture needs the engine interpreter (--python): RECORD tells edited files from "
-            "installed ones"
-        )
     components = [c.distribution for c in patchset.spec.components]
     if not components:
         raise InputError(
@@ -214,7 +210,8 @@ def capture_patch(
         found = [(f.path, False) for f in undeclared]
     if not found:
         raise RefusedError("nothing to capture: every installed file matches RECORD or a patch")
-    chosen = _target_for([p for p, _ in found], env, target)
+    found = list({p: (p, explicit) for p, explicit in found}.values())  # a file once
+    chosen = _target_for([p for p, _ in found], env, target, patchset.spec.targets)
     shipped_dirs = {
         a for p in shipped.listed for a in _ancestors(os.path.dirname(p), str(env.roots[chosen]))
     }
@@ -324,8 +321,20 @@ def locate(arg: str, env: Environment, listed: set[str]) -> str:
     )
 
 
-def _target_for(paths: list[str], env: Environment, wanted: str | None) -> str:
-    """The target whose root holds every path: ``wanted``, or the one with the deepest root."""
+def _target_for(
+    paths: list[str],
+    env: Environment,
+    wanted: str | None,
+    targets: Mapping[str, Target] | None = None,
+) -> str:
+    """The target whose root holds every path: ``wanted``, or the one with the deepest root;
+    of several with that root (packages side by side in site-packages), the one whose package
+    folder holds the files.
+
+    Raises:
+        InputError: ``wanted`` is unknown or does not hold a path; no root holds them all;
+            several targets hold them and none is their package (give ``--target``).
+    """
     holding = [
         name
         for name, root in env.roots.items()
@@ -344,7 +353,26 @@ def _target_for(paths: list[str], env: Environment, wanted: str | None) -> str:
             f"no target root holds every edited file ({', '.join(paths)}); target roots are "
             f"{roots}; capture the files of each root separately"
         )
-    return max(holding, key=lambda n: len(str(env.roots[n])))
+    deepest = max(len(str(env.roots[n])) for n in holding)
+    best = [n for n in holding if len(str(env.roots[n])) == deepest]
+    if len(best) == 1 or targets is None:
+        return best[0]
+
+    def holds_package(name: str) -> bool:
+        target = targets.get(name)
+        if target is None or target.package is None or target.path:
+            return False
+        top = target.package.split(".")[0]
+        root = str(env.roots[name])
+        return all(os.path.relpath(p, root).split(os.sep)[0] in (top, f"{top}.py") for p in paths)
+
+    owning = [n for n in best if holds_package(n)]
+    if owning:
+        return owning[0]
+    raise InputError(
+        f"targets {', '.join(best)} all hold {', '.join(paths)} and none is their package: "
+        "give --target NAME"
+    )
 
 
 def _touching(plan: Any, env: Environment) -> dict[str, list[PatchReport]]:

@@ -311,6 +311,10 @@ def _theirs(
     return state
 
 
+_BINARY = "a binary file changed on both sides"
+_SIDES = ("base", "ours", "theirs")
+
+
 def _merge(
     current: Patchset,
     result: CheckResult,
@@ -355,6 +359,7 @@ def _merge(
         return
     versions: list[FileVersions] = []
     conflicted: list[tuple[str, bytes | None, str]] = []
+    binaries: dict[str, tuple[bytes, bytes, bytes]] = {}  # rel -> base, ours, theirs
     for change in changes:
         key = (change.target, change.path)
         where = tree.location_of(*key)
@@ -368,6 +373,8 @@ def _merge(
                 item.details.append(f"{change.path}: taken from {by_hand}")
         if problem:
             conflicted.append((change.path, merged, problem))
+            if problem == _BINARY and change.before and change.after and theirs:
+                binaries[change.path] = (change.before, change.after, theirs)
             continue
         executable = _executable(tree, key)
         versions.append(FileVersions(change.path, theirs, merged, executable, executable))
@@ -380,6 +387,20 @@ def _merge(
                 side.parent.mkdir(parents=True, exist_ok=True)
                 side.write_bytes(marked)
                 item.conflict_files.append(Path(patch.id) / rel)
+            elif rel in binaries:
+                # no markers fit bytes: the three versions side by side, as a merge tool gets
+                # them (git mergetool's BASE/LOCAL/REMOTE); the one wanted, put at the file's
+                # own path there, is what --resolved takes
+                for suffix, data in zip(_SIDES, binaries[rel], strict=True):
+                    side = scratch / "conflicts" / patch.id / f"{rel}.{suffix}"
+                    side.parent.mkdir(parents=True, exist_ok=True)
+                    side.write_bytes(data)
+                    item.conflict_files.append(Path(patch.id) / f"{rel}.{suffix}")
+                item.details.append(
+                    f"{rel}: binary: {rel}.base (old image), {rel}.ours (the patch's result "
+                    f"there) and {rel}.theirs (candidate) are in the conflicts folder; copy the "
+                    f"version wanted to {patch.id}/{rel} there and rebase again with --resolved"
+                )
         return
     if not any(v.changed for v in versions):
         item.outcome = "dropped"
@@ -451,7 +472,7 @@ def _merge_file(
     if ours is None:
         return theirs, "the patch deletes it, and the candidate changed it"
     if any(b"\0" in data for data in (base, ours, theirs)):
-        return None, "a binary file changed on both sides"
+        return None, _BINARY
     folder = scratch / "merge" / patch_id / change.path
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "ours").write_bytes(ours)

@@ -192,7 +192,8 @@ def verify_installed(
 
     Raises:
         InputError: no distribution to check; a RECORD is missing or malformed.
-        RefusedError: a distribution is not installed, or there is no interpreter (``--root``).
+        RefusedError: a distribution is not installed (with ``--root``: no dist-info folder
+            of it in the tree).
     """
     names = distributions or [c.distribution for c in patchset.spec.components]
     if not names:
@@ -200,8 +201,6 @@ def verify_installed(
             "no distribution to check: the patchset has no components; name them with --dist",
             file=patchset.path,
         )
-    if env.python is None:
-        raise RefusedError("verify --installed needs the engine interpreter (--python), not --root")
     ledger = Ledger(env.state_dir)
     written = _ledger_map(ledger, env)
     result = InstalledResult()
@@ -210,8 +209,10 @@ def verify_installed(
     for name in names:
         dist_info = env.dist_info.get(name)
         if dist_info is None:
+            from .pristine import not_installed
+
             error = InputError if distributions else RefusedError  # named by hand: bad input
-            raise error(f"distribution {name!r} is not installed", file=env.python)
+            raise not_installed(env, name, error)
         entries, unhashed = read_record(dist_info)
         recorded_paths.update(e.path for e in entries)
         recorded_paths.update(unhashed)

@@ -18,17 +18,17 @@ import hashlib
 import io
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 if TYPE_CHECKING:
     from ..apply.ledger import FileRecord, LedgerEntry
     from ..patchset.model import Target
 
 
-@dataclass(frozen=True)
-class Installed:
+class Installed(msgspec.Struct, frozen=True):
     """One installed distribution: its ``Name`` and ``Version`` (core metadata) and the sha256
     of its RECORD file (None: no RECORD, a legacy ``.egg-info``)."""
 
@@ -37,8 +37,7 @@ class Installed:
     record: str | None
 
 
-@dataclass
-class Replacement:
+class Replacement(msgspec.Struct):
     """A distribution installed over recorded patches since they were applied.
 
     Attributes:
@@ -53,7 +52,7 @@ class Replacement:
     was: str | None
     now: str | None
     same_version: bool = False
-    patch_ids: list[str] = field(default_factory=list)
+    patch_ids: list[str] = msgspec.field(default_factory=list)
 
     def sentence(self, then: str = "judged afresh on the files there") -> str:
         """One line for ``status``, ``apply`` and ``revert``, e.g. ``aiter 0.1.4 → 0.1.5 was
@@ -70,13 +69,15 @@ class Replacement:
         return f"{what}: {their} stale, and {then}"
 
 
-@dataclass
 class _DistInfo:
-    folder: Path
-    key: str  # canonical name, from the folder's name
-    _files: set[str] | None = None
-    _tops: set[str] | None = None
-    _installed: Installed | None = None
+    """One ``.dist-info`` folder; its RECORD and METADATA read at first use."""
+
+    def __init__(self, folder: Path, key: str) -> None:
+        self.folder = folder
+        self.key = key  # canonical name, from the folder's name
+        self._files: set[str] | None = None
+        self._tops: set[str] | None = None
+        self._installed: Installed | None = None
 
     def files(self) -> set[str]:
         if self._files is None:

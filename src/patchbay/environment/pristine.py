@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..apply.ledger import Ledger
 from ..diff.gitapply import run_git
-from ..errors import InputError, RefusedError
+from ..errors import InputError, PatchbayError, RefusedError
 from .installed import RecordEntry, read_record
 from .targets import Environment
 
@@ -55,20 +55,33 @@ class Shipped:
         return Path(os.path.relpath(path, site)).as_posix()
 
 
+def not_installed(
+    env: Environment, name: str, error: type[PatchbayError] = RefusedError
+) -> PatchbayError:
+    """The error for a distribution whose RECORD is wanted but not found: not installed in the
+    interpreter's environment, or, with ``--root``, no ``<name>-*.dist-info`` in the tree."""
+    if env.python is None:
+        return error(
+            f"no {name}-*.dist-info under {env.tree_root}: RECORD tells edited files from "
+            "installed ones; unpack the image with its dist-info folders, or give --python",
+            file=str(env.tree_root) if env.tree_root else None,
+        )
+    return error(f"distribution {name!r} is not installed", file=env.python)
+
+
 def read_shipped(env: Environment, distributions: list[str]) -> Shipped:
     """The RECORD entries of ``distributions`` in ``env``.
 
     Raises:
         InputError: a RECORD is missing or malformed (file and line named).
-        RefusedError: a distribution is not installed, or there is no interpreter (``--root``).
+        RefusedError: a distribution is not installed (with ``--root``: no dist-info folder
+            of it in the tree).
     """
-    if env.python is None:
-        raise RefusedError("reading RECORD needs the engine interpreter (--python), not --root")
     shipped = Shipped()
     for name in distributions:
         dist_info = env.dist_info.get(name)
         if dist_info is None:
-            raise RefusedError(f"distribution {name!r} is not installed", file=env.python)
+            raise not_installed(env, name)
         entries, unhashed = read_record(dist_info)
         shipped.sites[name] = str(dist_info.parent)
         for entry in entries:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...authoring.capture import PristineSources, capture_patch
-from .common import environment, load, say
+from .common import environment, hint, load, say
 
 
 def run(
@@ -14,6 +14,7 @@ def run(
     files: list[str],
     *,
     python: str | None,
+    root: Path | None = None,
     state_dir: Path | None,
     target: str | None,
     wheels: list[Path],
@@ -23,7 +24,7 @@ def run(
 ) -> int:
     """Write the patch and add it to the patchset; exit 0 (errors raise, nothing written)."""
     patchset = load(patchset_arg)
-    env = environment(patchset, python, None, state_dir)
+    env = environment(patchset, python, root, state_dir)
     result = capture_patch(
         patchset,
         env,
@@ -46,6 +47,6 @@ def run(
     if not description or not upstream:
         say(
             "fill in the <TODO: ...> blanks of its description and upstream state "
-            "(`patchbay validate` lists them)"
+            f"(`{hint('validate', patchset_arg)}` lists them)"
         )
     return 0

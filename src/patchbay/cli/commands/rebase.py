@@ -8,7 +8,7 @@ from ...authoring.capture import PristineSources
 from ...authoring.rebase import rebase_patchset
 from ...errors import InputError
 from ...outputfiles import check_input_folder, check_output_folder
-from .common import environment, load, say
+from .common import environment, hint, load, say
 
 _STYLES = {"unchanged": "green", "refreshed": "yellow", "dropped": "cyan", "conflict": "red"}
 
@@ -58,7 +58,7 @@ def run(
             say(f"{'':<{width}}    {detail}")
     for note in result.guard:
         say(f"guard: {note}")
-    where = f"--python {onto_python}" if onto_python else f"--root {onto_root}"
+    where = {"python": python, "root": root, "state_dir": state_dir}
     if result.conflicts:
         say(
             f"\n{len(result.conflicts)} patch(es) in conflict: "
@@ -70,12 +70,44 @@ def run(
             for item in result.conflicts:
                 for path in item.conflict_files:
                     say(f"  {path}")
+            again = _again(patchset_arg, onto_python, onto_root, out, write, wheels, from_git)
             say(
-                "merge them by hand (remove the markers), then run rebase again with "
-                f"--resolved {result.conflicts_dir}"
+                "merge them by hand (remove the markers; a binary file: put the version wanted "
+                "at its path there), then run "
+                f"`{hint(*again, '--resolved', result.conflicts_dir, **where)}`"
             )
+    check = hint("check", result.folder, python=onto_python, root=onto_root)
     say(
-        f"\nwrote the rebased patchset to {result.folder}; `patchbay check {result.folder} "
-        f"{where}`: " + ("all clear" if result.final.ok else "all clear except the conflicts above")
+        f"\nwrote the rebased patchset to {result.folder}; `{check}`: "
+        + ("all clear" if result.final.ok else "all clear except the conflicts above")
     )
     return 0 if result.ok else 1
+
+
+def _again(
+    patchset_arg: str,
+    onto_python: str | None,
+    onto_root: Path | None,
+    out: Path | None,
+    write: bool,
+    wheels: list[Path],
+    from_git: str | None,
+) -> list[str | Path]:
+    """The words of this rebase to run again (the options that chose its inputs and output;
+    a new ``--out`` beside the first, which holds the conflicts folder and cannot be written
+    again), for the hint that follows a conflict."""
+    words: list[str | Path] = ["rebase", patchset_arg]
+    words += ["--onto-python", onto_python] if onto_python else ["--onto-root", str(onto_root)]
+    if out is not None:  # a result folder of its own: this one holds the conflicts
+        fresh = out.with_name(f"{out.name}-resolved")
+        n = 2
+        while fresh.exists():
+            fresh, n = out.with_name(f"{out.name}-resolved-{n}"), n + 1
+        words += ["--out", fresh]
+    if write:
+        words.append("--write")
+    for wheel in wheels:
+        words += ["--wheel", wheel]
+    if from_git:
+        words += ["--from-git", from_git]
+    return words

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from ..arguments import add_from_git, add_patchset, add_python, add_quiet, add_state, add_wheel
+from ..arguments import (
+    add_from_git,
+    add_patchset,
+    add_python,
+    add_quiet,
+    add_root,
+    add_state,
+    add_wheel,
+)
 
 
 def arguments(p: argparse.ArgumentParser) -> None:
@@ -19,6 +27,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
         help="edited files (default: every file that differs from RECORD, undeclared)",
     )
     add_python(p)
+    add_root(p)
     add_state(p)
     p.add_argument("--target", metavar="NAME", help="target of the patch (default: the deepest)")
     add_wheel(p)
@@ -42,6 +51,7 @@ def handle(args: argparse.Namespace) -> int:
         args.patch_id,
         args.files,
         python=args.python,
+        root=args.root,
         state_dir=args.state_dir,
         target=args.target,
         wheels=args.wheel or [],
