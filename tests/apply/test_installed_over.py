@@ -50,6 +50,17 @@ def _install_over(engine: Engine, wheel: Path) -> None:
     )
 
 
+def _applied_then_upgraded(
+    engine: Engine, tmp_path: Path, wheel: Path, keep: list[str] | None = None
+) -> Path:
+    """The guard-free demo patchset (``keep``: only those patches) applied to ``engine``, then
+    ``wheel`` installed over it; returns the patchset folder."""
+    ps = _demo_without_guard(tmp_path / "ps", keep)
+    assert run_cli("apply", ps, "--python", engine.python).code == 0
+    _install_over(engine, wheel)
+    return ps
+
+
 def _ledger(engine: Engine) -> dict[str, dict[str, object]]:
     data = json.loads((engine.state_dir / "ledger.json").read_text())
     return {e["patch_id"]: e for b in data["patchsets"].values() for e in b["entries"]}
@@ -81,9 +92,7 @@ def test_each_record_keeps_the_distribution_it_was_written_against(
 def test_a_newer_release_over_the_patches_makes_their_records_stale(
     engine: Engine, tmp_path: Path, next_wheel: Path
 ) -> None:
-    ps = _demo_without_guard(tmp_path / "ps")
-    assert run_cli("apply", ps, "--python", engine.python).code == 0
-    _install_over(engine, next_wheel)
+    ps = _applied_then_upgraded(engine, tmp_path, next_wheel)
     ids = "envs-asm-padding, scheduler-padding, mla-large-cache, mla-full-graph, mla-fp8-kernel-row"
     stale = STALE.format(n=5, ids=ids)
 
@@ -128,9 +137,7 @@ def test_a_newer_release_over_the_patches_makes_their_records_stale(
 def test_revert_drops_stale_records_without_writing_the_old_release_back(
     engine: Engine, tmp_path: Path, next_wheel: Path
 ) -> None:
-    ps = _demo_without_guard(tmp_path / "ps")
-    assert run_cli("apply", ps, "--python", engine.python).code == 0
-    _install_over(engine, next_wheel)
+    ps = _applied_then_upgraded(engine, tmp_path, next_wheel)
     files = {p: p.read_bytes() for p in engine.site.rglob("*") if p.is_file()}
     res = run_cli("revert", ps, "--python", engine.python)
     assert res.code == 0, res.err
@@ -160,9 +167,8 @@ def test_revert_drops_stale_records_without_writing_the_old_release_back(
 def test_apply_over_a_newer_release_records_afresh_what_it_writes(
     engine: Engine, tmp_path: Path, next_wheel: Path
 ) -> None:
-    ps = _demo_without_guard(tmp_path / "ps", keep=["envs-asm-padding", "mla-fp8-kernel-row"])
-    assert run_cli("apply", ps, "--python", engine.python).code == 0
-    _install_over(engine, next_wheel)
+    keep = ["envs-asm-padding", "mla-fp8-kernel-row"]
+    ps = _applied_then_upgraded(engine, tmp_path, next_wheel, keep)
     res = run_cli("apply", ps, "--python", engine.python)
     assert res.code == 0, res.err
     out = res.out.splitlines()
