@@ -360,3 +360,22 @@ def test_the_captured_patch_targets_the_package_holding_its_files(
     assert res.code == 0, res.err
     assert "(target engine, strip 1)" in res.out
     assert yaml.safe_load(path.read_text())["patches"][-1]["target"] == "engine"
+
+
+def test_refresh_of_a_patch_whose_file_is_gone_asks_for_allow_delete(
+    tmp_path: Path, engine: Engine
+) -> None:
+    """A file of the patch lost while editing (a stray rm) does not silently turn the patch
+    into a deletion: refused, nothing written; with --allow-delete it does (issue 24, part 5)."""
+    folder = _stack(tmp_path, engine)
+    assert run_cli("apply", folder, "--python", engine.python).code == 0
+    (engine.pkg / "stack.py").unlink()
+    before = snapshot(folder), snapshot(engine.state_dir)
+    res = run_cli("refresh", folder, "p3", "--python", engine.python)
+    assert res.code == 1
+    assert "demo_engine/stack.py of p3 is gone from the tree" in res.err
+    assert "--allow-delete" in res.err
+    assert (snapshot(folder), snapshot(engine.state_dir)) == before
+    res = run_cli("refresh", folder, "p3", "--python", engine.python, "--allow-delete")
+    assert res.code == 0, res.err
+    assert "deleted file mode" in (folder / "p3.patch").read_text()

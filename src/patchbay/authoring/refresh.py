@@ -127,6 +127,7 @@ def refresh_patch(
     *,
     sources: PristineSources | None = None,
     lock_timeout: float = 0.0,
+    allow_delete: bool = False,
 ) -> RefreshResult:
     """Rewrite patch ``patch_id``'s diff from the tree (see the module docstring).
 
@@ -137,10 +138,15 @@ def refresh_patch(
         paths: more files to take into the patch (edited after the patch was applied, or new).
         sources: pristine copies for ``paths`` patchbay never patched.
         lock_timeout: seconds to wait for another run's lock.
+        allow_delete: a file of the patch that is gone now (the patch left it in place) becomes
+            a deletion in the refreshed patch; without it that is refused, since a file lost
+            while editing (a stray ``rm``, a checkout) would otherwise turn silently into a
+            patch that deletes it, as ``quilt refresh`` never does for a tracked file.
 
     Raises:
         InputError: no such patch, or not a diff kept in the patchset; a path under no root.
-        RefusedError: the ledger does not record the patch here; a file of it is also changed
+        RefusedError: a file of the patch is gone and ``allow_delete`` is false; the ledger
+            does not record the patch here; a file of it is also changed
             by a patch applied after it (run ``edit`` first); the result would be empty; a later
             patch would no longer apply (named); nothing was written.
     """
@@ -177,6 +183,16 @@ def refresh_patch(
         executable = bool((rec.mode_before or 0) & 0o100)
         versions.append(FileVersions(rec.path, before, now, executable, _executable(path)))
         made.append(MadeFile(rec.target, rec.path, before, now, rec.mode_before, rec.created_dirs))
+    gone = [r for r, v in zip(entry.files, versions, strict=True) if r.after and v.after is None]
+    if gone and not allow_delete:
+        raise RefusedError(
+            f"{', '.join(r.path for r in gone)} of {patch_id} is gone from the tree, which the "
+            "patch leaves in "
+            "place: the refreshed patch would delete it. Put the file back, or give "
+            "--allow-delete if the patch is to delete it; nothing was written",
+            file=tree.resolve(gone[0].target, gone[0].path),
+            patch_id=patch_id,
+        )
     known = {os.path.normpath(tree.resolve(r.target, r.path)) for r in entry.files}
     if paths:
         _more_files(patchset, env, ledger, loaded, sources, paths, known, versions, made)

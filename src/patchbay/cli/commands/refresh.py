@@ -46,12 +46,18 @@ def refresh(
     state_dir: Path | None,
     wheels: list[Path],
     from_git: str | None,
+    allow_delete: bool = False,
 ) -> int:
     """Rewrite the patch's diff from the tree; exit 0 (refusals raise, nothing written)."""
     patchset = load(patchset_arg)
     env = environment(patchset, python, root, state_dir)
     result = refresh_patch(
-        patchset, env, patch_id, files, sources=PristineSources(wheels=wheels, from_git=from_git)
+        patchset,
+        env,
+        patch_id,
+        files,
+        sources=PristineSources(wheels=wheels, from_git=from_git),
+        allow_delete=allow_delete,
     )
     for path in result.dropped:
         say(f"dropped {path}: back to what it was before the patch")

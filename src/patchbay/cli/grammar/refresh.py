@@ -26,6 +26,11 @@ def arguments(p: argparse.ArgumentParser) -> None:
     add_state(p)
     add_wheel(p)
     add_from_git(p)
+    p.add_argument(
+        "--allow-delete",
+        action="store_true",
+        help="a file of the patch that is gone becomes a deletion in the patch",
+    )
     add_quiet(p)
 
 
@@ -42,4 +47,5 @@ def handle(args: argparse.Namespace) -> int:
         state_dir=args.state_dir,
         wheels=args.wheel or [],
         from_git=args.from_git,
+        allow_delete=args.allow_delete,
     )
