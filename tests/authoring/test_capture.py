@@ -379,3 +379,19 @@ def test_refresh_of_a_patch_whose_file_is_gone_asks_for_allow_delete(
     res = run_cli("refresh", folder, "p3", "--python", engine.python, "--allow-delete")
     assert res.code == 0, res.err
     assert "deleted file mode" in (folder / "p3.patch").read_text()
+
+
+def test_apply_after_edit_puts_the_later_patches_back_instead_of_nothing_to_do(
+    tmp_path: Path, engine: Engine
+) -> None:
+    """`edit` applies the patches up to the one edited: that partial run must not leave the
+    no-op identity a re-run of `apply` trusts, which would answer "nothing to do" while the
+    later patches are off (issue 24, part 5; 6 of 6 runs before)."""
+    folder = _stack(tmp_path, engine)
+    assert run_cli("apply", folder, "--python", engine.python).code == 0
+    assert run_cli("edit", folder, "p1", "--python", engine.python).code == 0
+    assert _statuses(folder, engine) == {"p1": "applied", "p2": "pending", "p3": "pending"}
+    res = run_cli("apply", folder, "--python", engine.python)
+    assert res.code == 0 and "applied p2" in res.out and "applied p3" in res.out, res.out
+    again = run_cli("apply", folder, "--python", engine.python)
+    assert again.out == "nothing to do: 3 patch(es) already present\n"

@@ -181,6 +181,7 @@ def apply_patchset(
     upgrade: bool = False,
     lock_timeout: float = 0.0,
     options: RunOptions | None = None,
+    record_identity: bool = True,
 ) -> ApplyResult:
     """Apply every pending patch of ``patchset`` in ``env`` as one transaction.
 
@@ -191,6 +192,9 @@ def apply_patchset(
             the same transaction.
         lock_timeout: seconds to wait for another run's lock.
         options: network, cache and bundle options (artifacts, package pins).
+        record_identity: record what a verified no-op checks (:mod:`patchbay.apply.noop`);
+            False for a part of the patchset (``edit``'s patches up to one): its identity
+            would match the whole patchset's file and answer "nothing to do" for it.
 
     Returns:
         The :class:`ApplyResult`; ``nothing_to_do`` when every patch was already present (no
@@ -213,7 +217,8 @@ def apply_patchset(
     plan = make_plan(patchset, env, loaded, options=options)
     _refuse_blocking(plan, upgrade)
     if not plan.with_status(PatchStatus.PENDING) and not plan.stale and not plan.superseded:
-        _refresh_identity(plan, loaded)
+        if record_identity:
+            _refresh_identity(plan, loaded)
         return ApplyResult(plan, recovered=recovered)
     with state_lock(env.state_dir, lock_timeout):
         rolled_back = recover_interrupted(env, patchset)
@@ -259,7 +264,9 @@ def apply_patchset(
             _write_pending(patchset, pending, env, ledger, txn, options)
             result.applied = [r.id for r in pending]
             # what a re-run checks to answer "nothing to do" without the engine (noop.py)
-            ledger.set_identity(patchset.name, noop_identity(plan, loaded))
+            ledger.set_identity(
+                patchset.name, noop_identity(plan, loaded) if record_identity else None
+            )
             txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()

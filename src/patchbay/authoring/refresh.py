@@ -112,7 +112,11 @@ def edit_patch(
         folder=patchset.folder,
         document=patchset.document,
     )
-    applied = apply_patchset(head, env, lock_timeout=lock_timeout, options=options).applied
+    # no no-op identity for the head: it would stand for the whole patchset, whose later
+    # patches are off now, and a re-run of apply would answer "nothing to do"
+    applied = apply_patchset(
+        head, env, lock_timeout=lock_timeout, options=options, record_identity=False
+    ).applied
     loaded = load_patches(head)[index]
     rels = sorted({p for fp in loaded.data.files for p in (fp.old_path, fp.new_path) if p})
     tree = Tree(env.roots, env)
