@@ -395,3 +395,29 @@ def test_apply_after_edit_puts_the_later_patches_back_instead_of_nothing_to_do(
     assert res.code == 0 and "applied p2" in res.out and "applied p3" in res.out, res.out
     again = run_cli("apply", folder, "--python", engine.python)
     assert again.out == "nothing to do: 3 patch(es) already present\n"
+
+
+def test_capture_without_files_leaves_out_what_no_record_lists(
+    tmp_path: Path, engine: Engine, demo_wheel: Path
+) -> None:
+    """Runtime artefacts are not source: with no FILE, a JIT build and a cache index the
+    engine made are left out and listed; named as FILE, such a file is captured as new
+    (issue 24, part 3)."""
+    folder = _demo(tmp_path)
+    _edit(engine.pkg / "worker.py", WORKER_OLD, WORKER_NEW)
+    (engine.pkg / "jit").mkdir()
+    (engine.pkg / "jit" / "module_fast.so").write_bytes(b"\x7fELF\0built")
+    (engine.pkg / ".cache").mkdir()
+    (engine.pkg / ".cache" / "index.json").write_text("{}\n")
+    res = run_cli("capture", folder, "tune", "--python", engine.python, "--wheel", demo_wheel)
+    assert res.code == 0, res.err
+    assert res.out.count("captured: ") == 1 and "captured: demo_engine/worker.py" in res.out
+    for rel in ("demo_engine/jit/module_fast.so", "demo_engine/.cache/index.json"):
+        assert f"skipped: {rel}: no RECORD lists it" in res.out
+    diff = (folder / "patches" / "tune.patch").read_text()
+    assert "module_fast" not in diff and "index.json" not in diff
+    named = run_cli(
+        "capture", folder, "jit", "demo_engine/jit/module_fast.so", "--python", engine.python,
+    )  # fmt: skip
+    assert named.code == 0, named.err
+    assert "captured: demo_engine/jit/module_fast.so (new" in named.out

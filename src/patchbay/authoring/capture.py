@@ -207,9 +207,24 @@ def capture_patch(
         found = [(locate(p, env, shipped.listed), True) for p in paths]
     else:
         undeclared = verify_installed(patchset, env, components).undeclared
-        found = [(f.path, False) for f in undeclared]
+        # a file no RECORD lists is, in a working engine, mostly what running it made (a JIT
+        # build, a cache, byte-code): only a file named on the command line becomes a new file
+        found = [(f.path, False) for f in undeclared if f.kind != "added"]
+        result_skipped.extend(
+            f"{_shown(f.path, env)}: no RECORD lists it (a cache or build output?); name it "
+            "as FILE to capture it as a new file"
+            for f in undeclared
+            if f.kind == "added"
+        )
     if not found:
-        raise RefusedError("nothing to capture: every installed file matches RECORD or a patch")
+        raise RefusedError(
+            "nothing to capture: every installed file matches RECORD or a patch"
+            + (
+                f" ({len(result_skipped)} file(s) no RECORD lists left out: name them as FILE)"
+                if result_skipped
+                else ""
+            )
+        )
     found = list({p: (p, explicit) for p, explicit in found}.values())  # a file once
     chosen = _target_for([p for p, _ in found], env, target, patchset.spec.targets)
     shipped_dirs = {
@@ -278,6 +293,14 @@ def capture_patch(
             roots=list(env.roots.values()),
         )
     return CaptureResult(patch_id, chosen, patch_file, captured, result_skipped, made_diff.context)
+
+
+def _shown(path: str, env: Environment) -> str:
+    """``path`` relative to the deepest target root holding it (as FILE may name it)."""
+    for root in sorted((str(r) for r in env.roots.values()), key=len, reverse=True):
+        if path.startswith(root + os.sep):
+            return os.path.relpath(path, root)
+    return path
 
 
 def _entry(
