@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..apply.ledger import Ledger
-from ..errors import InputError, RefusedError
+from ..errors import InputError, PatchbayError, RefusedError
 from ..patchset.model import Patchset
 from .targets import Environment
 
@@ -184,6 +184,20 @@ def _ledger_map(ledger: Ledger, env: Environment) -> dict[str, tuple[str | None,
     return written
 
 
+def not_installed(
+    env: Environment, name: str, error: type[PatchbayError] = RefusedError
+) -> PatchbayError:
+    """The error for a distribution whose RECORD is wanted but not found: not installed in the
+    interpreter's environment, or, with ``--root``, no ``<name>-*.dist-info`` in the tree."""
+    if env.python is None:
+        return error(
+            f"no {name}-*.dist-info under {env.tree_root}: RECORD tells edited files from "
+            "installed ones; unpack the image with its dist-info folders, or give --python",
+            file=str(env.tree_root) if env.tree_root else None,
+        )
+    return error(f"distribution {name!r} is not installed", file=env.python)
+
+
 def verify_installed(
     patchset: Patchset, env: Environment, distributions: list[str] | None = None
 ) -> InstalledResult:
@@ -209,8 +223,6 @@ def verify_installed(
     for name in names:
         dist_info = env.dist_info.get(name)
         if dist_info is None:
-            from .pristine import not_installed
-
             error = InputError if distributions else RefusedError  # named by hand: bad input
             raise not_installed(env, name, error)
         entries, unhashed = read_record(dist_info)

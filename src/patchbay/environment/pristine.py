@@ -26,8 +26,8 @@ from pathlib import Path
 
 from ..apply.ledger import Ledger
 from ..diff.gitapply import run_git
-from ..errors import InputError, PatchbayError, RefusedError
-from .installed import RecordEntry, read_record
+from ..errors import InputError, RefusedError
+from .installed import RecordEntry, not_installed, read_record
 from .targets import Environment
 
 PIP_TIMEOUT_S = 600
@@ -53,20 +53,6 @@ class Shipped:
         """``path`` as RECORD (and the wheel) names it: relative to its distribution's site."""
         site = self.sites[self.owner[path]]
         return Path(os.path.relpath(path, site)).as_posix()
-
-
-def not_installed(
-    env: Environment, name: str, error: type[PatchbayError] = RefusedError
-) -> PatchbayError:
-    """The error for a distribution whose RECORD is wanted but not found: not installed in the
-    interpreter's environment, or, with ``--root``, no ``<name>-*.dist-info`` in the tree."""
-    if env.python is None:
-        return error(
-            f"no {name}-*.dist-info under {env.tree_root}: RECORD tells edited files from "
-            "installed ones; unpack the image with its dist-info folders, or give --python",
-            file=str(env.tree_root) if env.tree_root else None,
-        )
-    return error(f"distribution {name!r} is not installed", file=env.python)
 
 
 def read_shipped(env: Environment, distributions: list[str]) -> Shipped:
