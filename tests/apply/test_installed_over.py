@@ -186,3 +186,33 @@ def test_apply_over_a_newer_release_records_afresh_what_it_writes(
         "envs-asm-padding": ("redundant", False),
         "mla-fp8-kernel-row": ("applied", True),
     }
+
+
+def test_a_format_1_ledger_is_read_and_written_back_as_format_2(
+    engine: Engine, tmp_path: Path
+) -> None:
+    """A ledger an older patchbay wrote (format 1, no distributions) is read as it is, never
+    found stale, and written back as format 2; a format this patchbay does not know is refused
+    with its number, since it was written by a newer patchbay."""
+    ps = _demo_without_guard(tmp_path / "ps", keep=["envs-asm-padding", "mla-fp8-kernel-row"])
+    assert run_cli("apply", ps, "--python", engine.python).code == 0
+    path = engine.state_dir / "ledger.json"
+    data = json.loads(path.read_text())
+    assert data["format"] == 2
+    data["format"] = 1
+    for bucket in data["patchsets"].values():
+        bucket.pop("applied_identity", None)
+        for entry in bucket["entries"][1:]:
+            entry.pop("distributions")
+    path.write_text(json.dumps(data))
+    assert _states(ps, engine) == {
+        "envs-asm-padding": ("applied", True),
+        "mla-fp8-kernel-row": ("applied", True),
+    }
+    assert run_cli("revert", ps, "mla-fp8-kernel-row", "--python", engine.python).code == 0
+    assert json.loads(path.read_text())["format"] == 2
+    data = json.loads(path.read_text())
+    data["format"] = 3
+    path.write_text(json.dumps(data))
+    res = run_cli("status", ps, "--python", engine.python)
+    assert res.code != 0 and "ledger format 3 is not one this patchbay reads (1, 2)" in res.err

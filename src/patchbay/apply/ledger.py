@@ -6,7 +6,7 @@ original bytes of those files (content-addressed blobs) so ``revert`` restores t
 
 Layout of the state folder::
 
-    ledger.json      {"format": 1, "patchsets": {name: {"entries": [entry, ...],
+    ledger.json      {"format": 2, "patchsets": {name: {"entries": [entry, ...],
                                                      "applied_identity": {...}}}}
     blobs/<sha256>   file contents from before each patch
     journal/         the open transaction (see transaction.py)
@@ -26,10 +26,8 @@ import msgspec
 
 from ..errors import InputError
 from .journal import fault_point, fsync_dir, write_atomic
-from .noop import IDENTITY_KEY
+from .noop import IDENTITY_KEY, LEDGER_FORMAT, READABLE_FORMATS
 from .transaction import Transaction
-
-LEDGER_FORMAT = 1
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -186,10 +184,11 @@ class Ledger:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
             except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
                 raise InputError(f"ledger is unreadable: {exc}", file=self.path) from None
-            if not isinstance(data, dict) or data.get("format") != LEDGER_FORMAT:
+            if not isinstance(data, dict) or data.get("format") not in READABLE_FORMATS:
                 raise InputError(
                     f"ledger format {data.get('format') if isinstance(data, dict) else '?'} "
-                    f"is not {LEDGER_FORMAT}",
+                    f"is not one this patchbay reads ({', '.join(map(str, READABLE_FORMATS))}): "
+                    "was it written by a newer patchbay?",
                     file=self.path,
                 )
             self._data = data
@@ -357,6 +356,7 @@ class Ledger:
         if self.blob_dir.is_dir():  # the blobs it names (links, mostly) are durable before it
             fsync_dir(self.blob_dir)
         txn.save(self.path)
+        self._data["format"] = LEDGER_FORMAT
         # written piece by piece: a ledger of 10,000 entries is ~12 MB of text, which joined
         # (and then encoded) would be held two or three times over at the run's peak
         pieces = (piece.encode() for piece in _ledger_pieces(self._data))

@@ -52,6 +52,12 @@ if TYPE_CHECKING:
 
 IDENTITY_VERSION = 2
 IDENTITY_KEY = "applied_identity"  # in ledger.json, beside a patchset's "entries"
+# ledger.json's "format" (kept here, where the no-op reads it before ledger.py is imported).
+# 2: entries may carry ``distributions`` (what their files were written against), which a
+# patchbay that knows only format 1 could not read; a format-1 ledger is read as it is and
+# written back as format 2
+LEDGER_FORMAT = 2
+READABLE_FORMATS = (1, 2)
 # what changes the interpreter's sys.path or start-up (CPython's documented variables)
 VARIABLES = (
     "PYTHONPATH",
@@ -225,7 +231,7 @@ def _check(
         return None  # apply refuses a state folder it cannot write: the engine says so
     with open(os.path.join(folder, "ledger.json"), encoding="utf-8") as fh:
         ledger = json.load(fh)
-    if ledger.get("format") != 1:
+    if ledger.get("format") not in READABLE_FORMATS:
         return None
     found = None
     for bucket in ledger["patchsets"].values():

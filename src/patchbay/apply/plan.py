@@ -201,10 +201,9 @@ def make_plan(
     tree = Tree(env.roots, env, options)
     tree.protected = set(patchset.spec.protected)
     tree.folder = patchset.folder
+    recorded = ledger.entries(patchset.name)
     replaced = (
-        replaced_since(ledger.entries(patchset.name), Owners(env.roots, patchset.spec.targets))
-        if ledger.entries(patchset.name)
-        else []
+        replaced_since(recorded, Owners(env.roots, patchset.spec.targets)) if recorded else []
     )
     superseded = frozenset(pid for r in replaced for pid in r.patch_ids)
     guard = check_guard(patchset, env, ledger, tree, superseded)

@@ -150,9 +150,9 @@ def refresh_patch(
     Raises:
         InputError: no such patch, or not a diff kept in the patchset; a path under no root.
         RefusedError: a file of the patch is gone and ``allow_delete`` is false; the ledger
-            does not record the patch here; a file of it is also changed
-            by a patch applied after it (run ``edit`` first); the result would be empty; a later
-            patch would no longer apply (named); nothing was written.
+            does not record the patch here; a file of it is also changed by a patch applied
+            after it (run ``edit`` first); the result would be empty; a later patch would no
+            longer apply (named); nothing was written.
     """
     index, patch = _local_diff(patchset, patch_id)
     ledger = Ledger(env.state_dir)
@@ -191,9 +191,8 @@ def refresh_patch(
     if gone and not allow_delete:
         raise RefusedError(
             f"{', '.join(r.path for r in gone)} of {patch_id} is gone from the tree, which the "
-            "patch leaves in "
-            "place: the refreshed patch would delete it. Put the file back, or give "
-            "--allow-delete if the patch is to delete it; nothing was written",
+            "patch leaves in place: the refreshed patch would delete it. Put the file back, or "
+            "give --allow-delete if the patch is to delete it; nothing was written",
             file=tree.resolve(gone[0].target, gone[0].path),
             patch_id=patch_id,
         )
