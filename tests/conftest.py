@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import pty
 import select
@@ -12,7 +14,7 @@ import tempfile
 import textwrap
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,24 +47,69 @@ def _site_packages(prefix: Path) -> Path:
     return next((prefix / "lib").glob("python3*/site-packages"))
 
 
+# the folder where wheels and environment templates are built once for the whole run: shared by
+# the pytest-xdist workers (each has a base temp folder of its own under the run's), set by
+# :func:`_shared_builds`; unset (outside pytest), every build is made where it is asked for
+_SHARED: list[Path] = []
+_NOT_SOURCE = {"build", "dist", "__pycache__"}
+
+
+def _tree_key(source: Path) -> str:
+    """A hash of every file under ``source`` (its relative path and bytes), leaving out what a
+    build writes into the folder (``build/``, ``*.egg-info``, ``__pycache__``)."""
+    digest = hashlib.sha256()
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        if any(part in _NOT_SOURCE or part.endswith(".egg-info") for part in rel.parts):
+            continue
+        if path.is_file():
+            digest.update(f"{rel.as_posix()}\0{path.stat().st_size}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:24]
+
+
+def shared_build(key: str, make: Callable[[Path], None]) -> Path:
+    """The folder ``key`` of the run's shared builds, made by ``make(folder)`` the first time any
+    worker asks for it (under an exclusive ``flock``: the others wait, then read it)."""
+    if not _SHARED:
+        folder = Path(tempfile.mkdtemp(prefix=f"{key}-"))
+        make(folder)
+        return folder
+    folder = _SHARED[0] / key
+    with open(_SHARED[0] / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".done").exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a build that failed half-way
+            folder.mkdir()
+            make(folder)
+            (folder / ".done").touch()
+    return folder
+
+
 def build_wheel(source: Path, out: Path) -> Path:
-    """Build a project folder into a wheel with pip (no isolation: setuptools is in .venv)."""
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "--wheel-dir",
-            str(out),
-            str(source),
-        ],
-        check=True,
-    )
-    return max(out.glob("*.whl"), key=lambda p: p.stat().st_mtime)
+    """Build a project folder into a wheel with pip (no isolation: setuptools is in .venv), once
+    per run for the same source files (:func:`shared_build`); a copy of it in ``out``."""
+
+    def make(folder: Path) -> None:
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--no-deps",
+                "--no-build-isolation",
+                "--wheel-dir",
+                str(folder),
+                str(source),
+            ],
+            check=True,
+        )
+
+    (built,) = shared_build(f"wheel-{_tree_key(source)}", make).glob("*.whl")
+    out.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.copy2(built, out / built.name))
 
 
 def make_engine(prefix: Path, wheel: Path, *, with_pip: bool = False) -> Engine:
@@ -101,6 +148,17 @@ def _own_cache_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("xdg-cache"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _shared_builds(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Wheels and environment templates are built once per run (:func:`shared_build`), in a
+    folder beside the base temp folders of the pytest-xdist workers (or in the run's own)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    shared = root / "shared-builds"
+    shared.mkdir(exist_ok=True)
+    _SHARED[:] = [shared]
+
+
 @pytest.fixture(scope="session")
 def demo_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """demo/engine built into a wheel, once per test session."""
@@ -108,9 +166,13 @@ def demo_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def engine_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) -> Path:
-    """A virtual environment with the demo wheel installed by pip, copied for each test."""
-    return make_engine(tmp_path_factory.mktemp("template") / "engine", demo_wheel).prefix
+def engine_template(demo_wheel: Path) -> Path:
+    """A virtual environment with the demo wheel installed by pip, copied for each test (made
+    once per run: :func:`shared_build`)."""
+    folder = shared_build(
+        f"template-{demo_wheel.name}", lambda out: make_engine(out / "engine", demo_wheel)
+    )
+    return folder / "engine"
 
 
 @pytest.fixture
@@ -120,10 +182,14 @@ def engine(tmp_path: Path, engine_template: Path) -> Engine:
 
 
 @pytest.fixture(scope="session")
-def pip_template(tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path) -> Path:
-    """An engine environment with its own pip (and setuptools), and the demo engine."""
-    prefix = tmp_path_factory.mktemp("pip-template") / "engine"
-    return make_engine(prefix, demo_wheel, with_pip=True).prefix
+def pip_template(demo_wheel: Path) -> Path:
+    """An engine environment with its own pip (and setuptools), and the demo engine (made once
+    per run: :func:`shared_build`)."""
+    folder = shared_build(
+        f"pip-template-{demo_wheel.name}",
+        lambda out: make_engine(out / "engine", demo_wheel, with_pip=True),
+    )
+    return folder / "engine"
 
 
 @pytest.fixture

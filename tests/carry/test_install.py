@@ -25,7 +25,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from conftest import REPO, Engine, make_engine, snapshot, write_patchset
+from conftest import REPO, Engine, copy_engine, snapshot, write_patchset
 from inprocess import run_main
 from patchbay.carry import selfcarry
 from patchbay.carry.bundle import MANIFEST
@@ -113,12 +113,12 @@ class Carried:
 
 @pytest.fixture(scope="module")
 def carried(
-    tmp_path_factory: pytest.TempPathFactory, demo_wheel: Path, wheelhouse: list[Path]
+    tmp_path_factory: pytest.TempPathFactory, pip_template: Path, wheelhouse: list[Path]
 ) -> Carried:
     """``patchbay bundle`` run once for the module, against the index of :func:`wheelhouse`
     (tests that change the bundle change a copy: :func:`_copy`)."""
     tmp = tmp_path_factory.mktemp("carried")
-    engine = make_engine(tmp / "engine", demo_wheel, with_pip=True)
+    engine = copy_engine(pip_template, tmp / "engine")
     out = tmp / "bundle"
     with Server() as server:
         env = {
@@ -346,9 +346,9 @@ def test_a_failed_install_leaves_nothing_and_a_rerun_makes_the_environment(
 
 
 def test_a_bundle_whose_dependencies_cannot_be_downloaded_quotes_pip(
-    tmp_path: Path, demo_wheel: Path, pip_env: None
+    tmp_path: Path, pengine: Engine, pip_env: None
 ) -> None:
-    engine = make_engine(tmp_path / "engine", demo_wheel, with_pip=True)
+    engine = pengine
     with Server() as server:  # an index that has none of patchbay's dependencies
         env = {**os.environ, "PIP_INDEX_URL": server.serve_index([])}
         res = _run(sys.executable, "-m", "patchbay", "bundle", DEMO, tmp_path / "b", "--python",
