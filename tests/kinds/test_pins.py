@@ -421,7 +421,7 @@ def test_status_says_a_pending_pin_would_be_refused_and_exits_1(
     _install(pengine, links, "torchx==1.0")
     with Server() as empty:
         ps = _refused_pin(tmp_path, f"{empty.url}/simple/", links)
-        res = run_main("status", ps, "--python", pengine.python, "--json")
+        res = run_main("status", ps, "--python", pengine.python, "--json", "--trial")
         assert res.code == 1, res.out
         (patch,) = json.loads(res.out)["patches"]
         assert patch["status"] == "conflict"
@@ -431,7 +431,7 @@ def test_status_says_a_pending_pin_would_be_refused_and_exits_1(
             f"apply would refuse it: installing torchrec==1.0 {reason}"
             in (patch["hunks"][0]["detail"])
         )
-        table = run_main("status", ps, "--python", pengine.python)
+        table = run_main("status", ps, "--python", pengine.python, "--trial")
         assert table.code == 1
         assert reason in table.out
         assert not pengine.state_dir.exists()  # status kept no pip log: it writes nothing
@@ -447,7 +447,7 @@ def test_status_shows_what_the_dry_run_of_a_pending_pin_found(
     _install(pengine, links, "torchx==1.0")
     with Server() as empty:
         ps = _patchset(tmp_path, f"{empty.url}/simple/", links)
-        res = run_main("status", ps, "--python", pengine.python, "--json")
+        res = run_main("status", ps, "--python", pengine.python, "--json", "--trial")
     assert res.code == 0, res.out
     (patch,) = json.loads(res.out)["patches"]
     assert patch["status"] == "pending"
@@ -462,6 +462,63 @@ def test_status_shows_what_the_dry_run_of_a_pending_pin_found(
     assert "pip install" not in res.err, res.err
 
 
+def test_plain_status_runs_no_dry_run_and_then_answers_from_the_kept_one(
+    tmp_path: Path, pengine: Engine, links: Path
+) -> None:
+    _install(pengine, links, "torchx==1.0")
+    with Server() as empty:
+        ps = _refused_pin(tmp_path, f"{empty.url}/simple/", links)
+        plain = run_main("status", ps, "--python", pengine.python, "--json")
+        assert plain.code == 0, plain.out  # not tried: nothing is known to block
+        (patch,) = json.loads(plain.out)["patches"]
+        assert patch["status"] == "pending"
+        assert any(n.startswith("not tried: pip's dry run") for n in patch["notes"]), patch
+        assert "pip" not in plain.err, plain.err  # no dry run, no progress line of one
+        assert empty.requests_for("/") == 0  # pip never asked the index
+        tried = run_main("status", ps, "--python", pengine.python, "--json", "--trial")
+        assert tried.code == 1, tried.out
+        asked = empty.requests_for("/")
+        assert asked > 0  # the dry run asked the index
+        kept = run_main("status", ps, "--python", pengine.python, "--json")
+        assert empty.requests_for("/") == asked
+    # the same pin over the same environment: the dry run's outcome, without running it again
+    assert kept.code == 1, kept.out
+    assert "pip" not in kept.err, kept.err
+    (patch,) = json.loads(kept.out)["patches"]
+    assert patch["status"] == "conflict"
+    assert "kept from an earlier `status --trial`" in patch["hunks"][0]["detail"]
+    assert "torchx upgraded 1.0 -> 2.0" in patch["hunks"][0]["detail"]
+    # the environment changed (torchx 2.0 installed): that outcome no longer answers
+    _install(pengine, links, "torchx==2.0")
+    moved = run_main("status", ps, "--python", pengine.python, "--json")
+    assert moved.code == 0, moved.out
+    (patch,) = json.loads(moved.out)["patches"]
+    assert any(n.startswith("not tried: ") for n in patch["notes"]), patch
+    # nor does it for the pin edited
+    _install(pengine, links, "torchx==1.0")
+    _set_pin(ps, "torchrec", allow=["torchx"])
+    edited = run_main("status", ps, "--python", pengine.python, "--json")
+    assert edited.code == 0, edited.out
+    assert json.loads(edited.out)["patches"][0]["status"] == "pending"
+    assert not pengine.state_dir.exists()  # status wrote nothing to the environment
+
+
+def test_a_kept_dry_run_that_cannot_be_read_is_made_again(
+    tmp_path: Path, pengine: Engine, links: Path
+) -> None:
+    _install(pengine, links, "torchx==1.0")
+    with Server() as empty:
+        ps = _refused_pin(tmp_path, f"{empty.url}/simple/", links)
+        assert run_main("status", ps, "--python", pengine.python, "--trial").code == 1
+        (kept,) = (tmp_path / "xdg-cache" / "patchbay" / "trials").glob("*.json")
+        kept.write_text("{not json")
+        plain = run_main("status", ps, "--python", pengine.python, "--json")
+        assert plain.code == 0 and "not tried: " in plain.out, plain.out
+        again = run_main("status", ps, "--python", pengine.python, "--json", "--trial")
+    assert again.code == 1, again.out
+    assert json.loads(kept.read_text())["refusal"].startswith("installing torchrec==1.0 would ")
+
+
 def test_status_says_not_checked_when_the_index_is_unreachable(
     tmp_path: Path, pengine: Engine, links: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -470,13 +527,17 @@ def test_status_says_not_checked_when_the_index_is_unreachable(
         index = f"{gone.url}/simple/"
     ps = _refused_pin(tmp_path, index, links)
     _set_pin(ps, "torchrec", find_links=[])  # nothing but the index, which is not there
-    res = run_main("status", ps, "--python", pengine.python, "--json")
+    res = run_main("status", ps, "--python", pengine.python, "--json", "--trial")
     assert res.code == 0, res.out
     (patch,) = json.loads(res.out)["patches"]
     assert patch["status"] == "pending"
     (note,) = [n for n in patch["notes"] if n.startswith("not checked")]
     assert note.startswith(f"not checked: index unreachable: {index} (NewConnectionError: ")
     assert note.endswith("Connection refused)")
+    # an outcome that could not be checked is not kept: plain status has nothing to show
+    plain = run_main("status", ps, "--python", pengine.python, "--json")
+    (patch,) = json.loads(plain.out)["patches"]
+    assert any(n.startswith("not tried: ") for n in patch["notes"]), patch
     monkeypatch.setenv("PIP_RETRIES", "1")  # apply's pip as configured, without the backoff
     res = run_main("apply", ps, "--python", pengine.python)
     assert res.code == 1

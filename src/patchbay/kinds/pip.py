@@ -188,6 +188,42 @@ class PipKind:
             )
         return Trial(summary=f"pip's dry run: {moved}")
 
+    def trial_key(self, item: PendingPatch, tree: Tree) -> str:
+        """What the outcome of :meth:`trial` depends on, hashed (sha256 hex): the engine
+        interpreter, the pin as written and its locked commit, the protected and allowed
+        distributions, pip's variables (the machine's ``PIP_*`` and the patch's build
+        environment), the run's bundle and mirrors, and every installed distribution's version
+        (read once per tree). The same key is the same dry run, so ``status`` may answer from
+        a cached outcome (:mod:`patchbay.apply.trial`).
+
+        Raises:
+            RefusedError: the environment cannot be listed.
+        """
+        import hashlib
+        import os
+
+        patch: PipPatch = item.patch
+        env = tree.env
+        assert env is not None and env.python is not None
+        before = getattr(tree, "_installed_versions", None)
+        if before is None:
+            before = installed_versions(env.python)
+            tree._installed_versions = before  # type: ignore[attr-defined]
+        pin: PipPin = item.loaded.data
+        machine = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
+        key = {
+            "python": env.python,
+            "patch": msgspec.to_builtins(patch),
+            "commit": pin.commit,
+            "protected": sorted(tree.protected),
+            "pip": {**machine, **pip_environment(tree, patch.build_env)},
+            "bundle": str(tree.options.bundle) if tree.options.bundle is not None else None,
+            "mirrors": tree.options.mirrors,
+            "installed": before,
+        }
+        blob = json.dumps(key, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()
+
     def _first_dry_run(
         self,
         item: PendingPatch,

@@ -10,6 +10,7 @@ from ...apply.plan import make_plan
 from ...apply.results import BLOCKING, PatchStatus
 from ...apply.trial import try_pending
 from ...carry.provenance import check_record_path, provenance, write_record
+from ...options import default_cache_dir
 from ..output import guard_lines, print_guard, status_epilogue, status_lines, status_table
 from .common import console, environment, load, print_json, read_format, say
 
@@ -24,11 +25,13 @@ def run(
     record: Path | None = None,
     probe_timeout: float | None = None,
     as_json: bool = False,
+    trial: bool = False,
 ) -> int:
     """Print the status in ``output_format`` (``table``, ``concise``, ``json``; default: see
     :func:`~patchbay.cli.commands.common.read_format`); exit 0 when nothing blocks an apply, 1
     otherwise (a pending pin that apply's dry run would refuse blocks it: see
-    :mod:`patchbay.apply.trial`). ``as_json`` is ``output_format="json"``."""
+    :mod:`patchbay.apply.trial`; the dry run is made with ``trial``, else answered from one
+    kept for the same pin and environment). ``as_json`` is ``output_format="json"``."""
     if as_json:
         output_format = "json"
     patchset = load(patchset_arg)
@@ -36,7 +39,7 @@ def run(
     if record is not None:
         check_record_path(record)
     plan = make_plan(patchset, env)
-    try_pending(plan)
+    try_pending(plan, run=trial, cache_dir=default_cache_dir())
     busy = interrupted(env)
     if busy:
         say(

@@ -27,6 +27,13 @@ def arguments(p: argparse.ArgumentParser) -> None:
     add_record(p)
     add_probe(p)
     add_quiet(p)
+    p.add_argument(
+        "--trial",
+        action="store_true",
+        help="run pip's dry run of each pending pin, as apply does before it installs (can "
+        "take minutes against a large index; its outcome is kept, and a later status of the "
+        "same pin and environment shows it)",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -41,4 +48,5 @@ def handle(args: argparse.Namespace) -> int:
         output_format=args.output_format,
         record=args.record,
         probe_timeout=args.probe_timeout,
+        trial=args.trial,
     )
