@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import os
 import pstats
 import random
@@ -77,6 +78,7 @@ from patchbay.patchset.loading import load_patchset
 REPO = Path(__file__).resolve().parents[1]
 COLD_TARGET = 1.5
 NOOP_TARGET = 1.0
+STATUS_TARGET = 1.0  # issue 26: status reads what the no-op reads
 FLOOR_PASS = "floor: CLI's python -c pass"
 FLOOR_IMPORTS = "floor: CLI's python -c 'import yaml, msgspec'"
 FLOOR_APPLIER = "floor: minimal journaled applier, no checks"
@@ -183,6 +185,7 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
             "patchbay in-process no-op re-run",
             "patchbay CLI cold apply",
             "patchbay CLI no-op re-run",
+            "patchbay CLI status (applied tree)",
             "grep-loop cold (applies all)",
             "grep-loop re-run (all greps hit)",
             "git-apply-loop cold",
@@ -262,6 +265,12 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
             problems.append(f"CLI re-run was not a no-op: {proc.stdout.strip()[-300:]}")
         if signature(tree, bench.touched) != before:
             problems.append("CLI no-op re-run rewrote a patched file")
+        args = [bench.cli, "status", str(bench.patchset), "--root", str(tree), "--format", "json"]
+        ms, proc = timed(lambda a=args: run_checked(a, bench.env))
+        times["patchbay CLI status (applied tree)"].append(ms)
+        states = {p["status"] for p in json.loads(proc.stdout)["patches"]}
+        if states != {"applied"}:
+            problems.append(f"CLI status of the applied tree said: {sorted(states)}")
         kept.setdefault("patchbay CLI", tree)
 
         for label, code in ((FLOOR_PASS, "pass"), (FLOOR_IMPORTS, "import yaml, msgspec")):
@@ -327,6 +336,8 @@ def report(times: dict[str, list[float]], bench: Bench, repeat: int) -> None:
              noop_base, NOOP_TARGET),
             ("CLI no-op / grep-loop re-run", "patchbay CLI no-op re-run", noop_base,
              NOOP_TARGET),
+            ("CLI status / grep-loop re-run", "patchbay CLI status (applied tree)", noop_base,
+             STATUS_TARGET),
             ("floor python -c pass / git-apply-loop cold", FLOOR_PASS, "git-apply-loop cold",
              None),
             ("floor import yaml, msgspec / git-apply-loop cold", FLOOR_IMPORTS,
