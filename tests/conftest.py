@@ -86,9 +86,10 @@ def shared_build(key: str, make: Callable[[Path], None]) -> Path:
     return folder
 
 
-def build_wheel(source: Path, out: Path) -> Path:
+def shared_wheel(source: Path) -> Path:
     """Build a project folder into a wheel with pip (no isolation: setuptools is in .venv), once
-    per run for the same source files (:func:`shared_build`); a copy of it in ``out``."""
+    per run for the same source files (:func:`shared_build`): every worker gets the same path,
+    so that environments installed from it record the same ``direct_url.json``."""
 
     def make(folder: Path) -> None:
         subprocess.run(
@@ -108,6 +109,13 @@ def build_wheel(source: Path, out: Path) -> Path:
         )
 
     (built,) = shared_build(f"wheel-{_tree_key(source)}", make).glob("*.whl")
+    return built
+
+
+def build_wheel(source: Path, out: Path) -> Path:
+    """:func:`shared_wheel` of ``source``, copied into ``out`` (a folder of wheels to install or
+    serve)."""
+    built = shared_wheel(source)
     out.mkdir(parents=True, exist_ok=True)
     return Path(shutil.copy2(built, out / built.name))
 
@@ -160,9 +168,9 @@ def _shared_builds(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 @pytest.fixture(scope="session")
-def demo_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """demo/engine built into a wheel, once per test session."""
-    return build_wheel(REPO / "demo" / "engine", tmp_path_factory.mktemp("wheels"))
+def demo_wheel() -> Path:
+    """demo/engine built into a wheel, once per run (the same path for every worker)."""
+    return shared_wheel(REPO / "demo" / "engine")
 
 
 @pytest.fixture(scope="session")
