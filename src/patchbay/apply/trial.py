@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..diff.hunks import HunkState
 from ..environment.tree import Tree
+from ..errors import RefusedError
 from ..kinds import KINDS, ContentState, PendingPatch
 from ..kinds.base import Trial
 from .results import PatchReport, PatchStatus, Plan
@@ -48,7 +49,8 @@ def try_pending(plan: Plan, *, run: bool = True, cache_dir: Path | None = None) 
         cache_dir: where outcomes are kept (``<cache_dir>/trials/<key>.json``); None keeps none.
 
     Raises:
-        RefusedError: the environment cannot be listed (pip's trial lists it first).
+        RefusedError: with ``run``, the environment cannot be listed (pip's trial lists it
+            first); without, such a patch is only not tried.
     """
     tree = Tree(plan.env.roots, plan.env)
     tree.protected = set(plan.patchset.spec.protected)
@@ -61,8 +63,14 @@ def try_pending(plan: Plan, *, run: bool = True, cache_dir: Path | None = None) 
         item = PendingPatch(report.patch, report.loaded, report.inspection)
         keyed = getattr(kind, "trial_key", None)
         kept = None
-        if cache_dir is not None and keyed is not None:
-            kept = cache_dir / "trials" / f"{keyed(item, tree)}.json"
+        try:
+            key = keyed(item, tree) if cache_dir is not None and keyed is not None else None
+        except RefusedError:
+            if run:
+                raise  # the trial would fail the same way: status says why
+            key = None
+        if cache_dir is not None and key is not None:
+            kept = cache_dir / "trials" / f"{key}.json"
             outcome = _read(kept)
             if outcome is not None:
                 _mark(report, outcome, kept=True)

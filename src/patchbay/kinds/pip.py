@@ -188,13 +188,14 @@ class PipKind:
             )
         return Trial(summary=f"pip's dry run: {moved}")
 
-    def trial_key(self, item: PendingPatch, tree: Tree) -> str:
+    def trial_key(self, item: PendingPatch, tree: Tree) -> str | None:
         """What the outcome of :meth:`trial` depends on, hashed (sha256 hex): the engine
         interpreter, the pin as written and its locked commit, the protected and allowed
         distributions, pip's variables (the machine's ``PIP_*`` and the patch's build
         environment), the run's bundle and mirrors, and every installed distribution's version
         (read once per tree). The same key is the same dry run, so ``status`` may answer from
-        a cached outcome (:mod:`patchbay.apply.trial`).
+        a cached outcome (:mod:`patchbay.apply.trial`). None when there is no interpreter
+        (``--root``: nothing to key the dry run on).
 
         Raises:
             RefusedError: the environment cannot be listed.
@@ -204,7 +205,8 @@ class PipKind:
 
         patch: PipPatch = item.patch
         env = tree.env
-        assert env is not None and env.python is not None
+        if env is None or env.python is None:
+            return None
         before = getattr(tree, "_installed_versions", None)
         if before is None:
             before = installed_versions(env.python)
