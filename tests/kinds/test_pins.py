@@ -519,6 +519,76 @@ def test_a_kept_dry_run_that_cannot_be_read_is_made_again(
     assert json.loads(kept.read_text())["refusal"].startswith("installing torchrec==1.0 would ")
 
 
+def test_status_trial_always_asks_pip_again_and_replaces_the_kept_outcome(
+    tmp_path: Path, pengine: Engine, links: Path
+) -> None:
+    _install(pengine, links, "torchx==1.0")
+    with Server() as empty:
+        ps = _refused_pin(tmp_path, f"{empty.url}/simple/", links)
+        assert run_main("status", ps, "--python", pengine.python, "--trial").code == 1
+        (kept,) = (tmp_path / "xdg-cache" / "patchbay" / "trials").glob("*.json")
+        asked = empty.requests_for("/")
+        kept.write_text(json.dumps({"summary": "pip's dry run: an outcome kept before"}))
+        again = run_main("status", ps, "--python", pengine.python, "--json", "--trial")
+        assert empty.requests_for("/") > asked  # pip asked the index again
+    assert again.code == 1, again.out  # pip's answer, not the kept one
+    assert "an outcome kept before" not in again.out
+    assert json.loads(kept.read_text())["refusal"].startswith("installing torchrec==1.0 would ")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[]",
+        "null",
+        "{}",
+        '{"refusal": null, "summary": null}',
+        '{"summary": ["a"]}',
+        '{"summary": 5}',
+        '{"refusal": 5}',
+        '{"refusal": "x", "details": "abc"}',
+        '{"refusal": "x", "summary": "y"}',
+    ],
+    ids=["empty", "list", "null", "no-fields", "nulls", "summary-list", "summary-number",
+         "refusal-number", "details-string", "both"],
+)  # fmt: skip
+def test_a_kept_file_that_is_no_outcome_is_not_tried(
+    tmp_path: Path, pengine: Engine, links: Path, text: str
+) -> None:
+    _install(pengine, links, "torchx==1.0")
+    with Server() as empty:
+        ps = _refused_pin(tmp_path, f"{empty.url}/simple/", links)
+        assert run_main("status", ps, "--python", pengine.python, "--trial").code == 1
+        (kept,) = (tmp_path / "xdg-cache" / "patchbay" / "trials").glob("*.json")
+        kept.write_text(text)
+        plain = run_main("status", ps, "--python", pengine.python, "--json")
+    assert plain.code == 0, plain.out + plain.err
+    (patch,) = json.loads(plain.out)["patches"]
+    assert patch["status"] == "pending"
+    assert any(n.startswith("not tried: ") for n in patch["notes"]), patch
+
+
+def test_a_refusal_reached_without_the_index_is_shown_and_not_kept(
+    tmp_path: Path, pengine: Engine, links: Path
+) -> None:
+    _install(pengine, links, "torchx==1.0")
+    with Server() as gone:
+        index = f"{gone.url}/simple/"
+    ps = _refused_pin(tmp_path, index, links)  # resolved from find-links alone
+    trials = tmp_path / "xdg-cache" / "patchbay" / "trials"
+    trials.mkdir(parents=True)
+    tried = run_main("status", ps, "--python", pengine.python, "--json", "--trial")
+    assert tried.code == 1, tried.out
+    (patch,) = json.loads(tried.out)["patches"]
+    assert patch["status"] == "conflict"
+    assert any(n.startswith(f"(pip could not reach {index} ") for n in patch["notes"]), patch
+    assert list(trials.iterdir()) == []  # made without the index: no later status shows it
+    plain = run_main("status", ps, "--python", pengine.python, "--json")
+    assert plain.code == 0, plain.out
+    assert "not tried: " in plain.out
+
+
 def test_status_says_not_checked_when_the_index_is_unreachable(
     tmp_path: Path, pengine: Engine, links: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -12,9 +12,10 @@ checked.
 A dry run resolves against an index and can take minutes (a harness pin with a large
 dependency tree), so plain ``status`` runs none: it answers from the outcome an earlier
 ``status --trial`` kept for the same dry run (the kind's ``trial_key``: the pin, the installed
-versions, pip's variables) in ``$XDG_CACHE_HOME/patchbay/trials``, and otherwise notes that the
-pin was not tried. An outcome that could not be checked is never kept (the index may answer
-next time).
+versions, pip's variables, the local find-links folders) in ``$XDG_CACHE_HOME/patchbay/trials``,
+and otherwise notes that the pin was not tried. ``status --trial`` always runs the dry run again
+(an index's releases are not in the key) and replaces the kept outcome. An outcome made while a
+place could not be reached is never kept, and removes the one kept before.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def try_pending(plan: Plan, *, run: bool = True, cache_dir: Path | None = None) 
 
     Args:
         plan: the plan ``status`` made.
-        run: run the trials that no kept outcome answers (``status --trial``); when False,
-            such a patch gets the :data:`NOT_TRIED` note.
+        run: run every trial and keep its outcome (``status --trial``); when False, show the
+            outcome kept for the same key, or the :data:`NOT_TRIED` note.
         cache_dir: where outcomes are kept (``<cache_dir>/trials/<key>.json``); None keeps none.
 
     Raises:
@@ -71,17 +72,22 @@ def try_pending(plan: Plan, *, run: bool = True, cache_dir: Path | None = None) 
             key = None
         if cache_dir is not None and key is not None:
             kept = cache_dir / "trials" / f"{key}.json"
-            outcome = _read(kept)
-            if outcome is not None:
-                _mark(report, outcome, kept=True)
-                continue
         if not run:
-            report.notes.append(NOT_TRIED)
+            outcome = None if kept is None else _read(kept)
+            if outcome is None:
+                report.notes.append(NOT_TRIED)
+            else:
+                _mark(report, outcome, kept=True)
             continue
+        # --trial always asks pip again (an index may hold other releases since), and its
+        # answer replaces the kept one
         outcome = trial(item, tree)
         _mark(report, outcome, kept=False)
-        if kept is not None and outcome.unchecked is None:
-            _write(kept, outcome)
+        if kept is not None:
+            if outcome.unchecked is None and outcome.unreachable is None:
+                _write(kept, outcome)
+            else:  # made without the network it needs: no later status may show it
+                kept.unlink(missing_ok=True)
 
 
 def _mark(report: PatchReport, outcome: Trial, *, kept: bool) -> None:
@@ -101,17 +107,22 @@ def _mark(report: PatchReport, outcome: Trial, *, kept: bool) -> None:
 
 
 def _read(path: Path) -> Trial | None:
-    """A kept outcome, or None when there is none or it cannot be read (it is then made
-    again)."""
+    """A kept outcome, or None when there is none or it is not one (not JSON, other types,
+    neither a refusal nor a summary): it is then not tried, and ``--trial`` writes it anew."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        return Trial(
-            refusal=doc.get("refusal"),
-            details=[str(d) for d in doc.get("details", [])],
-            summary=doc.get("summary"),
-        )
-    except (OSError, ValueError, AttributeError, TypeError):
+    except (OSError, ValueError):
         return None
+    if not isinstance(doc, dict):
+        return None
+    refusal, summary, details = doc.get("refusal"), doc.get("summary"), doc.get("details", [])
+    if not all(v is None or isinstance(v, str) for v in (refusal, summary)):
+        return None
+    if not isinstance(details, list) or not all(isinstance(d, str) for d in details):
+        return None
+    if (refusal is None) == (summary is None):  # exactly one of them: what a trial keeps
+        return None
+    return Trial(refusal=refusal, details=details, summary=summary)
 
 
 def _write(path: Path, outcome: Trial) -> None:

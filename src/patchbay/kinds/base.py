@@ -129,12 +129,16 @@ class Trial(msgspec.Struct):
         details: further lines of the refusal (pip's error block).
         unchecked: why it could not be checked (an index unreachable), else None.
         summary: what the check found, when it passed (pip's planned changes).
+        unreachable: a place the check could not reach on the way although it came to an
+            answer (pip resolved from find-links while the index was down): the outcome is
+            shown, never kept for a later ``status`` (:mod:`patchbay.apply.trial`).
     """
 
     refusal: str | None = None
     details: list[str] = msgspec.field(default_factory=list)
     unchecked: str | None = None
     summary: str | None = None
+    unreachable: str | None = None
 
 
 class FileKind:

@@ -177,7 +177,11 @@ class PipKind:
             return Trial(unchecked=exc.place)
         except RefusedError as exc:
             reason = exc.reason.removesuffix("; nothing was changed")
-            return Trial(refusal=reason, details=exc.details)
+            lost = getattr(exc, "unreachable", None)
+            details = list(exc.details)
+            if lost:  # resolved without it: the answer may differ once it answers
+                details.append(f"(pip could not reach {lost}: resolved without it)")
+            return Trial(refusal=reason, details=details, unreachable=lost)
         if run.unreachable:  # resolved without it: apply, reaching it, may choose otherwise
             return Trial(unchecked=f"index unreachable: {run.unreachable}")
         moved = "; ".join(f"{n} {_movement(o, v)}" for n, o, v in run.changes) or "nothing"
@@ -192,8 +196,9 @@ class PipKind:
         """What the outcome of :meth:`trial` depends on, hashed (sha256 hex): the engine
         interpreter, the pin as written and its locked commit, the protected and allowed
         distributions, pip's variables (the machine's ``PIP_*`` and the patch's build
-        environment), the run's bundle and mirrors, and every installed distribution's version
-        (read once per tree). The same key is the same dry run, so ``status`` may answer from
+        environment), the run's bundle and mirrors, what each local find-links folder holds
+        (names, sizes, mtimes), and every installed distribution's version (read once per
+        tree). The same key is the same dry run, so ``status`` may answer from
         a cached outcome (:mod:`patchbay.apply.trial`). None when there is no interpreter
         (``--root``: nothing to key the dry run on).
 
@@ -213,6 +218,15 @@ class PipKind:
             tree._installed_versions = before  # type: ignore[attr-defined]
         pin: PipPin = item.loaded.data
         machine = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
+        # what a local find-links folder holds (a wheel added or rebuilt is a new dry run);
+        # an index's content cannot be keyed: `status --trial` asks it again
+        folders = {}
+        for place in [*patch.find_links, *machine.get("PIP_FIND_LINKS", "").split()]:
+            folder = place.removeprefix("file://")
+            if os.path.isdir(folder):
+                folders[place] = sorted(
+                    (e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder)
+                )
         key = {
             "python": env.python,
             "patch": msgspec.to_builtins(patch),
@@ -222,6 +236,7 @@ class PipKind:
             "bundle": str(tree.options.bundle) if tree.options.bundle is not None else None,
             "mirrors": tree.options.mirrors,
             "installed": before,
+            "find_links": folders,
         }
         blob = json.dumps(key, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()
@@ -341,11 +356,13 @@ class PipKind:
         touched = [c for c in changes if canonicalize_name(c[0]) in guarded and c[1] != c[2]]
         if touched:
             moved = "; ".join(f"{n} {_movement(o, v)}" for n, o, v in touched)
-            raise RefusedError(
+            refusal = RefusedError(
                 f"installing {what} would change protected distribution(s): {moved} (allow "
                 "them by name in the patch's `allow` if intended); nothing was changed",
                 patch_id=patch.id,
             )
+            refusal.unreachable = lost  # type: ignore[attr-defined]  # for the trial
+            raise refusal
         return DryRun(changes, lost)
 
     def _install_options(self, patch: PipPatch, tree: Tree) -> list[str]:

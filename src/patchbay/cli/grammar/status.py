@@ -31,8 +31,10 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "--trial",
         action="store_true",
         help="run pip's dry run of each pending pin, as apply does before it installs (can "
-        "take minutes against a large index; its outcome is kept, and a later status of the "
-        "same pin and environment shows it)",
+        "take minutes against a large index). Without it a pending pin reads 'not tried' and "
+        "does not make status exit 1, unless an earlier --trial of the same pin and "
+        "environment kept its outcome (in $XDG_CACHE_HOME/patchbay/trials), which is shown; "
+        "--trial always asks pip again and replaces it",
     )
 
 
