@@ -220,13 +220,17 @@ class PipKind:
         machine = {k: v for k, v in os.environ.items() if k.startswith("PIP_")}
         # what a local find-links folder holds (a wheel added or rebuilt is a new dry run);
         # an index's content cannot be keyed: `status --trial` asks it again
-        folders = {}
+        folders: dict[str, object] = {}
         for place in [*patch.find_links, *machine.get("PIP_FIND_LINKS", "").split()]:
             folder = place.removeprefix("file://")
-            if os.path.isdir(folder):
-                folders[place] = sorted(
+            try:
+                entries = [
                     (e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder)
-                )
+                ]
+            except OSError as exc:  # a URL, or a folder that cannot be read: keyed by what it is
+                folders[place] = type(exc).__name__
+            else:
+                folders[place] = sorted(entries)
         key = {
             "python": env.python,
             "patch": msgspec.to_builtins(patch),
