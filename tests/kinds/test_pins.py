@@ -503,30 +503,20 @@ def test_plain_status_runs_no_dry_run_and_then_answers_from_the_kept_one(
     assert not pengine.state_dir.exists()  # status wrote nothing to the environment
 
 
-def test_a_kept_dry_run_that_cannot_be_read_is_made_again(
-    tmp_path: Path, pengine: Engine, links: Path
-) -> None:
-    _install(pengine, links, "torchx==1.0")
-    with Server() as empty:
-        ps = _refused_pin(tmp_path, f"{empty.url}/simple/", links)
-        assert run_main("status", ps, "--python", pengine.python, "--trial").code == 1
-        (kept,) = (tmp_path / "xdg-cache" / "patchbay" / "trials").glob("*.json")
-        kept.write_text("{not json")
-        plain = run_main("status", ps, "--python", pengine.python, "--json")
-        assert plain.code == 0 and "not tried: " in plain.out, plain.out
-        again = run_main("status", ps, "--python", pengine.python, "--json", "--trial")
-    assert again.code == 1, again.out
-    assert json.loads(kept.read_text())["refusal"].startswith("installing torchrec==1.0 would ")
+def _tried(tmp_path: Path, engine: Engine, index: str, links: Path) -> tuple[Path, Path]:
+    """The refused pin after one ``status --trial``: its patchset and the outcome kept."""
+    _install(engine, links, "torchx==1.0")
+    ps = _refused_pin(tmp_path, index, links)
+    assert run_main("status", ps, "--python", engine.python, "--trial").code == 1
+    (kept,) = (tmp_path / "xdg-cache" / "patchbay" / "trials").glob("*.json")
+    return ps, kept
 
 
 def test_status_trial_always_asks_pip_again_and_replaces_the_kept_outcome(
     tmp_path: Path, pengine: Engine, links: Path
 ) -> None:
-    _install(pengine, links, "torchx==1.0")
     with Server() as empty:
-        ps = _refused_pin(tmp_path, f"{empty.url}/simple/", links)
-        assert run_main("status", ps, "--python", pengine.python, "--trial").code == 1
-        (kept,) = (tmp_path / "xdg-cache" / "patchbay" / "trials").glob("*.json")
+        ps, kept = _tried(tmp_path, pengine, f"{empty.url}/simple/", links)
         asked = empty.requests_for("/")
         kept.write_text(json.dumps({"summary": "pip's dry run: an outcome kept before"}))
         again = run_main("status", ps, "--python", pengine.python, "--json", "--trial")
@@ -540,6 +530,7 @@ def test_status_trial_always_asks_pip_again_and_replaces_the_kept_outcome(
     "text",
     [
         "",
+        "{not json",
         "[]",
         "null",
         "{}",
@@ -550,17 +541,14 @@ def test_status_trial_always_asks_pip_again_and_replaces_the_kept_outcome(
         '{"refusal": "x", "details": "abc"}',
         '{"refusal": "x", "summary": "y"}',
     ],
-    ids=["empty", "list", "null", "no-fields", "nulls", "summary-list", "summary-number",
-         "refusal-number", "details-string", "both"],
+    ids=["empty", "not-json", "list", "null", "no-fields", "nulls", "summary-list",
+         "summary-number", "refusal-number", "details-string", "both"],
 )  # fmt: skip
 def test_a_kept_file_that_is_no_outcome_is_not_tried(
     tmp_path: Path, pengine: Engine, links: Path, text: str
 ) -> None:
-    _install(pengine, links, "torchx==1.0")
     with Server() as empty:
-        ps = _refused_pin(tmp_path, f"{empty.url}/simple/", links)
-        assert run_main("status", ps, "--python", pengine.python, "--trial").code == 1
-        (kept,) = (tmp_path / "xdg-cache" / "patchbay" / "trials").glob("*.json")
+        ps, kept = _tried(tmp_path, pengine, f"{empty.url}/simple/", links)
         kept.write_text(text)
         plain = run_main("status", ps, "--python", pengine.python, "--json")
     assert plain.code == 0, plain.out + plain.err
