@@ -20,9 +20,8 @@ place could not be reached is never kept, and removes the one kept before.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from ..diff.hunks import HunkState
@@ -30,6 +29,7 @@ from ..environment.tree import Tree
 from ..errors import RefusedError
 from ..kinds import KINDS, ContentState, PendingPatch
 from ..kinds.base import Trial
+from .journal import write_atomic
 from .results import PatchReport, PatchStatus, Plan
 
 NOT_TRIED = (
@@ -87,7 +87,8 @@ def try_pending(plan: Plan, *, run: bool = True, cache_dir: Path | None = None) 
             if outcome.unchecked is None and outcome.unreachable is None:
                 _write(kept, outcome)
             else:  # made without the network it needs: no later status may show it
-                kept.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    kept.unlink(missing_ok=True)
 
 
 def _mark(report: PatchReport, outcome: Trial, *, kept: bool) -> None:
@@ -126,17 +127,11 @@ def _read(path: Path) -> Trial | None:
 
 
 def _write(path: Path, outcome: Trial) -> None:
-    """Keep ``outcome`` at ``path`` (written whole, then renamed); a cache that cannot be
-    written is skipped: the next ``status`` tries again."""
+    """Keep ``outcome`` at ``path`` (:func:`~patchbay.apply.journal.write_atomic`); a cache that
+    cannot be written is skipped: the next ``status`` tries again."""
     doc = {"refusal": outcome.refusal, "details": outcome.details, "summary": outcome.summary}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trial-")
+        write_atomic(path, json.dumps(doc).encode(), mode=0o644)
     except OSError:
         return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(doc, out)
-        os.replace(tmp, path)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
