@@ -21,8 +21,9 @@ place could not be reached is never kept, and removes the one kept before.
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
+
+import msgspec
 
 from ..diff.hunks import HunkState
 from ..environment.tree import Tree
@@ -108,30 +109,23 @@ def _mark(report: PatchReport, outcome: Trial, *, kept: bool) -> None:
 
 
 def _read(path: Path) -> Trial | None:
-    """A kept outcome, or None when there is none or it is not one (not JSON, other types,
-    neither a refusal nor a summary): it is then not tried, and ``--trial`` writes it anew."""
+    """A kept outcome (a :class:`Trial` as JSON), or None when there is none or it is not one
+    (not JSON, other types, neither or both of a refusal and a summary): it is then not tried,
+    and ``--trial`` writes it anew."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        kept = msgspec.json.decode(path.read_bytes(), type=Trial)
+    except (OSError, msgspec.DecodeError):
         return None
-    if not isinstance(doc, dict):
+    if (kept.refusal is None) == (kept.summary is None) or kept.unchecked or kept.unreachable:
         return None
-    refusal, summary, details = doc.get("refusal"), doc.get("summary"), doc.get("details", [])
-    if not all(v is None or isinstance(v, str) for v in (refusal, summary)):
-        return None
-    if not isinstance(details, list) or not all(isinstance(d, str) for d in details):
-        return None
-    if (refusal is None) == (summary is None):  # exactly one of them: what a trial keeps
-        return None
-    return Trial(refusal=refusal, details=details, summary=summary)
+    return kept
 
 
 def _write(path: Path, outcome: Trial) -> None:
     """Keep ``outcome`` at ``path`` (:func:`~patchbay.apply.journal.write_atomic`); a cache that
     cannot be written is skipped: the next ``status`` tries again."""
-    doc = {"refusal": outcome.refusal, "details": outcome.details, "summary": outcome.summary}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(doc).encode(), mode=0o644)
+        write_atomic(path, msgspec.json.encode(outcome), mode=0o644)
     except OSError:
         return
