@@ -473,6 +473,8 @@ def _write_pending(
                 distributions=owners.written_against(records),
             ),
         )
+    if reports:
+        ledger.set_source(patchset.name, patchset.path)
 
 
 def _first_unwritten(

@@ -5,6 +5,7 @@ state and the ledger, and the refusal of a pending patch whose result would not 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..diff.hunks import PRESENT, HunkState
@@ -13,6 +14,7 @@ from ..environment.tree import Tree
 from ..errors import PatchbayError
 from ..kinds import KINDS, ContentState, Inspection, LoadedPatch
 from ..kinds.base import aggregate
+from .layers import OnTop
 from .ledger import LedgerEntry, sha256_or_none
 from .results import PatchStatus
 
@@ -100,6 +102,7 @@ def status_of(
     loaded: LoadedPatch,
     tree: Tree,
     history: dict[object, tuple[str | None, str | None]],
+    layered: Mapping[object, OnTop] | None = None,
 ) -> tuple[PatchStatus, list[str]]:
     notes = list(inspection.notes)
     state = inspection.state
@@ -128,9 +131,13 @@ def status_of(
     if entry is not None:
         back = []
         for rec in entry.files:
-            first_before, last_written = history[
-                tree.location_of(rec.target, rec.path)
-            ]  # later patches too
+            key = tree.location_of(rec.target, rec.path)
+            first_before, last_written = history[key]  # later patches too
+            top = (layered or {}).get(key)
+            if top is not None:  # another patchset's patch on top of what this one left
+                if last_written == rec.after:
+                    notes.append(top.sentence())
+                continue
             current = sha256_or_none(tree.on_disk_if_file(rec.target, rec.path))
             if current in (rec.before, first_before) and current != last_written:
                 back.append(rec.path)

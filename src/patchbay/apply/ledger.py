@@ -7,7 +7,8 @@ original bytes of those files (content-addressed blobs) so ``revert`` restores t
 Layout of the state folder::
 
     ledger.json      {"format": 2, "patchsets": {name: {"entries": [entry, ...],
-                                                     "applied_identity": {...}}}}
+                                                     "applied_identity": {...},
+                                                     "source": "/path/patchset.yaml"}}}
     blobs/<sha256>   file contents from before each patch
     journal/         the open transaction (see transaction.py)
     lock             held by apply and revert
@@ -28,6 +29,9 @@ from ..errors import InputError
 from .journal import fault_point, fsync_dir, write_atomic
 from .noop import IDENTITY_KEY, LEDGER_FORMAT, READABLE_FORMATS
 from .transaction import Transaction
+
+# the key of a patchset's bucket that names the patchset file its entries come from
+SOURCE_KEY = "source"
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -287,6 +291,19 @@ class Ledger:
         bucket.pop(IDENTITY_KEY, None)
         if identity is not None:
             bucket[IDENTITY_KEY] = identity
+
+    def source(self, patchset: str) -> Path | None:
+        """The ``patchset.yaml`` that ``patchset``'s entries were last recorded from (absolute),
+        or None (none recorded: a ledger an older patchbay wrote)."""
+        value = self._data["patchsets"].get(patchset, {}).get(SOURCE_KEY)
+        return Path(value) if isinstance(value, str) else None
+
+    def set_source(self, patchset: str, path: Path) -> None:
+        """Record (in memory) the ``patchset.yaml`` that ``patchset``'s entries come from, so
+        that another patchset's ``capture`` can rebuild what they wrote."""
+        bucket = self._data["patchsets"].get(patchset)
+        if bucket is not None:
+            bucket[SOURCE_KEY] = str(path.absolute())
 
     def put(self, patchset: str, entry: LedgerEntry) -> None:
         """Add ``entry`` (replacing an older one of the same patch id) in memory."""

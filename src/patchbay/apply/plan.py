@@ -14,6 +14,7 @@ from ..kinds import KINDS, ContentState, Inspection, LoadedPatch
 from ..options import RunOptions
 from ..patchset.model import Patchset
 from .judge import check_reaches_applied, inspect_patch, judge, status_of
+from .layers import on_top
 from .ledger import Ledger, sha256_or_none
 from .results import GuardResult, PatchReport, PatchStatus, Plan, touched_paths
 
@@ -208,6 +209,10 @@ def make_plan(
     superseded = frozenset(pid for r in replaced for pid in r.patch_ids)
     guard = check_guard(patchset, env, ledger, tree, superseded)
     history = _file_history(ledger, patchset.name, tree, superseded)
+    # files another patchset patched on top of this one's: judged on what this one left
+    layered = on_top(ledger, patchset.name, tree, history)
+    for top in layered.values():
+        tree.stage(top.target, top.path, top.ours)
     pairs = list(zip(patchset.patches, loaded, strict=True))
     # Backward pass, as quilt pops a stack: a patch is judged on the tree with every later
     # applied patch taken off again, so that a later patch editing the same lines does not
@@ -250,7 +255,15 @@ def make_plan(
             and any(c.before != c.after for c in inspection.changes)
         ):
             check_reaches_applied(patch, lp, inspection, tree)
-        status, notes = status_of(inspection, entry, lp, tree, history)
+        status, notes = status_of(inspection, entry, lp, tree, history, layered)
+        blocked = [
+            top.blocks()
+            for c in inspection.changes
+            if (top := layered.get(tree.location_of(c.target, c.path))) is not None
+        ]
+        if status is PatchStatus.PENDING and blocked:
+            status, notes = PatchStatus.CONFLICT, [*notes, *blocked]
+            inspection.state = ContentState.CONFLICT
         if status is PatchStatus.PENDING:
             for change in inspection.changes:
                 tree.stage(change.target, change.path, change.after)

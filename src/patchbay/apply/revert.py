@@ -114,6 +114,18 @@ def revert_entries(
                 if current in (rec.before, originals[tree.location_of(rec.target, rec.path)]):
                     back += 1  # already as it was before patchbay wrote it
                     continue
+                later = _written_over(ledger, patchset, tree, rec, current)
+                if later is not None:
+                    name, patch_id, source = later
+                    where = f" ({source})" if source is not None else ""
+                    raise RefusedError(
+                        f"{rec.path} was changed since by patch {patch_id} of patchset "
+                        f"{name}{where}, applied on top of this patch; reverting here would "
+                        f"undo that patchset's change too; nothing was changed. Revert "
+                        f"{patch_id} of patchset {name} first",
+                        file=tree.resolve(rec.target, rec.path),
+                        patch_id=entry.patch_id,
+                    )
                 original = ledger.blob_dir / rec.before if rec.before else None
                 hint = f"; its original is kept at {original}" if original else ""
                 raise RefusedError(
@@ -187,6 +199,27 @@ def revert_entries(
     for entry in entries:
         ledger.remove(patchset, entry.patch_id)
     return result
+
+
+def _written_over(
+    ledger: Ledger, patchset: str, tree: Tree, rec: FileRecord, current: str | None
+) -> tuple[str, str, Path | None] | None:
+    """The patch of another patchset that started from what ``rec`` recorded, on a file that
+    is no longer that (``current``, its sha256): ``(patchset name, patch id, its patchset
+    file)``, or None."""
+    where = tree.location_of(rec.target, rec.path)
+    for name, entries in ledger.all_entries().items():
+        if name == patchset:
+            continue
+        for entry in entries:
+            for other in entry.files:
+                if other.target not in tree.roots:
+                    continue
+                if tree.location_of(other.target, other.path) != where:
+                    continue
+                if other.before == rec.after and current != rec.after:
+                    return name, entry.patch_id, ledger.source(name)
+    return None
 
 
 def revert_patchset(

@@ -55,6 +55,7 @@ def record_made_patch(
     keep_position: bool = False,
     lock_timeout: float = 0.0,
     roots: list[Path] | None = None,
+    source: Path | None = None,
 ) -> None:
     """Write ``writes`` (patchset files: bytes, or None to delete) and record ``patch_id`` as
     applied with ``sha256`` and ``identity`` (the hashes ``load`` computed from the patch file
@@ -73,6 +74,7 @@ def record_made_patch(
         lock_timeout: seconds to wait for another run's lock.
         roots: the environment's target roots (a journal a killed apply left names files
             there; recovery acts only on paths under known roots).
+        source: the patchset's ``patchset.yaml``, recorded as the entries' source.
 
     Raises:
         RefusedError: the lock is held, or a journal left by an earlier run cannot be
@@ -120,6 +122,8 @@ def record_made_patch(
                 ledger.replace_entry(patchset_name, entry)
             else:
                 ledger.put(patchset_name, entry)
+            if source is not None:
+                ledger.set_source(patchset_name, source)
             txn.doing = "writing the ledger"
             ledger.save(txn)
             txn.commit()

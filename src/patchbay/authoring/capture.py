@@ -37,12 +37,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..apply.ledger import Ledger, sha256_or_none
+from packaging.utils import canonicalize_name
+
+from ..apply.ledger import FileRecord, Ledger, sha256_or_none
 from ..apply.plan import load_patches, make_plan
 from ..apply.results import PatchReport
 from ..diff.gitdiff import FileVersions, write_diff
 from ..diff.identity import same_patch
 from ..environment.installed import verify_installed
+from ..environment.ownership import changed_in_checkout, record_owners
 from ..environment.pristine import (
     FetchedWheels,
     GitCopy,
@@ -129,8 +132,15 @@ class PristineSources:
     wheels: list[Path] = field(default_factory=list)
     from_git: str | None = None
 
-    def copies(self, patchset: Patchset, env: Environment, scratch: Path) -> list[PristineCopy]:
-        """The copies to try, in order.
+    def copies(
+        self,
+        patchset: Patchset,
+        env: Environment,
+        scratch: Path,
+        versions: dict[str, str] | None = None,
+    ) -> list[PristineCopy]:
+        """The copies to try, in order (``versions``: installed versions of distributions that
+        are not components, for the wheels fetched).
 
         Raises:
             InputError: a wheel is unreadable; ``--from-git`` but no component pins a commit.
@@ -147,7 +157,7 @@ class PristineSources:
             c = pinned[0]
             out.append(GitCopy(self.from_git, c.distribution, c.commit or "", scratch))
         if not out:
-            out.append(FetchedWheels(env, scratch))
+            out.append(FetchedWheels(env, scratch, versions))
         return out
 
 
@@ -205,11 +215,17 @@ def capture_patch(
     result_skipped: list[str] = []
     if paths:
         found = [(locate(p, env, shipped.listed), True) for p in paths]
+        shipped.add_owners_of([p for p, _ in found], env)
     else:
         undeclared = verify_installed(patchset, env, components).undeclared
         # a file no RECORD lists is, in a working engine, mostly what running it made (a JIT
         # build, a cache, byte-code): only a file named on the command line becomes a new file
         found = [(f.path, False) for f in undeclared if f.kind != "added"]
+        shipped.add_owners_of([], env)
+        wanted = {canonicalize_name(c) for c in components}
+        for checkout in shipped.checkouts:  # an editable component: what git sees edited
+            if canonicalize_name(checkout.distribution) in wanted:
+                found.extend((p, False) for p in changed_in_checkout(checkout))
         result_skipped.extend(
             f"{_shown(f.path, env)}: no RECORD lists it (a cache or build output?); name it "
             "as FILE to capture it as a new file"
@@ -234,9 +250,8 @@ def capture_patch(
     touching = _touching(plan, env)
     sources = sources or PristineSources()
     with tempfile.TemporaryDirectory(prefix="patchbay-capture-") as scratch:
-        pristine = Pristine(
-            env, ledger, patchset.name, shipped, sources.copies(patchset, env, Path(scratch))
-        )
+        copies = sources.copies(patchset, env, Path(scratch), shipped.versions)
+        pristine = Pristine(env, ledger, patchset.name, shipped, copies)
         versions: list[FileVersions] = []
         made: list[MadeFile] = []
         captured: list[CapturedFile] = []
@@ -263,15 +278,22 @@ def capture_patch(
                 continue
             change = "new" if base is None else "deleted" if current is None else "modified"
             versions.append(FileVersions(rel, base, current, executable, executable))
-            created = _created_dirs(path, str(root), shipped_dirs) if base is None else []
             mode = _mode(path) if base is not None else None
-            made.append(MadeFile(chosen, rel, base, current, mode, created))
+            made.append(MadeFile(chosen, rel, base, current, mode))
             captured.append(CapturedFile(rel, change, origin))
         if not versions:
             raise RefusedError(
                 "nothing to capture: "
                 + ("; ".join(result_skipped) if result_skipped else "no edited file")
             )
+        new_files = {
+            os.path.join(root, f.path) for f in made if f.before is None and f.after is not None
+        }
+        for f in made:
+            if f.before is None:
+                f.created_dirs = _created_dirs(
+                    os.path.join(root, f.path), str(root), shipped_dirs, new_files
+                )
         entry = _entry(patch_id, chosen, description, upstream)
         text = patchset.path.read_text(encoding="utf-8")
         new_text = append_patch(text, entry, path=patchset.path)
@@ -291,6 +313,7 @@ def capture_patch(
             writes={patch_file: made_diff.data, patchset.path: new_text.encode("utf-8")},
             lock_timeout=lock_timeout,
             roots=list(env.roots.values()),
+            source=patchset.path,
         )
     return CaptureResult(patch_id, chosen, patch_file, captured, result_skipped, made_diff.context)
 
@@ -337,6 +360,10 @@ def locate(arg: str, env: Environment, listed: set[str]) -> str:
     for root in roots:
         candidate = os.path.normpath(os.path.join(root, arg))
         if os.path.lexists(candidate) or candidate in listed:
+            return candidate
+    for root in roots:  # a deleted file of a package that is not a component
+        candidate = os.path.normpath(os.path.join(root, arg))
+        if record_owners([candidate], set()):
             return candidate
     raise InputError(
         f"{arg}: no such file in the current folder nor under a target root "
@@ -454,16 +481,14 @@ def state_before(
     name, entry, rec = last
     who = f"patch {entry.patch_id}"
     if name != patchset.name:
-        raise RefusedError(
-            f"{rel} was last written by {who} of patchset {name}; capture edits of it in that "
-            "patchset",
-            file=path,
-        )
+        who = f"patch {entry.patch_id} of patchset {name}"
+        patchset, loaded = _writer(ledger, name, who, rel, path, patchset, entry.files)
     index = next((i for i, p in enumerate(patchset.patches) if p.id == entry.patch_id), None)
     if index is None or not same_patch(entry, loaded[index]):
         raise RefusedError(
             f"{rel} was last written by {who}, which the patchset no longer has as applied "
-            "(edited or removed since); run `patchbay apply --upgrade` first",
+            f"(edited or removed since); run `patchbay apply --upgrade` on {patchset.path} "
+            "first",
             file=path,
             patch_id=entry.patch_id,
         )
@@ -491,6 +516,65 @@ def state_before(
         file=path,
         patch_id=patch.id,
     )
+
+
+def _writer(
+    ledger: Ledger,
+    name: str,
+    who: str,
+    rel: str,
+    path: str,
+    mine: Patchset,
+    records: list[FileRecord],
+) -> tuple[Patchset, list[LoadedPatch]]:
+    """Another patchset that wrote ``rel`` last, loaded from the file the ledger recorded its
+    entries from, so that the new patch starts from what that patchset's patch left.
+
+    Args:
+        ledger, name: the ledger and the other patchset's name in it.
+        who, rel, path: how messages name the patch and the file (relative, absolute).
+        mine: the patchset the capture is for; records: the other patch's file records.
+
+    Raises:
+        RefusedError: the ledger names no file for it (recorded by an older patchbay), the file
+            is gone, it is no longer that patchset, or its patch goes through a target that
+            ``mine`` does not declare alike (the files could not be found the same way).
+    """
+    source = ledger.source(name)
+    redo = (
+        f"apply patchset {name} again with this patchbay (so the ledger names its file), "
+        "or capture the edits in that patchset"
+    )
+    if source is None or not source.is_file():
+        where = "names no file of it" if source is None else f"names {source}, which is gone"
+        raise RefusedError(
+            f"{rel} was last written by {who}, and the ledger {where}: the new patch must "
+            f"start from what that patch left; {redo}",
+            file=path,
+        )
+    try:
+        other = load_patchset(source)
+        other_loaded = load_patches(other)
+    except PatchbayError as exc:
+        raise RefusedError(
+            f"{rel} was last written by {who}; its patchset file {source} does not load "
+            f"({exc}); {redo}",
+            file=path,
+        ) from None
+    if other.name != name:
+        raise RefusedError(
+            f"{rel} was last written by {who}, but {source} is now patchset {other.name}; {redo}",
+            file=path,
+        )
+    for target in {r.target for r in records}:
+        if other.spec.targets.get(target) != mine.spec.targets.get(target):
+            raise RefusedError(
+                f"{rel} was last written by {who} through its target {target!r}, which "
+                f"{mine.path} does not declare alike; declare it the same way, or capture the "
+                "edits in that patchset",
+                file=path,
+            )
+    return other, other_loaded
 
 
 def checked_diff(
@@ -600,15 +684,28 @@ def _why(inspection: Any, where: str) -> str:
     return f"{inspection.state.value} {where}" + (f" ({detail})" if detail else "")
 
 
-def _created_dirs(path: str, root: str, shipped_dirs: set[str]) -> list[str]:
+def _created_dirs(path: str, root: str, shipped_dirs: set[str], new_files: set[str]) -> list[str]:
     """Root-relative folders above a new file that the image did not ship (no file RECORD lists
-    is in or below them), deepest first: a revert removes them again when they are empty."""
+    is in or below them) and that hold nothing but the capture's new files, deepest first: a
+    revert removes them again when they are empty. A folder with any other file in it (an
+    engineer's checkout, a file no RECORD lists) was there before the patch."""
     out = []
     folder = os.path.dirname(path)
     while folder != root and folder.startswith(root + os.sep) and folder not in shipped_dirs:
+        if not _only(folder, new_files):
+            break
         out.append(Path(os.path.relpath(folder, root)).as_posix())
         folder = os.path.dirname(folder)
     return out
+
+
+def _only(folder: str, files: set[str]) -> bool:
+    """Whether every file below ``folder`` is one of ``files`` (byte-code aside)."""
+    for here, dirs, names in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        if any(os.path.join(here, n) not in files for n in names):
+            return False
+    return True
 
 
 def _ancestors(folder: str, root: str) -> list[str]:

@@ -227,6 +227,7 @@ def refresh_patch(
             keep_position=True,
             lock_timeout=lock_timeout,
             roots=list(env.roots.values()),
+            source=patchset.path,
         )
     return RefreshResult(
         patchset.folder / patch.content_path, [f.path for f in kept], dropped, later

@@ -11,7 +11,9 @@
 
 A copy is accepted only when its bytes match the ``RECORD`` hash of what the image installed
 (PEP 376/627): a wheel of another build, or a repository at another commit, is refused and the
-file that differs is named. A file ``RECORD`` does not list was not shipped: it is new.
+file that differs is named. A file of an editable checkout starts from what the checkout's git
+``HEAD`` holds (see ownership.py). A file no ``RECORD`` lists and no checkout tracks was not
+shipped: it is new.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from ..apply.ledger import Ledger
 from ..diff.gitapply import run_git
 from ..errors import InputError, RefusedError
 from .installed import RecordEntry, not_installed, read_record
+from .ownership import Checkout, checkout_of, checkout_original, editable_checkouts, record_owners
 from .targets import Environment
 
 PIP_TIMEOUT_S = 600
@@ -42,12 +45,42 @@ class Shipped:
         listed: every path RECORD lists, hashed or not.
         owner: absolute path -> the distribution that installed it.
         sites: distribution -> the folder its RECORD paths are relative to.
+        versions: distribution -> its installed version, for one found outside the
+            environment's distributions (:meth:`add_owners_of`).
+        checkouts: the environment's editable installs (:meth:`add_owners_of`).
     """
 
     entries: dict[str, RecordEntry] = field(default_factory=dict)
     listed: set[str] = field(default_factory=set)
     owner: dict[str, str] = field(default_factory=dict)
     sites: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, str] = field(default_factory=dict)
+    checkouts: list[Checkout] = field(default_factory=list)
+
+    def add(
+        self, name: str, dist_info: Path, entries: list[RecordEntry], unhashed: set[str]
+    ) -> None:
+        """Take in the RECORD of distribution ``name`` (its entries, hashed and not)."""
+        self.sites[name] = str(dist_info.parent)
+        for entry in entries:
+            self.entries[entry.path] = entry
+            self.owner[entry.path] = name
+        for path in unhashed:
+            self.owner.setdefault(path, name)
+        self.listed.update(e.path for e in entries)
+        self.listed.update(unhashed)
+
+    def add_owners_of(self, paths: list[str], env: Environment) -> None:
+        """Take in the RECORD of every other installed distribution that lists one of ``paths``
+        (a file of a package that is not a component is still that package's file), and the
+        environment's editable checkouts (see ownership.py)."""
+        for name, (info, version, entries, unhashed) in record_owners(
+            paths, set(self.listed)
+        ).items():
+            self.add(name, info, entries, unhashed)
+            if version is not None:
+                self.versions[name] = version
+        self.checkouts = editable_checkouts(env)
 
     def relative(self, path: str) -> str:
         """``path`` as RECORD (and the wheel) names it: relative to its distribution's site."""
@@ -69,14 +102,7 @@ def read_shipped(env: Environment, distributions: list[str]) -> Shipped:
         if dist_info is None:
             raise not_installed(env, name)
         entries, unhashed = read_record(dist_info)
-        shipped.sites[name] = str(dist_info.parent)
-        for entry in entries:
-            shipped.entries[entry.path] = entry
-            shipped.owner[entry.path] = name
-        for path in unhashed:
-            shipped.owner.setdefault(path, name)
-        shipped.listed.update(e.path for e in entries)
-        shipped.listed.update(unhashed)
+        shipped.add(name, dist_info, entries, unhashed)
     return shipped
 
 
@@ -137,17 +163,22 @@ class FetchedWheels(PristineCopy):
     Args:
         env: the engine environment (its interpreter and installed versions).
         folder: a scratch folder for the downloads.
+        versions: installed versions of distributions beyond ``env.distributions`` (those
+            :meth:`Shipped.add_owners_of` found).
     """
 
-    def __init__(self, env: Environment, folder: Path) -> None:
+    def __init__(
+        self, env: Environment, folder: Path, versions: dict[str, str] | None = None
+    ) -> None:
         self.env, self.folder = env, folder
+        self.versions = versions or {}
         self.label = "a wheel fetched with the engine's pip"
         self._wheels: dict[str, WheelCopy] = {}
 
     def candidates(self, distribution: str, rel: str) -> list[bytes]:
         wheel = self._wheels.get(distribution)
         if wheel is None:
-            version = self.env.distributions.get(distribution)
+            version = self.env.distributions.get(distribution) or self.versions.get(distribution)
             if version is None or self.env.python is None:
                 return []
             wheel = self._wheels[distribution] = WheelCopy(
@@ -297,6 +328,9 @@ class Pristine:
             return on_disk, "the image"
         entry = self.shipped.entries.get(path)
         if entry is None:
+            checkout = checkout_of(path, self.shipped.checkouts)
+            if checkout is not None:
+                return checkout_original(checkout, path)
             return None, "not in RECORD (a new file)"
         if on_disk is not None and matches_record(entry, on_disk):
             return on_disk, "the image (matches RECORD)"
