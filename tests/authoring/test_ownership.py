@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import REPO, Engine, build_wheel, run_cli
+from conftest import REPO, Engine, build_wheel, copy_engine, run_cli
 
 SCHED_OLD = "    return requests[:limit]\n"
 SCHED_NEW = "    return list(requests[:limit])\n"
@@ -245,3 +245,38 @@ def test_an_editable_checkout_without_git_is_refused_naming_it(
     assert res.code == 1, res.out + res.err
     assert "editable checkout of helperlib" in res.err and "no git repository" in res.err
     assert not (lib / "patches").exists()
+
+
+def test_modes_are_part_of_a_captured_change(
+    tmp_path: Path, engine: Engine, engine_template: Path, demo_wheel: Path
+) -> None:
+    """As git's ``old mode``/``new mode`` (issue 24, part 2): a ``chmod +x`` alone is a change,
+    an edit plus ``chmod 755`` keeps the mode; apply on a fresh copy makes the same modes and
+    revert puts the old ones back."""
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO / "patchsets" / "demo", demo)
+    worker, envs = engine.pkg / "worker.py", engine.pkg / "ops" / "decode.py"
+    worker.chmod(0o755)  # the mode alone
+    _edit(envs, "    out = []\n", "    out = []  # edited\n")
+    envs.chmod(0o755)  # an edit and the mode
+    res = run_cli(
+        "capture", demo, "modes", worker, envs, "--python", engine.python, "--wheel", demo_wheel
+    )
+    assert res.code == 0, res.err
+    assert "captured: demo_engine/worker.py (mode changed" in res.out, res.out
+    assert "captured: demo_engine/ops/decode.py (modified, mode changed" in res.out, res.out
+    diff = (demo / "patches" / "modes.patch").read_text()
+    assert diff.count("old mode 100644\nnew mode 100755\n") == 2, diff
+    fresh = copy_engine(engine_template, tmp_path / "fresh")
+    assert run_cli("apply", demo, "--python", fresh.python).code == 0
+    for name in ("worker.py", "ops/decode.py"):
+        assert (fresh.pkg / name).stat().st_mode & 0o111 == 0o111
+        assert (fresh.pkg / name).read_bytes() == (engine.pkg / name).read_bytes()
+    assert run_cli("revert", demo, "modes", "--python", engine.python).code == 0
+    assert worker.stat().st_mode & 0o777 == 0o644 and envs.stat().st_mode & 0o777 == 0o644
+    shutil.rmtree(demo)
+    shutil.copytree(REPO / "patchsets" / "demo", demo)
+    unchanged = run_cli(
+        "capture", demo, "none", worker, "--python", engine.python, "--wheel", demo_wheel
+    )
+    assert unchanged.code == 1 and "not edited (same bytes and mode" in unchanged.err

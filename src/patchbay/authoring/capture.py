@@ -39,7 +39,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from ..apply.ledger import FileRecord, Ledger, sha256_or_none
+from ..apply.ledger import FileRecord, Ledger, LedgerEntry, sha256_or_none
 from ..apply.plan import load_patches, make_plan
 from ..apply.results import PatchReport
 from ..diff.gitdiff import FileVersions, write_diff
@@ -273,12 +273,18 @@ def capture_patch(
             base, origin = state_before(patchset, env, ledger, loaded, pristine, path, chosen, rel)
             current = tree.on_disk(chosen, rel)
             executable = _executable(path)
-            if base == current:
-                result_skipped.append(f"{rel}: not edited (same as {origin})")
+            was = executable_before(env, ledger, pristine, path, chosen, rel, base)
+            was = executable if was is None or current is None else was
+            if base == current and was == executable:
+                result_skipped.append(f"{rel}: not edited (same bytes and mode as {origin})")
                 continue
             change = "new" if base is None else "deleted" if current is None else "modified"
-            versions.append(FileVersions(rel, base, current, executable, executable))
-            mode = _mode(path) if base is not None else None
+            if base == current:
+                change = "mode changed"
+            elif was != executable and current is not None and base is not None:
+                change = "modified, mode changed"
+            versions.append(FileVersions(rel, base, current, was, executable))
+            mode = _mode_before(_mode(path), was) if base is not None else None
             made.append(MadeFile(chosen, rel, base, current, mode))
             captured.append(CapturedFile(rel, change, origin))
         if not versions:
@@ -469,13 +475,7 @@ def state_before(
         RefusedError: another patchset wrote it last; the patch that did changed since; its
             result cannot be rebuilt; no pristine copy matches RECORD.
     """
-    last = None
-    for name, entries in ledger.all_entries().items():
-        for entry in entries:
-            for rec in entry.files:
-                root = env.roots.get(rec.target)
-                if root is not None and os.path.normpath(os.path.join(root, rec.path)) == path:
-                    last = (name, entry, rec)
+    last = _last_record(ledger, env, path)
     if last is None:
         return pristine.original(target, rel)
     name, entry, rec = last
@@ -516,6 +516,37 @@ def state_before(
         file=path,
         patch_id=patch.id,
     )
+
+
+def _last_record(
+    ledger: Ledger, env: Environment, path: str
+) -> tuple[str, LedgerEntry, FileRecord] | None:
+    """The newest ledger record (of any patchset) of the file at ``path`` (absolute):
+    ``(patchset name, entry, record)``, or None."""
+    last = None
+    for name, entries in ledger.all_entries().items():
+        for entry in entries:
+            for rec in entry.files:
+                root = env.roots.get(rec.target)
+                if root is not None and os.path.normpath(os.path.join(root, rec.path)) == path:
+                    last = (name, entry, rec)
+    return last
+
+
+def executable_before(
+    env: Environment, ledger: Ledger, pristine: Pristine, path: str, target: str, rel: str,
+    base: bytes | None,
+) -> bool | None:  # fmt: skip
+    """Whether the file was executable before the edits (git keeps that one bit: ``old
+    mode``/``new mode``): as the newest ledger record of it found it, or as the image shipped
+    it (:meth:`Pristine.executable`); None when nothing tells (the file's mode now stands)."""
+    if base is None:
+        return None
+    last = _last_record(ledger, env, path)
+    if last is not None:
+        mode = last[2].mode_before
+        return None if mode is None else bool(mode & 0o100)
+    return pristine.executable(target, rel, base)
 
 
 def _writer(
@@ -722,6 +753,14 @@ def _executable(path: str) -> bool:
         return bool(os.stat(path).st_mode & stat.S_IXUSR)
     except FileNotFoundError:
         return False
+
+
+def _mode_before(mode: int | None, executable: bool) -> int | None:
+    """The permission bits the file had before a ``chmod`` that left it with ``mode``: its
+    ``x`` bits off, or on where it is readable (as ``chmod +x``), as git's one mode bit says."""
+    if mode is None or bool(mode & 0o100) == executable:
+        return mode
+    return mode | ((mode & 0o444) >> 2) if executable else mode & ~0o111
 
 
 def _mode(path: str) -> int | None:

@@ -189,6 +189,21 @@ def checkout_original(checkout: Checkout, path: str) -> tuple[bytes | None, str]
     return data, where
 
 
+def checkout_executable(checkout: Checkout, path: str) -> bool | None:
+    """Whether git's ``HEAD`` of the checkout holds ``path`` as executable (tree mode
+    ``100755``); None when it does not track the file or the checkout is no repository."""
+    folder = checkout.folder
+    status, out = run_git(["rev-parse", "--show-toplevel"], folder, ok=(0, 128))
+    if status != 0:
+        return None
+    top = Path(os.fsdecode(out.strip()))
+    rel = Path(os.path.relpath(os.path.realpath(path), top.resolve())).as_posix()
+    _, listing = run_git(["ls-tree", "-z", "HEAD", "--", rel], top)
+    if not listing:
+        return None
+    return listing.split(b" ", 1)[0] == b"100755"
+
+
 def changed_in_checkout(checkout: Checkout) -> list[str]:
     """The tracked files of the checkout that differ from ``HEAD`` (edited or deleted), as
     absolute paths; none when it is no git repository."""

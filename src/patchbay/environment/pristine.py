@@ -30,7 +30,14 @@ from ..apply.ledger import Ledger
 from ..diff.gitapply import run_git
 from ..errors import InputError, RefusedError
 from .installed import RecordEntry, not_installed, read_record
-from .ownership import Checkout, checkout_of, checkout_original, editable_checkouts, record_owners
+from .ownership import (
+    Checkout,
+    checkout_executable,
+    checkout_of,
+    checkout_original,
+    editable_checkouts,
+    record_owners,
+)
 from .targets import Environment
 
 PIP_TIMEOUT_S = 600
@@ -122,6 +129,12 @@ class PristineCopy:
         which file is meant; none when it is no copy of that distribution."""
         raise NotImplementedError
 
+    def executable(self, distribution: str, rel: str, data: bytes) -> bool | None:
+        """Whether this copy's file ``rel`` with the bytes ``data`` is executable (the
+        owner's ``x``, the one bit git and wheels keep), or None when the copy does not hold
+        that file."""
+        return None
+
 
 class WheelCopy(PristineCopy):
     """A wheel file: its members are named exactly as RECORD names the installed files, and
@@ -153,6 +166,14 @@ class WheelCopy(PristineCopy):
             return []
         with zipfile.ZipFile(self.path) as zf:
             return [zf.read(rel)]
+
+    def executable(self, distribution: str, rel: str, data: bytes) -> bool | None:
+        """From the member's Unix mode (the high bits of ``external_attr``), which pip applies
+        when it installs the wheel (any ``x`` bit set makes the installed file executable)."""
+        if self._canonical(distribution) != self.distribution or rel not in self._names:
+            return None
+        with zipfile.ZipFile(self.path) as zf:
+            return bool((zf.getinfo(rel).external_attr >> 16) & 0o111)
 
 
 class FetchedWheels(PristineCopy):
@@ -186,6 +207,13 @@ class FetchedWheels(PristineCopy):
             )
             self.label = f"{wheel.path.name}, fetched with the engine's pip"
         return wheel.candidates(distribution, rel)
+
+    def executable(self, distribution: str, rel: str, data: bytes) -> bool | None:
+        wheel = self._wheels.get(distribution)
+        if wheel is None and not self.candidates(distribution, rel):
+            return None
+        wheel = self._wheels.get(distribution)
+        return None if wheel is None else wheel.executable(distribution, rel, data)
 
     def _download(self, python: str, distribution: str, version: str) -> Path:
         dest = Path(tempfile.mkdtemp(prefix="pip-", dir=self.folder))
@@ -271,6 +299,19 @@ class GitCopy(PristineCopy):
             out.append(data)
         return out
 
+    def executable(self, distribution: str, rel: str, data: bytes) -> bool | None:
+        """From the tree entry's mode (``100755``) of the file with these bytes."""
+        if distribution != self.distribution:
+            return None
+        repo = self._open()
+        for name in sorted((n for n in self._names if n == rel or n.endswith("/" + rel)), key=len):
+            _, listing = run_git(["ls-tree", "-z", self.commit, "--", name], repo)
+            mode = listing.split(b" ", 1)[0]
+            _, blob = run_git(["cat-file", "blob", f"{self.commit}:{name}"], repo)
+            if blob == data:
+                return mode == b"100755"
+        return None
+
 
 class Pristine:
     """Finds the image's original bytes of installed files (see the module docstring).
@@ -294,9 +335,11 @@ class Pristine:
     ) -> None:
         self.env, self.ledger, self.shipped, self.copies = env, ledger, shipped, copies
         self._firsts: dict[tuple[str, str], str | None] = {}
+        self._modes: dict[tuple[str, str], int | None] = {}
         for entry in ledger.entries(patchset_name):
             for rec in entry.files:
                 self._firsts.setdefault((rec.target, rec.path), rec.before)
+                self._modes.setdefault((rec.target, rec.path), rec.mode_before)
 
     def from_ledger(self, target: str, rel: str) -> bool:
         """Whether the ledger holds the original of this file."""
@@ -335,6 +378,35 @@ class Pristine:
         if on_disk is not None and matches_record(entry, on_disk):
             return on_disk, "the image (matches RECORD)"
         return self._from_copies(path, entry)
+
+    def executable(self, target: str, rel: str, data: bytes | None) -> bool | None:
+        """Whether the image's file ``rel`` (with the bytes ``data``, as :meth:`original`
+        gave them) was executable: the mode the ledger kept from before patchbay's first patch
+        of it, the editable checkout's ``HEAD``, or the pristine copy's (a wheel member's mode,
+        a tree entry's), in that order; None when none of them can tell (a file no RECORD
+        lists, no copy holding it).
+
+        Raises:
+            RefusedError: as :meth:`original`, when a copy must be fetched and cannot be.
+        """
+        if data is None:
+            return None
+        if (target, rel) in self._modes:
+            mode = self._modes[(target, rel)]
+            return None if mode is None else bool(mode & 0o100)
+        path = os.path.normpath(os.path.join(self.env.roots[target], rel))
+        if self.shipped is None:
+            return None
+        entry = self.shipped.entries.get(path)
+        if entry is None:
+            checkout = checkout_of(path, self.shipped.checkouts)
+            return None if checkout is None else checkout_executable(checkout, path)
+        distribution, shipped_rel = self.shipped.owner[path], self.shipped.relative(path)
+        for copy in self.copies:
+            found = copy.executable(distribution, shipped_rel, data)
+            if found is not None:
+                return found
+        return None
 
     def _from_copies(self, path: str, entry: RecordEntry) -> tuple[bytes, str]:
         assert self.shipped is not None
