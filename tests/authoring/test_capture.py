@@ -421,3 +421,50 @@ def test_capture_without_files_leaves_out_what_no_record_lists(
     )  # fmt: skip
     assert named.code == 0, named.err
     assert "captured: demo_engine/jit/module_fast.so (new" in named.out
+
+
+def test_capture_exclude_leaves_out_what_matches_and_lists_it(
+    tmp_path: Path, engine: Engine, demo_wheel: Path
+) -> None:
+    """--exclude (issue 24, part 3): found or named, a matching file is left out and listed."""
+    folder = _demo(tmp_path)
+    _edit(engine.pkg / "worker.py", WORKER_OLD, WORKER_NEW)
+    _edit(engine.pkg / "ops" / "decode.py", "    out = []\n", "    out = [] # tuned\n")
+    (engine.pkg / "jit").mkdir()
+    (engine.pkg / "jit" / "module_fast.so").write_bytes(b"\x7fELF\0built")
+    res = run_cli(
+        "capture", folder, "tune", "--python", engine.python, "--wheel", demo_wheel,
+        "--exclude", "demo_engine/ops", "--exclude", "*.so",
+    )  # fmt: skip
+    assert res.code == 0, res.err
+    assert res.out.count("captured: ") == 1 and "captured: demo_engine/worker.py" in res.out
+    assert "skipped: demo_engine/ops/decode.py: excluded by --exclude demo_engine/ops" in res.out
+    diff = (folder / "patches" / "tune.patch").read_text()
+    assert "decode.py" not in diff
+    named = run_cli(
+        "capture", folder, "jit", "demo_engine/jit/module_fast.so", "--python", engine.python,
+        "--exclude", "*.so",
+    )  # fmt: skip
+    assert named.code == 1 and "every edited file is excluded" in named.err, named.err
+    assert "jit.patch" not in {p.name for p in (folder / "patches").iterdir()}
+
+
+@pytest.mark.parametrize(
+    ("rel", "pattern", "hit"),
+    [
+        ("pkg/jit/module.so", "*.so", True),
+        ("pkg/.cache/index.json", ".cache", True),
+        ("pkg/jit/module.so", "pkg/jit", True),
+        ("pkg/jit/module.so", "/pkg/jit/", True),
+        ("pkg/jit/module.so", "jit/module.so", False),  # with a /: from the root
+        ("pkg/worker.py", "*.so", False),
+        ("pkg/worker.py", "pkg/w*.py", True),
+        ("pkg/sub/worker.py", "pkg/*.py", False),  # * never crosses a /
+        ("pkg/sub/worker.py", "pkg/**/*.py", True),
+        ("pkg/worker.py", "pkg/**/*.py", True),
+    ],
+)
+def test_exclude_patterns_read_as_gitignore_does(rel: str, pattern: str, hit: bool) -> None:
+    from patchbay.authoring.capture import excluded
+
+    assert (excluded(rel, [pattern]) == pattern) is hit

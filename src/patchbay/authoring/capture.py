@@ -27,6 +27,7 @@ lists them and the audit flags them (PB301; PB202 in a waiver made from the patc
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 import shutil
@@ -172,6 +173,7 @@ def capture_patch(
     description: str | None = None,
     upstream: Sequence[str] = (),
     lock_timeout: float = 0.0,
+    exclude: Sequence[str] = (),
 ) -> CaptureResult:
     """Capture the edits of ``paths`` (default: every undeclared edit) as patch ``patch_id``.
 
@@ -187,6 +189,8 @@ def capture_patch(
         sources: pristine copies (default: fetched with the engine's pip).
         description, upstream: the patch's metadata (default: ``<TODO: ...>`` blanks).
         lock_timeout: seconds to wait for another run's lock.
+        exclude: patterns of files to leave out (:func:`excluded`), named or found; each one
+            left out is listed in ``skipped``.
 
     Returns:
         The :class:`CaptureResult`.
@@ -242,6 +246,21 @@ def capture_patch(
             )
         )
     found = list({p: (p, explicit) for p, explicit in found}.values())  # a file once
+    if exclude:
+        kept = []
+        for p, explicit in found:
+            pattern = excluded(_shown(p, env), exclude)
+            if pattern is None:
+                kept.append((p, explicit))
+            else:
+                result_skipped.append(f"{_shown(p, env)}: excluded by --exclude {pattern}")
+        if not kept:
+            raise RefusedError(
+                "nothing to capture: every edited file is excluded ("
+                + "; ".join(result_skipped)
+                + ")"
+            )
+        found = kept
     chosen = _target_for([p for p, _ in found], env, target, patchset.spec.targets)
     shipped_dirs = {
         a for p in shipped.listed for a in _ancestors(os.path.dirname(p), str(env.roots[chosen]))
@@ -322,6 +341,39 @@ def capture_patch(
             source=patchset.path,
         )
     return CaptureResult(patch_id, chosen, patch_file, captured, result_skipped, made_diff.context)
+
+
+def excluded(rel: str, patterns: Sequence[str]) -> str | None:
+    """The first of ``patterns`` that leaves out the file ``rel`` (``/``-separated, relative to
+    its target root), or None. As in ``.gitignore``: a pattern without ``/`` matches any
+    component of the path (``*.so``, ``.cache``, ``__pycache__``); one with ``/`` matches the
+    path from the root, or a folder above the file (``demo_engine/jit``); ``*``, ``?`` and
+    ``[...]`` match within one component (``fnmatch``'s, never across ``/``), ``**`` any number
+    of components."""
+    parts = rel.split("/")
+    for pattern in patterns:
+        clean = pattern.strip("/")
+        if "/" not in clean:
+            if any(fnmatch.fnmatchcase(part, clean) for part in parts):
+                return pattern
+            continue
+        segments = clean.split("/")
+        if any(_leading(segments, parts[:n]) for n in range(1, len(parts) + 1)):
+            return pattern
+    return None
+
+
+def _leading(segments: list[str], parts: list[str]) -> bool:
+    """Whether the pattern's ``segments`` match exactly the path components ``parts``."""
+    if not segments:
+        return not parts
+    if segments[0] == "**":
+        return any(_leading(segments[1:], parts[i:]) for i in range(len(parts) + 1))
+    return (
+        bool(parts)
+        and fnmatch.fnmatchcase(parts[0], segments[0])
+        and _leading(segments[1:], parts[1:])
+    )
 
 
 def _shown(path: str, env: Environment) -> str:

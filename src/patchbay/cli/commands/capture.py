@@ -21,6 +21,7 @@ def run(
     from_git: str | None,
     description: str | None,
     upstream: list[str],
+    exclude: list[str] | None = None,
 ) -> int:
     """Write the patch and add it to the patchset; exit 0 (errors raise, nothing written)."""
     patchset = load(patchset_arg)
@@ -34,6 +35,7 @@ def run(
         sources=PristineSources(wheels=wheels, from_git=from_git),
         description=description,
         upstream=upstream,
+        exclude=exclude or [],
     )
     for note in result.skipped:
         say(f"skipped: {note}")

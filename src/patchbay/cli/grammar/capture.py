@@ -39,6 +39,13 @@ def arguments(p: argparse.ArgumentParser) -> None:
         action="append",
         help="upstream PR, issue or commit (repeatable)",
     )
+    p.add_argument(
+        "--exclude",
+        metavar="PATTERN",
+        action="append",
+        help="leave out files matching PATTERN, as .gitignore reads it: *.so, .cache, "
+        "demo_engine/jit (repeatable; each one left out is listed)",
+    )
     add_quiet(p)
 
 
@@ -58,4 +65,5 @@ def handle(args: argparse.Namespace) -> int:
         from_git=args.from_git,
         description=args.description,
         upstream=args.upstream or [],
+        exclude=args.exclude or [],
     )
