@@ -175,3 +175,41 @@ def test_a_state_folder_inside_an_installed_package_is_refused(engine, tmp_path:
     res = run_main("apply", ps, "--python", engine.python, "--state-dir", engine.pkg / "st")
     assert res.code == 2 and f"lies inside {engine.pkg}, a package folder" in res.err, res.err
     assert not (engine.pkg / "st").exists()
+
+
+def test_environments_sharing_a_state_dir_keep_their_records_apart(
+    tmp_path: Path, engine_template: Path
+) -> None:
+    """One --state-dir given to two engine environments (issue 24, part 6): the first claims
+    it, the second keeps its records in a folder of its own below it; each status, no-op apply
+    and revert acts only on its own environment's records."""
+    from conftest import copy_engine, run_cli
+    from patchbay.environment.statefolder import CLAIM, SUBFOLDER
+
+    first = copy_engine(engine_template, tmp_path / "first")
+    second = copy_engine(engine_template, tmp_path / "second")
+    shared = tmp_path / "state"
+    shared.mkdir()
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO / "patchsets" / "demo", demo)
+
+    def cli(cmd: str, engine: object, *more: str) -> object:
+        return run_cli(cmd, demo, "--python", engine.python, "--state-dir", shared, *more)
+
+    assert cli("apply", first).code == 0
+    assert cli("apply", second).code == 0  # not "nothing to do": its own records
+    assert (shared / "ledger.json").is_file()
+    (own,) = (shared / SUBFOLDER).iterdir()
+    assert (own / "ledger.json").is_file()
+    assert CLAIM in {p.name for p in shared.iterdir()} and (own / CLAIM).is_file()
+    again = cli("apply", second)
+    assert again.code == 0 and "nothing to do" in again.out, again.out
+    # revert in the first environment acts on the first's files only
+    assert cli("revert", first).code == 0
+    assert (first.pkg / "scheduler.py").read_bytes() == (
+        engine_template / first.pkg.relative_to(first.prefix) / "scheduler.py"
+    ).read_bytes()
+    status = cli("status", second)
+    assert status.code == 0 and "pending" not in status.out, status.out
+    assert cli("revert", second).code == 0
+    assert "pending" in cli("status", first).out

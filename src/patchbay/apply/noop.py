@@ -45,6 +45,7 @@ import os
 import stat
 
 from .. import __version__
+from ..environment.statefolder import find_own
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:
@@ -219,12 +220,22 @@ def _check(
     if root is not None:
         tree_root = os.path.realpath(root)
         folder = os.path.realpath(state_dir or os.path.join(tree_root, ".patchbay"))
+        if state_dir is not None:
+            own = find_own(folder, root=tree_root)
+            if own is None:
+                return None
+            folder = os.path.realpath(own)
     else:
         executable = interpreter_path(python)
         if executable is None:
             return None
         prefix = candidate_prefix(executable)
         folder = os.path.realpath(state_dir or os.path.join(prefix, "share", "patchbay"))
+        if state_dir is not None:
+            own = find_own(folder, prefix=prefix)
+            if own is None:
+                return None
+            folder = os.path.realpath(own)
     if os.path.lexists(os.path.join(folder, "journal")):
         return None  # a run is under way, or was interrupted: the engine rolls it back
     if not os.access(folder, os.W_OK | os.X_OK):

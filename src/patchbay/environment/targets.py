@@ -25,6 +25,7 @@ import msgspec
 from ..apply.statelock import unwritable
 from ..errors import EnvironmentProbeError, InputError, RefusedError
 from .paths import inside
+from .statefolder import identity, site_of, state_folder_of
 
 if TYPE_CHECKING:  # imported lazily: `apply`'s verified no-op needs neither
     import subprocess  # (and only the probe spawns a process: a run with --root does not)
@@ -424,6 +425,8 @@ def resolve_environment(
         if state_dir is None:
             check_state_dir(folder, writable=False)
         check_state_placement(folder, patchset, roots)
+        if state_dir is not None:
+            folder = _own_folder(folder, identity(root))
         versions, dist_info = tree_distributions(root, dists)
         return Environment(
             python=None,
@@ -459,6 +462,9 @@ def resolve_environment(
     if state_dir is None:
         check_state_dir(folder, writable=False)
     check_state_placement(folder, patchset, roots)
+    if state_dir is not None:
+        site = site_of(prefix, [str(p) for p in answer.get("sys_path", [])])  # type: ignore[union-attr]
+        folder = _own_folder(folder, identity(site))
     return Environment(
         python=python,
         prefix=prefix,
@@ -601,6 +607,14 @@ def home_root(name: str, target: Target, environ: Mapping[str, str] | None = Non
             f"directory {real_home}"
         )
     return root
+
+
+def _own_folder(given: Path, ident: dict) -> Path:
+    """The environment's own state folder in the ``--state-dir`` folder ``given``
+    (:func:`patchbay.environment.statefolder.state_folder_of`), claimed for it when the folder
+    can be written (a read-only one is read as it is: the command that must write it says
+    that it cannot)."""
+    return state_folder_of(given, ident, claim=True)
 
 
 def _absolute(path: Path) -> Path:
