@@ -912,3 +912,34 @@ def test_recovery_lists_only_the_users_files_it_gave_back(tmp_path: Path) -> Non
     assert res.code == 0, res.err
     recovered = [line for line in res.out.splitlines() if line.startswith("rolled back")]
     assert recovered == [f"rolled back an interrupted earlier run: restored {victim}"], res.out
+
+
+@pytest.mark.parametrize(
+    ("point", "committed"),
+    [
+        ("batch-written", False),  # inside the transaction: rolled back, and said so
+        ("ledger-written", False),  # the ledger written, not yet committed: rolled back
+        ("journal-committed", True),  # the mark is down: the run stands
+    ],
+)
+def test_a_ctrl_c_is_reported_as_what_it_left(
+    tmp_path: Path, engine: Engine, point: str, committed: bool
+) -> None:
+    """Issue 24, part 7: 'rolled back' only when the tree is back; a Ctrl-C after the commit
+    says the patches stay applied and recorded, as status then finds them."""
+    demo = tmp_path / "demo"
+    shutil.copytree(REPO / "patchsets" / "demo", demo)
+    pristine = snapshot(engine.pkg)
+    env = {**os.environ, "PATCHBAY_TEST_FAULT": f"int@{point}"}
+    res = run_cli("apply", demo, "--python", engine.python, env=env)
+    assert res.code == 130, res.out + res.err
+    assert "Traceback" not in res.err
+    status = run_cli("status", demo, "--python", engine.python)
+    if committed:
+        assert "committed: they stay applied and recorded" in res.err, res.err
+        assert "rolled back" not in res.err and "restored" not in res.err
+        assert status.code == 0 and "pending" not in status.out, status.out
+    else:
+        assert "every file this run touched was restored" in res.err, res.err
+        assert snapshot(engine.pkg) == pristine
+        assert "applied" not in status.out.replace("not applied", ""), status.out

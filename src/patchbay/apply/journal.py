@@ -16,10 +16,11 @@ the user's of the same shape is never touched. (A journal of format 2 or older d
 temporary files by its id: they are found by their shape, as that patchbay did.)
 
 Fault injection (tests only): ``PATCHBAY_TEST_FAULT="kill@<point>[:<n>],fail@<point>[:<n>]"``
-kills the process with SIGKILL (or raises an ``OSError``) the ``n``-th time (default 1) it
-reaches the named :func:`fault_point`; ``PATCHBAY_TEST_FAULT_LOG=<file>`` appends every point
-reached, so a sweep can list them. Neither is read unless set; ``benchmarks/fault_matrix.py``
-and ``tests/apply/test_faults.py`` use them.
+kills the process with SIGKILL (or raises an ``OSError``; ``int@``: sends it SIGINT, a Ctrl-C
+landing there) the ``n``-th time (default 1) it reaches the named :func:`fault_point`;
+``PATCHBAY_TEST_FAULT_LOG=<file>`` appends every point reached, so a sweep can list them.
+Neither is read unless set; ``benchmarks/fault_matrix.py`` and ``tests/apply/test_faults.py``
+use them.
 """
 
 from __future__ import annotations
@@ -183,6 +184,8 @@ def fault_point(name: str) -> None:
             continue
         if action == "kill":
             os.kill(os.getpid(), signal.SIGKILL)
+        if action == "int":  # a Ctrl-C that lands here
+            os.kill(os.getpid(), signal.SIGINT)
         if action == "fail":
             raise OSError(errno.EIO, f"injected fault at {name}:{n}")
 

@@ -66,6 +66,10 @@ from .journal import (
 )
 from .recovery import Rollback, _discard, _restore
 
+# the ids of the transactions this process committed, in order: what the command line says
+# of a Ctrl-C that reaches it outside a transaction depends on it (see cli/entry.py)
+COMMITTED: list[str] = []
+
 
 class Transaction:
     """Journal of changed paths under ``journal_dir``; use as a context manager.
@@ -424,11 +428,16 @@ class Transaction:
         if self._manifest is None:
             return
         _release_staging_id(self.id)
-        self._write({"committed": True})
-        os.fsync(self._manifest.fileno())
-        self._manifest.close()
-        fault_point("journal-committed")
-        _discard(self.dir, self.id, list(self._entries.values()))
+        # the mark, what this process says of it and the journal's removal go together: a
+        # Ctrl-C in between would be reported as a rollback of a run that recovery then finds
+        # committed, or leave a committed journal that makes status call the run interrupted
+        with signals_held():
+            self._write({"committed": True})
+            os.fsync(self._manifest.fileno())
+            COMMITTED.append(self.id)
+            self._manifest.close()
+            fault_point("journal-committed")
+            _discard(self.dir, self.id, list(self._entries.values()))
 
     def rollback(self) -> Rollback:
         """Restore every saved path that changed, newest first; safe to call once.

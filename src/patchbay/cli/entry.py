@@ -301,6 +301,13 @@ def _top_help() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _committed() -> list[str]:
+    """The transactions this process committed (none when no transaction module was loaded:
+    nothing was written through one)."""
+    module = sys.modules.get("patchbay.apply.transaction")
+    return list(getattr(module, "COMMITTED", [])) if module is not None else []
+
+
 def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
     """Run a command; expected failures become one line (redacted) and their exit code."""
     from ..errors import PatchbayError, Terminated
@@ -310,6 +317,7 @@ def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace)
         from .. import progress
 
         progress.silence()
+    committed_before = len(_committed())
     try:
         return handler(args)
     except PatchbayError as exc:
@@ -320,7 +328,20 @@ def _run(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace)
     except Terminated:  # SIGTERM outside a transaction (one inside raises Interrupted)
         return _terminated()
     except KeyboardInterrupt:
-        print("patchbay: interrupted; every change of this run was rolled back", file=sys.stderr)
+        # a Ctrl-C inside a transaction is reported by it (Interrupted, with what was
+        # restored); one that reaches here came before the run's transaction or after it
+        if len(_committed()) > committed_before:
+            print(
+                "patchbay: interrupted after this run's changes were committed: they stay "
+                "applied and recorded in the ledger (`patchbay status` shows them)",
+                file=sys.stderr,
+            )
+        else:
+            print(
+                "patchbay: interrupted; no change of this run was committed to the engine or "
+                "its ledger",
+                file=sys.stderr,
+            )
         return 130
     finally:
         if quiet:  # for this run only (main() may be called again in one process)
