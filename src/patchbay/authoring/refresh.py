@@ -39,7 +39,8 @@ from ..kinds import LoadedPatch
 from ..options import RunOptions
 from ..patchset.model import DiffPatch, Patchset
 from .adopt import MadeFile, record_made_patch
-from .capture import PristineSources, checked_diff, locate, state_before
+from .bases import state_before
+from .capture import PristineSources, checked_diff, locate
 
 
 @dataclass
