@@ -39,7 +39,7 @@ from .folders import (
     replaced_folders,
     space_needed,
 )
-from .interrupted import interrupted, journal_roots, recover_interrupted
+from .interrupted import interrupted, journal_roots, recover_interrupted, reread_patchset
 from .journal import fault_point
 from .ledger import FileRecord, Ledger, LedgerEntry, sha256_bytes, sha256_or_none
 from .plan import load_patches, make_plan
@@ -214,6 +214,8 @@ def apply_patchset(
             recovered = recover_interrupted(env, patchset)
         # the environment was read before the recovery, which may have put packages back
         env = read_again(env)
+        # and the patchset too, whose files a killed capture or refresh was writing
+        patchset, loaded = reread_patchset(patchset, loaded, recovered)
     plan = make_plan(patchset, env, loaded, options=options)
     _refuse_blocking(plan, upgrade)
     if not plan.with_status(PatchStatus.PENDING) and not plan.stale and not plan.superseded:
@@ -227,6 +229,7 @@ def apply_patchset(
             # another run moved the tree between the plan and the lock (its pins too): judge
             # it as it is now
             env = read_again(env)
+            patchset, loaded = reread_patchset(patchset, loaded, rolled_back)
             plan = make_plan(patchset, env, loaded, options=options)
             _refuse_blocking(plan, upgrade)
         if not plan.stale:

@@ -4,6 +4,7 @@ the tree again; a journaled package install is undone by the kind that journaled
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from ..environment.targets import Environment
 from ..errors import RefusedError
 from ..kinds import KINDS
+from ..patchset.inputfiles import patchset_side
 from ..patchset.model import Patchset
 from .journal import MANIFEST
 from .recovery import recover
@@ -135,3 +137,72 @@ def finish_journal(state_dir: Path, roots: list[Path], *, python: str | None = N
             file=journal,
         )
     return outcome.restored
+
+
+def recover_patchset_files(folder: Path, lock_timeout: float = 0.0) -> list[Path]:
+    """Finish the journal a killed write of the patchset in ``folder`` left (in its side
+    folder: :func:`patchbay.patchset.inputfiles.patchset_side`) before anything reads the
+    patchset; returns the restored paths (none when there is no such journal).
+
+    Raises:
+        RefusedError: the lock is held by a write under way, or the journal cannot be
+            recovered (as :func:`finish_journal`); the journal stays.
+    """
+    side = Path(patchset_side(folder))
+    if not os.path.lexists(side / "journal" / MANIFEST):
+        return []
+    from .statelock import state_lock  # only when a write was interrupted
+
+    with state_lock(side, lock_timeout):
+        restored = finish_journal(side, [folder])
+    tidy_side(side)
+    return restored
+
+
+def tidy_side(side: Path) -> None:
+    """Remove the side folder of a patchset write once its journal is gone (the lock file
+    and the folder itself; anything else there stays)."""
+    if os.path.lexists(side / "journal"):
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(side / "lock")
+    with contextlib.suppress(OSError):
+        os.rmdir(side)
+
+
+def reread_patchset(
+    patchset: Patchset, loaded: list[Any], restored: list[Path]
+) -> tuple[Patchset, list[Any]]:
+    """``patchset`` and its loaded patches read again when a recovery ``restored`` one of its
+    files (a killed ``capture`` or ``refresh`` writes ``patchset.yaml`` and patch files in the
+    environment's journal): a plan is never made from what the recovery put back. Else as
+    given.
+
+    Raises:
+        InputError: the restored patchset does not load (file and line named).
+    """
+    folder = os.path.realpath(patchset.folder)
+    if not any(os.path.realpath(p).startswith(folder + os.sep) for p in restored):
+        return patchset, loaded
+    from ..patchset.loading import load_patchset
+    from .plan import load_patches
+
+    again = load_patchset(patchset.path)
+    return again, load_patches(again)
+
+
+def recovered_first(patchset: Patchset, env: Environment, lock_timeout: float = 0.0) -> Patchset:
+    """Before an authoring command (``capture``, ``edit``, ``refresh``) plans anything: finish
+    a journal a killed run left in the environment's state folder, and return the patchset as
+    it is after that (read again when the recovery put its files back).
+
+    Raises:
+        RefusedError: as :func:`recover_interrupted`, or the lock is held.
+    """
+    if not interrupted(env):
+        return patchset
+    from .statelock import state_lock
+
+    with state_lock(env.state_dir, lock_timeout):
+        restored = recover_interrupted(env, patchset)
+    return reread_patchset(patchset, [], restored)[0]

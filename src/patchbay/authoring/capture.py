@@ -40,6 +40,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from ..apply.interrupted import recovered_first
 from ..apply.ledger import Ledger
 from ..apply.plan import load_patches, make_plan
 from ..apply.results import PatchReport
@@ -203,6 +204,7 @@ def capture_patch(
     """
     if not _ID.match(patch_id):
         raise InputError(f"patch id {patch_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]*")
+    patchset = recovered_first(patchset, env, lock_timeout)  # never plan on a killed run's tree
     if any(p.id == patch_id for p in patchset.patches):
         raise InputError(f"patchset already has a patch {patch_id!r}", file=patchset.path)
     components = [c.distribution for c in patchset.spec.components]

@@ -35,10 +35,12 @@ from pathlib import Path
 import msgspec
 
 from ..apply.check import CheckResult, Verdict, check_patchset
-from ..apply.journal import write_atomic
+from ..apply.interrupted import finish_journal, tidy_side
+from ..apply.journal import fault_point, write_atomic
 from ..apply.ledger import Ledger, sha256_bytes
 from ..apply.plan import load_patches, make_plan
 from ..apply.results import PatchStatus
+from ..apply.statelock import state_lock
 from ..apply.transaction import Transaction
 from ..diff.gitapply import run_git
 from ..diff.gitdiff import FileVersions, write_diff
@@ -48,6 +50,7 @@ from ..environment.targets import Environment
 from ..environment.tree import Location, Tree
 from ..errors import InputError, PatchbayError, RefusedError
 from ..kinds import KINDS, ContentState, FileChange
+from ..patchset.inputfiles import patchset_side
 from ..patchset.loading import load_patchset
 from ..patchset.model import DiffPatch, Patchset
 from ..patchset.text import remove_patch, set_scalar
@@ -613,17 +616,30 @@ def _publish(work: Path, patchset: Patchset, out: Path | None, write: bool, scra
     folder = patchset.folder
     old = {p.relative_to(folder) for p in folder.rglob("*") if p.is_file()}
     new = {p.relative_to(work) for p in work.rglob("*") if p.is_file()}
-    with Transaction(scratch / "journal", [folder]) as txn:
-        for rel in sorted(old | new):
-            target = folder / rel
-            data = (work / rel).read_bytes() if rel in new else None
-            if data is not None and rel in old and target.read_bytes() == data:
-                continue
-            txn.save(target)
-            if data is None:
-                target.unlink()
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                write_atomic(target, data)
-        txn.commit()
+    # journaled beside the patchset, where the next command that loads it finds a killed
+    # write and puts the patchset back before reading it (recover_patchset_files)
+    side = Path(patchset_side(folder))
+    with state_lock(side, 0.0):
+        finish_journal(side, [folder])
+        with Transaction(side / "journal", [folder]) as txn:
+            for rel in sorted(old | new):
+                target = folder / rel
+                data = (work / rel).read_bytes() if rel in new else None
+                if data is not None and rel in old and target.read_bytes() == data:
+                    continue
+                txn.save(target)
+            txn.sync()
+            for rel in sorted(old | new):
+                target = folder / rel
+                data = (work / rel).read_bytes() if rel in new else None
+                if data is not None and rel in old and target.read_bytes() == data:
+                    continue
+                if data is None:
+                    target.unlink()
+                else:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    write_atomic(target, data, durable=True)
+                fault_point("patchset-file-written")
+            txn.commit()
+    tidy_side(side)
     return folder

@@ -25,6 +25,7 @@ from pathlib import Path
 import msgspec
 
 from ..apply.engine import apply_patchset
+from ..apply.interrupted import recovered_first
 from ..apply.ledger import Ledger, LedgerEntry
 from ..apply.plan import load_patches, make_plan
 from ..apply.results import BLOCKING
@@ -104,6 +105,7 @@ def edit_patch(
         RefusedError: a later patch's file changed since patchbay wrote it, or a patch up to
             ``patch_id`` cannot be applied; nothing changed.
     """
+    patchset = recovered_first(patchset, env, lock_timeout)
     index, patch = _local_diff(patchset, patch_id)
     later = [p.id for p in patchset.patches[index + 1 :]]
     reverted = revert_patchset(patchset, env, later, lock_timeout=lock_timeout, options=options).ids
@@ -155,6 +157,7 @@ def refresh_patch(
             after it (run ``edit`` first); the result would be empty; a later patch would no
             longer apply (named); nothing was written.
     """
+    patchset = recovered_first(patchset, env, lock_timeout)
     index, patch = _local_diff(patchset, patch_id)
     ledger = Ledger(env.state_dir)
     entry = ledger.find(patchset.name, patch_id)

@@ -51,6 +51,14 @@ _KINDS = (
 )
 
 
+def patchset_side(folder: str | os.PathLike[str]) -> str:
+    """Where a write of a patchset's own files (``rebase --write``) keeps its lock and journal:
+    ``.<folder name>.patchbay`` beside the patchset folder (outside it, so that the patchset
+    never lists its own journal); see apply/interrupted.py."""
+    folder = os.path.abspath(folder)
+    return os.path.join(os.path.dirname(folder), f".{os.path.basename(folder)}.patchbay")
+
+
 def _what(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 

@@ -146,9 +146,19 @@ def patchset_path(arg: str) -> Path:
 
 def load(arg: str) -> Patchset:
     """Load the patchset named by a PATCHSET argument (see :func:`patchset_path`)."""
+    import os
+
+    from ...patchset.inputfiles import patchset_side
     from ...patchset.loading import load_patchset
 
-    return load_patchset(patchset_path(arg))
+    path = patchset_path(arg)
+    folder = path if path.is_dir() else path.parent
+    if os.path.lexists(patchset_side(folder)):  # a write of the patchset was killed
+        from ...apply.interrupted import recover_patchset_files
+
+        for restored in recover_patchset_files(folder):
+            note(f"rolled back an interrupted write of the patchset: restored {restored}")
+    return load_patchset(path)
 
 
 def environment(
