@@ -165,6 +165,16 @@ def test_a_file_of_a_package_that_is_no_component_is_captured_as_a_change(
     assert core.read_text() == CORE
 
 
+def _lib(tmp_path: Path) -> Path:
+    """An empty patchset whose target and component is helperlib."""
+    return _second(
+        tmp_path / "lib",
+        "lib",
+        {"lib": {"package": "helperlib"}},
+        [{"distribution": "helperlib", "repository": "t/helperlib"}],
+    )
+
+
 def _git(*args: str | Path, cwd: Path) -> None:
     subprocess.run(["git", *map(str, args)], cwd=cwd, check=True, capture_output=True)
 
@@ -198,12 +208,7 @@ def test_an_editable_checkout_is_captured_against_its_git_head_and_never_deleted
     git's HEAD holds (also found without FILE), a new file's folders that hold other files are
     not the patch's, and revert leaves the checkout as git has it."""
     checkout = _editable(tmp_path, engine)
-    lib = _second(
-        tmp_path / "lib",
-        "lib",
-        {"lib": {"package": "helperlib"}},
-        [{"distribution": "helperlib", "repository": "t/helperlib"}],
-    )
+    lib = _lib(tmp_path)
     (checkout / "helperlib" / "core.py").write_text(CORE_EDITED)
     (checkout / "helperlib" / "extra.py").write_text("X = 1\n")
     assert _greets(engine) == "hello, x"
@@ -234,12 +239,7 @@ def test_an_editable_checkout_without_git_is_refused_naming_it(
     checkout = _helper_source(tmp_path / "plain")
     _install_editable(checkout, engine)
     shutil.rmtree(checkout / "build", ignore_errors=True)
-    lib = _second(
-        tmp_path / "lib",
-        "lib",
-        {"lib": {"package": "helperlib"}},
-        [{"distribution": "helperlib", "repository": "t/helperlib"}],
-    )
+    lib = _lib(tmp_path)
     (checkout / "helperlib" / "core.py").write_text(CORE_EDITED)
     res = run_cli("capture", lib, "greet", "helperlib/core.py", "--python", engine.python)
     assert res.code == 1, res.out + res.err

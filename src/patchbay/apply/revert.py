@@ -118,24 +118,25 @@ def revert_entries(
                 if later is not None:
                     name, patch_id, source = later
                     where = f" ({source})" if source is not None else ""
-                    raise RefusedError(
+                    reason = (
                         f"{rec.path} was changed since by patch {patch_id} of patchset "
                         f"{name}{where}, applied on top of this patch; reverting here would "
                         f"undo that patchset's change too; nothing was changed. Revert "
-                        f"{patch_id} of patchset {name} first",
-                        file=tree.resolve(rec.target, rec.path),
-                        patch_id=entry.patch_id,
+                        f"{patch_id} of patchset {name} first"
                     )
-                original = ledger.blob_dir / rec.before if rec.before else None
-                hint = f"; its original is kept at {original}" if original else ""
+                else:
+                    original = ledger.blob_dir / rec.before if rec.before else None
+                    hint = f"; its original is kept at {original}" if original else ""
+                    reason = (
+                        f"{rec.path} changed since patchbay wrote it (sha256 "
+                        f"{current or 'absent'}, recorded {rec.after or 'absent'}, and not what "
+                        f"it was before either); refusing to revert over it; nothing was "
+                        f"changed. Undo the edit by hand (or reinstall the package){hint}; if a "
+                        f"newer release was installed over the patch, `revert --forget` clears "
+                        f"its record without writing a file"
+                    )
                 raise RefusedError(
-                    f"{rec.path} changed since patchbay wrote it (sha256 {current or 'absent'}, "
-                    f"recorded {rec.after or 'absent'}, and not what it was before either); "
-                    f"refusing to revert over it; nothing was changed. Undo the edit by hand "
-                    f"(or reinstall the package){hint}; if a newer release was installed over "
-                    f"the patch, `revert --forget` clears its record without writing a file",
-                    file=tree.resolve(rec.target, rec.path),
-                    patch_id=entry.patch_id,
+                    reason, file=tree.resolve(rec.target, rec.path), patch_id=entry.patch_id
                 )
             before = None
             if rec.before is not None:

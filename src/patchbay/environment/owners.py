@@ -69,6 +69,25 @@ class Replacement(msgspec.Struct):
         return f"{what}: {their} stale, and {then}"
 
 
+def name_and_version(dist_info: Path, default: str) -> tuple[str, str | None]:
+    """A ``.dist-info`` folder's ``Name`` and ``Version`` from its METADATA headers (core
+    metadata: the first block, up to the first empty line); ``default`` and None for what it
+    does not say (or when it cannot be read)."""
+    name, version = default, None
+    try:
+        with (dist_info / "METADATA").open(encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if not line.strip():
+                    break
+                if line.startswith("Name:"):
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("Version:"):
+                    version = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return name, version
+
+
 class _DistInfo:
     """One ``.dist-info`` folder; its RECORD and METADATA read at first use."""
 
@@ -105,19 +124,7 @@ class _DistInfo:
 
     def installed(self) -> Installed:
         if self._installed is None:
-            name, version = self.key, None
-            meta = self.folder / "METADATA"
-            try:
-                with meta.open(encoding="utf-8", errors="replace") as fh:
-                    for line in fh:
-                        if not line.strip():
-                            break
-                        if line.startswith("Name:"):
-                            name = line.split(":", 1)[1].strip()
-                        elif line.startswith("Version:"):
-                            version = line.split(":", 1)[1].strip()
-            except OSError:
-                pass
+            name, version = name_and_version(self.folder, self.key)
             try:
                 record: str | None = hashlib.sha256(
                     (self.folder / "RECORD").read_bytes()

@@ -24,6 +24,7 @@ from urllib.parse import unquote, urlparse
 from ..diff.gitapply import run_git
 from ..errors import ApplyFailed, InputError, RefusedError
 from .installed import RecordEntry, read_record
+from .owners import name_and_version
 from .targets import Environment
 
 
@@ -51,20 +52,8 @@ def _dist_infos(folder: str) -> list[Path]:
 
 
 def _name_version(dist_info: Path) -> tuple[str, str | None]:
-    """The distribution's name and version from METADATA (the folder's name when unreadable)."""
-    name, version = dist_info.name[: -len(".dist-info")].split("-", 1)[0], None
-    try:
-        with (dist_info / "METADATA").open(encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                if not line.strip():
-                    break
-                if line.startswith("Name:"):
-                    name = line.split(":", 1)[1].strip()
-                elif line.startswith("Version:"):
-                    version = line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return name, version
+    """The distribution's name and version (the folder's name when METADATA does not say)."""
+    return name_and_version(dist_info, dist_info.name[: -len(".dist-info")].split("-", 1)[0])
 
 
 def record_owners(
