@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -914,6 +915,10 @@ def test_recovery_lists_only_the_users_files_it_gave_back(tmp_path: Path) -> Non
     assert recovered == [f"rolled back an interrupted earlier run: restored {victim}"], res.out
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize(
     ("point", "committed"),
     [
@@ -931,7 +936,9 @@ def test_a_ctrl_c_is_reported_as_what_it_left(
     shutil.copytree(REPO / "patchsets" / "demo", demo)
     pristine = snapshot(engine.pkg)
     env = {**os.environ, "PATCHBAY_TEST_FAULT": f"int@{point}"}
-    res = run_cli("apply", demo, "--python", engine.python, env=env)
+    # a terminal's Ctrl-C reaches a process whose SIGINT is at its default; a CI job started in
+    # the background hands its children SIGINT ignored, and Python then never raises for it
+    res = run_cli("apply", demo, "--python", engine.python, env=env, preexec_fn=_default_sigint)
     assert res.code == 130, res.out + res.err
     assert "Traceback" not in res.err
     status = run_cli("status", demo, "--python", engine.python)
