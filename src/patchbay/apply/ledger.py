@@ -17,7 +17,6 @@ Layout of the state folder::
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 import msgspec
 
+from ..digests import sha256_hex
 from ..errors import InputError
 from .journal import fault_point, fsync_dir, write_atomic
 from .noop import IDENTITY_KEY, LEDGER_FORMAT, READABLE_FORMATS
@@ -35,8 +35,8 @@ SOURCE_KEY = "source"
 
 
 def sha256_bytes(data: bytes) -> str:
-    """Hex sha256 of ``data``."""
-    return hashlib.sha256(data).hexdigest()
+    """Hex sha256 of ``data`` (a large input hashed once per run: :mod:`patchbay.digests`)."""
+    return sha256_hex(data)
 
 
 def sha256_or_none(data: bytes | None) -> str | None:

@@ -44,7 +44,8 @@ from ..apply.interrupted import recovered_first
 from ..apply.ledger import Ledger
 from ..apply.plan import load_patches, make_plan
 from ..apply.results import PatchReport
-from ..diff.gitdiff import FileVersions, write_diff
+from ..diff.gitdiff import FileVersions, big_binary, write_diff
+from ..digests import prefetch
 from ..environment.installed import verify_installed
 from ..environment.ownership import changed_in_checkout, record_owners
 from ..environment.pristine import (
@@ -277,6 +278,7 @@ def capture_patch(
         made: list[MadeFile] = []
         captured: list[CapturedFile] = []
         tree = Tree(env.roots, env)
+        pristine.read_current = tree.on_disk_if_file  # a large file is read once
         for path, explicit in found:
             rel = Path(os.path.relpath(path, root)).as_posix()
             tree.resolve(chosen, rel)  # refuses links and paths out of the root
@@ -305,6 +307,8 @@ def capture_patch(
             elif was != executable and current is not None and base is not None:
                 change = "modified, mode changed"
             versions.append(FileVersions(rel, base, current, was, executable))
+            if base is not None and current is not None and big_binary(base, current):
+                prefetch("git-blob", [base, current])  # its diff's index line needs both
             mode = _mode_before(_mode(path), was) if base is not None else None
             made.append(MadeFile(chosen, rel, base, current, mode))
             captured.append(CapturedFile(rel, change, origin))
@@ -329,7 +333,9 @@ def capture_patch(
             raise RefusedError(
                 "a file of this name exists already; choose another patch id", file=patch_file
             )
-        made_diff = checked_diff(patchset, new_text, patch_id, versions, env, Path(scratch))
+        made_diff = checked_diff(
+            patchset, new_text, patch_id, versions, env, Path(scratch), tree=tree
+        )
         record_made_patch(
             patchset.name,
             env.state_dir,
@@ -521,6 +527,7 @@ def checked_diff(
     *,
     prefixes: tuple[str, str] = ("a/", "b/"),
     preamble: bytes = b"",
+    tree: Tree | None = None,
 ) -> MadeDiff:
     """The diff of ``versions`` for patch ``patch_id``, with the least context that is
     recognised: present on the files as they are, and pending on the files it starts from with
@@ -535,6 +542,8 @@ def checked_diff(
         scratch: a scratch folder; the returned trial patchset lives under it.
         prefixes: what stands before the paths (``a/``, ``b/``: strip level 1).
         preamble: text kept before the first file header (a DEP-3 header).
+        tree: the view of the edited files that ``versions`` were read from (the bytes are
+            then not read and hashed again); default: a fresh view of ``env``'s roots.
 
     Returns:
         The :class:`MadeDiff`.
@@ -553,7 +562,7 @@ def checked_diff(
         index = next(i for i, p in enumerate(trial.patches) if p.id == patch_id)
         patch, lp = trial.patches[index], load_patches(trial)[index]
         assert isinstance(patch, DiffPatch)
-        problem = _recognised(patch, lp, versions, env)
+        problem = _recognised(patch, lp, versions, tree or Tree(env.roots, env))
         if not problem:
             return MadeDiff(diff, lp, trial, context)
         if "ambiguous" not in problem:
@@ -585,24 +594,30 @@ def _trial(
     return trial
 
 
-def _recognised(
-    patch: DiffPatch, lp: LoadedPatch, versions: list[FileVersions], env: Environment
-) -> str:
-    """Empty when the patch is present on the disk and pending on its bases; else why not."""
+def _recognised(patch: DiffPatch, lp: LoadedPatch, versions: list[FileVersions], tree: Tree) -> str:
+    """Empty when the patch is present on the disk (as ``tree`` shows it) and pending on its
+    bases; else why not."""
     kind = KINDS["diff"]
-    now = kind.inspect(patch, lp, Tree(env.roots, env))
+    now = kind.inspect(patch, lp, tree)
     if now.state is not ContentState.APPLIED:
         return _why(now, "on the edited files")
-    # the files it starts from, written out (a real tree: a kind may look at the disk)
+    # the files it starts from, staged as the very bytes (a large one is then neither
+    # written, read nor hashed again) and, below 1 MiB, written out too (a kind may look at
+    # the disk)
     with tempfile.TemporaryDirectory(prefix="patchbay-bases-") as scratch:
         root = Path(scratch)
+        bases = Tree({patch.target: root})
         for f in versions:
-            if f.before is not None:
-                (root / f.path).parent.mkdir(parents=True, exist_ok=True)
+            if f.before is None:
+                continue
+            (root / f.path).parent.mkdir(parents=True, exist_ok=True)
+            if len(f.before) < _WRITTEN_BASE:
                 (root / f.path).write_bytes(f.before)
                 if f.executable_before:
                     (root / f.path).chmod(0o755)
-        before = kind.inspect(patch, lp, Tree({patch.target: root}))
+            bases.stage(patch.target, f.path, f.before)
+            bases.stage_executable(patch.target, f.path, f.executable_before)
+        before = kind.inspect(patch, lp, bases)
     if before.state is not ContentState.PENDING:
         return _why(before, "on the files it starts from")
     results = {c.path: c.after for c in before.changes}
@@ -610,6 +625,9 @@ def _recognised(
         if f.path in results and results[f.path] != f.after:
             return f"{f.path}: applying it would not give the edited file"
     return ""
+
+
+_WRITTEN_BASE = 1 << 20
 
 
 def _why(inspection: Any, where: str) -> str:

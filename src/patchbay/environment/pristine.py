@@ -18,16 +18,18 @@ shipped: it is new.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 import tempfile
 import zipfile
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..apply.ledger import Ledger
 from ..diff.gitapply import run_git
+from ..digests import digest
 from ..errors import InputError, RefusedError
 from .installed import RecordEntry, not_installed, read_record
 from .ownership import (
@@ -115,7 +117,7 @@ def read_shipped(env: Environment, distributions: list[str]) -> Shipped:
 
 def matches_record(entry: RecordEntry, data: bytes) -> bool:
     """Whether ``data`` has the hash RECORD gives for ``entry``."""
-    return hashlib.new(entry.algorithm, data).digest() == entry.digest
+    return digest(entry.algorithm, data) == entry.digest
 
 
 class PristineCopy:
@@ -155,25 +157,31 @@ class WheelCopy(PristineCopy):
             raise InputError(f"not a wheel file name: {exc}", file=path) from None
         self.distribution = canonicalize_name(name)
         self._canonical = canonicalize_name
-        try:
-            with zipfile.ZipFile(path) as zf:
-                self._names = set(zf.namelist())
+        try:  # opened once: an engine's wheel lists thousands of members
+            self._zip = zipfile.ZipFile(path)
+            self._infos = {info.filename: info for info in self._zip.infolist()}
         except (OSError, zipfile.BadZipFile) as exc:
             raise InputError(f"not a readable wheel: {exc}", file=path) from None
 
     def candidates(self, distribution: str, rel: str) -> list[bytes]:
-        if self._canonical(distribution) != self.distribution or rel not in self._names:
+        info = self._member(distribution, rel)
+        if info is None:
             return []
-        with zipfile.ZipFile(self.path) as zf:
-            return [zf.read(rel)]
+        try:
+            return [self._zip.read(info)]
+        except (OSError, zipfile.BadZipFile, zlib.error) as exc:
+            raise InputError(f"not a readable wheel: {rel}: {exc}", file=self.path) from None
 
     def executable(self, distribution: str, rel: str, data: bytes) -> bool | None:
         """From the member's Unix mode (the high bits of ``external_attr``), which pip applies
         when it installs the wheel (any ``x`` bit set makes the installed file executable)."""
-        if self._canonical(distribution) != self.distribution or rel not in self._names:
+        info = self._member(distribution, rel)
+        return None if info is None else bool((info.external_attr >> 16) & 0o111)
+
+    def _member(self, distribution: str, rel: str) -> zipfile.ZipInfo | None:
+        if self._canonical(distribution) != self.distribution:
             return None
-        with zipfile.ZipFile(self.path) as zf:
-            return bool((zf.getinfo(rel).external_attr >> 16) & 0o111)
+        return self._infos.get(rel)
 
 
 class FetchedWheels(PristineCopy):
@@ -334,6 +342,9 @@ class Pristine:
         copies: list[PristineCopy],
     ) -> None:
         self.env, self.ledger, self.shipped, self.copies = env, ledger, shipped, copies
+        # how the file on disk is read (target, rel) -> bytes | None; a caller that reads it
+        # too (capture's Tree) sets its own, so a large file is read once
+        self.read_current: Callable[[str, str], bytes | None] | None = None
         self._firsts: dict[tuple[str, str], str | None] = {}
         self._modes: dict[tuple[str, str], int | None] = {}
         for entry in ledger.entries(patchset_name):
@@ -366,7 +377,7 @@ class Pristine:
                 )
             return data, "the ledger"
         path = os.path.normpath(os.path.join(self.env.roots[target], rel))
-        on_disk = _read(path)
+        on_disk = _read(path) if self.read_current is None else self.read_current(target, rel)
         if self.shipped is None:
             return on_disk, "the image"
         entry = self.shipped.entries.get(path)

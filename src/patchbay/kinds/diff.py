@@ -11,7 +11,6 @@ the target tree).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,9 +18,11 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ..apply.ledger import sha256_bytes
+from ..diff.binary import BinaryPatchError, apply_hunk, git_blob_id, read_hunks
 from ..diff.hunks import PRESENT, HunkResult, HunkState, apply_hunks, classify_hunk, set_offsets
 from ..diff.identity import diff_identity
 from ..diff.parse import FilePatch, Hunk, ParsedDiff, parse_diff
+from ..digests import remembered
 from ..environment.paths import quote_c
 from ..environment.tree import NoFileHere
 from ..errors import InputError
@@ -93,11 +94,6 @@ def _reversed(hunk: Hunk) -> Hunk:
     """The hunk that undoes ``hunk`` (added and removed lines swapped)."""
     swap = {"+": "-", "-": "+", " ": " "}
     return msgspec.structs.replace(hunk, lines=[(swap[tag], text) for tag, text in hunk.lines])
-
-
-def git_blob_id(data: bytes) -> str:
-    """The id git gives a blob with these bytes (sha1 of ``blob <size>\\0<data>``)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 _HUNK_LIKE = re.compile(rb"^@@ ")
@@ -475,38 +471,46 @@ class DiffKind(FileKind):
         )
 
     def _binary_result(self, fp: FilePatch, before: bytes | None) -> bytes:
-        """Let git compute a binary patch's result in a scratch folder."""
-        import tempfile  # binary patches only (a text-only run does without it)
+        """A binary patch's result on ``before`` (None: a new file), checked against its
+        ``index`` line as ``git apply`` checks it.
 
-        with tempfile.TemporaryDirectory(prefix="patchbay-bin-") as scratch:
-            root = Path(scratch)
-            if before is not None and fp.old_path:
-                (root / fp.old_path).parent.mkdir(parents=True, exist_ok=True)
-                (root / fp.old_path).write_bytes(before)
-            from ..diff.gitapply import git_apply  # only here: a text diff spawns no git
-
-            git_apply(render_file_patch(fp, None, mode="100644"), root)
-            return (root / fp.path).read_bytes()
-
-    def _binary_before(self, fp: FilePatch, after: bytes | None) -> bytes | None:
-        """The file before a binary patch, from its result ``after`` (None: deleted), by
-        ``git apply --reverse`` in a scratch folder (the backward pass of a plan: an earlier
-        patch of this file is judged on it); None when git cannot tell (no reverse hunk)."""
-        import tempfile
-
-        from ..diff.gitapply import git_apply
+        Raises:
+            ApplyFailed: the binary hunk is corrupt, does not fit ``before``, or gives bytes
+                whose blob id is not the one the patch names.
+        """
         from ..errors import ApplyFailed
 
-        with tempfile.TemporaryDirectory(prefix="patchbay-bin-") as scratch:
-            root = Path(scratch)
-            if after is not None:
-                (root / fp.path).parent.mkdir(parents=True, exist_ok=True)
-                (root / fp.path).write_bytes(after)
-            try:
-                git_apply(render_file_patch(fp, None, mode="100644"), root, reverse=True)
-                return (root / (fp.old_path or fp.path)).read_bytes()
-            except (ApplyFailed, OSError):
-                return None
+        try:
+            forward, _ = read_hunks(fp.binary or [])
+            after = apply_hunk(forward, before)
+        except BinaryPatchError as exc:
+            raise ApplyFailed(f"{fp.path}: the binary patch does not apply: {exc}") from None
+        if fp.index_new and not git_blob_id(after, by_value=True).startswith(fp.index_new):
+            raise ApplyFailed(
+                f"{fp.path}: the binary patch gives a result other than blob {fp.index_new} "
+                "(git: 'creates incorrect result')"
+            )
+        return after
+
+    def _binary_before(self, fp: FilePatch, after: bytes | None) -> bytes | None:
+        """The file before a binary patch, from its result ``after`` (None: deleted), with the
+        patch's reverse hunk (the backward pass of a plan: an earlier patch of this file is
+        judged on it); None when it cannot tell (no reverse hunk, or one that does not fit)."""
+        if fp.is_new:
+            return None
+        known = remembered("git-blob", fp.index_old or "")
+        if known is not None:  # the very bytes, seen in this run already (capture's base)
+            return known
+        try:
+            _, reverse = read_hunks(fp.binary or [])
+            before = None if reverse is None else apply_hunk(reverse, after)
+        except BinaryPatchError:
+            return None
+        if before is None or (
+            fp.index_old and not git_blob_id(before, by_value=True).startswith(fp.index_old)
+        ):
+            return None
+        return before
 
     @staticmethod
     def _file_result(fp: FilePatch, state: HunkState, detail: str = "") -> HunkResult:
