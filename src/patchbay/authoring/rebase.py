@@ -44,6 +44,8 @@ from ..apply.statelock import state_lock
 from ..apply.transaction import Transaction
 from ..diff.gitapply import run_git
 from ..diff.gitdiff import FileVersions, write_diff
+from ..diff.hunks import PRESENT, HunkResult
+from ..diff.renames import Rename, find_renames
 from ..environment.paths import inside
 from ..environment.pristine import Pristine, read_shipped
 from ..environment.targets import Environment
@@ -55,6 +57,7 @@ from ..patchset.loading import load_patchset
 from ..patchset.model import DiffPatch, Patchset
 from ..patchset.text import remove_patch, set_scalar
 from .capture import PristineSources
+from .hunkverdicts import HunkRow, hunk_rows, without_upstream_hunks
 from .refresh import patch_layout
 
 _MARKERS = re.compile(rb"^(?:<{7} |>{7} |\|{7} |={7}$)", re.MULTILINE)
@@ -83,6 +86,9 @@ class RebaseItem:
             or ``conflict`` (left as it was; see ``details`` and ``conflict_files``).
         details: one line per thing worth saying (a file merged, why it conflicts).
         conflict_files: merged files with conflict markers, in the side folder.
+        hunks: what happened to each hunk (:mod:`patchbay.authoring.hunkverdicts`).
+        moved: old path -> new path of the patch's files that moved upstream (git's rename
+            detection), which the rebased patch follows.
     """
 
     id: str
@@ -90,6 +96,8 @@ class RebaseItem:
     outcome: str = "unchanged"
     details: list[str] = field(default_factory=list)
     conflict_files: list[Path] = field(default_factory=list)
+    hunks: list[HunkRow] = field(default_factory=list)
+    moved: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -175,12 +183,21 @@ def rebase_patchset(
     loaded = load_patches(patchset)
     with tempfile.TemporaryDirectory(prefix="patchbay-rebase-") as scratch_name:
         scratch = Path(scratch_name)
-        old_states = _old_states(patchset, old_env, loaded, sources or PristineSources(), scratch)
+        old_states, old_hunks = _old_states(
+            patchset, old_env, loaded, sources or PristineSources(), scratch
+        )
         work = scratch / "work"
         shutil.copytree(patchset.folder, work, symlinks=True)
         yaml_name = patchset.path.name
         first = check_patchset(patchset, new_env)
         items = {i.report.id: RebaseItem(i.report.id, i.verdict.value) for i in first.items}
+        moves = _moves(patchset, old_states, old_env, new_env)
+        for patch in patchset.patches:
+            items[patch.id].moved = {
+                c.path: moves[(c.target, c.path)].new
+                for c in old_states.get(patch.id, [])
+                if (c.target, c.path) in moves
+            }
         done: set[str] = set()
         while True:
             current = load_patchset(work / yaml_name)
@@ -195,7 +212,14 @@ def rebase_patchset(
             item = todo[0]
             done.add(item.report.id)
             _merge(
-                current, result, item.report.index, old_states, new_env, items, scratch, resolved
+                current,
+                result,
+                item.report.index,
+                (old_states, old_hunks),
+                new_env,
+                items,
+                scratch,
+                resolved,
             )
         _drop_upstream(work / yaml_name, new_env, items)
         guard = _move_guard(work / yaml_name, new_env)
@@ -225,6 +249,13 @@ def rebase_patchset(
             _write_side(scratch / "conflicts", side, conflict_items)
         if folder != work:
             final = check_patchset(load_patchset(folder), new_env)
+        for judged, lp in zip(first.items, loaded, strict=True):
+            rebased = items[judged.report.id]
+            files = getattr(lp.data, "files", None) or []
+            counts = {fp.path: len(fp.hunks) for fp in files}
+            rebased.hunks = hunk_rows(
+                judged.report.inspection.hunks, rebased.outcome, rebased.moved, counts
+            )
     ordered = [items[p.id] for p in patchset.patches]
     return RebaseResult(folder, ordered, side, final, guard)
 
@@ -245,17 +276,17 @@ def _old_states(
     loaded: list,
     sources: PristineSources,
     scratch: Path,
-) -> dict[str, list[FileChange]]:
+) -> tuple[dict[str, list[FileChange]], dict[str, list[HunkResult]]]:
     """patch id -> its file changes on the old image (before: the file before the patch, with
     the earlier patches applied; after: the file after it), from a simulation of the patchset
-    on the old image's pristine files."""
+    on the old image's pristine files; and patch id -> its hunks there (pending, placed)."""
     pairs = [
         (p, lp)
         for p, lp in zip(patchset.patches, loaded, strict=True)
         if p.kind in ("diff", "replace") and p.target in env.roots
     ]
     if not pairs:
-        return {}
+        return {}, {}
     components = [c.distribution for c in patchset.spec.components]
     shipped = read_shipped(env, components) if env.python is not None and components else None
     copies = sources.copies(patchset, env, scratch)
@@ -286,9 +317,11 @@ def _old_states(
     )
     plan = make_plan(sub, simulated, [lp for _, lp in pairs], use_ledger=False)
     states: dict[str, list[FileChange]] = {}
+    hunks: dict[str, list[HunkResult]] = {}
     for report in plan.reports:
         if report.status is PatchStatus.PENDING:
             states[report.id] = report.inspection.changes
+            hunks[report.id] = report.inspection.hunks
         elif report.status is not PatchStatus.REDUNDANT:
             raise RefusedError(
                 f"patch {report.id} is {report.status.value} on the old image's pristine files: "
@@ -296,7 +329,45 @@ def _old_states(
                 file=patchset.path,
                 patch_id=report.id,
             )
-    return states
+    return states, hunks
+
+
+def _moves(
+    patchset: Patchset,
+    old_states: dict[str, list[FileChange]],
+    old_env: Environment,
+    new_env: Environment,
+) -> dict[tuple[str, str], Rename]:
+    """(target, old path) -> where git's rename detection finds each patched file that the
+    candidate no longer has, among the candidate's files (with the same suffix, in the same
+    top folder) that the old image did not have."""
+    gone: dict[str, dict[str, bytes]] = {}
+    new_tree, old_tree = Tree(new_env.roots, new_env), Tree(old_env.roots, old_env)
+    for changes in old_states.values():
+        for c in changes:
+            if c.before is None or c.target not in new_env.roots:
+                continue
+            if new_tree.on_disk_if_file(c.target, c.path) is None:
+                gone.setdefault(c.target, {})[c.path] = c.before
+    found: dict[tuple[str, str], Rename] = {}
+    for target, files in gone.items():
+        root = Path(new_env.roots[target])
+        suffixes = {os.path.splitext(rel)[1] for rel in files}
+        tops = {rel.split("/", 1)[0] for rel in files if "/" in rel}
+        candidates = []
+        for top in sorted(tops):
+            for folder, _, names in os.walk(root / top):
+                for name in names:
+                    if os.path.splitext(name)[1] not in suffixes:
+                        continue
+                    rel = Path(os.path.relpath(os.path.join(folder, name), root)).as_posix()
+                    if target not in old_env.roots or (
+                        old_tree.on_disk_if_file(target, rel) is None
+                    ):
+                        candidates.append(rel)
+        for old, rename in find_renames(files, candidates, root).items():
+            found[(target, old)] = rename
+    return found
 
 
 def _theirs(
@@ -322,7 +393,7 @@ def _merge(
     current: Patchset,
     result: CheckResult,
     index: int,
-    old_states: dict[str, list[FileChange]],
+    old: tuple[dict[str, list[FileChange]], dict[str, list[HunkResult]]],
     env: Environment,
     items: dict[str, RebaseItem],
     scratch: Path,
@@ -330,7 +401,9 @@ def _merge(
 ) -> None:
     """3-way merge patch ``index`` onto the candidate; write the refreshed diff into the work
     copy, or record the conflict (markers under ``scratch/conflicts``). A file merged by hand
-    under ``resolved`` stands for the merge of that file."""
+    under ``resolved`` stands for the merge of that file. A file upstream moved is merged at
+    its new path; hunks ``check`` finds upstream are left out of the merge."""
+    old_states, old_hunks = old
     patch = current.patches[index]
     item = items[patch.id]
     if not isinstance(patch, DiffPatch) or patch.file is None:
@@ -363,24 +436,46 @@ def _merge(
     versions: list[FileVersions] = []
     conflicted: list[tuple[str, bytes | None, str]] = []
     binaries: dict[str, tuple[bytes, bytes, bytes]] = {}  # rel -> base, ours, theirs
+    upstream = {
+        (h.file, h.index) for h in result.items[index].report.inspection.hunks if h.state in PRESENT
+    }
+    parsed = load_patches(current)[index].data
     for change in changes:
-        key = (change.target, change.path)
+        rel = item.moved.get(change.path, change.path)  # upstream moved it: merged there
+        key = (change.target, rel)
         where = tree.location_of(*key)
         theirs = staged[where] if where in staged else tree.on_disk(*key)
         merged, problem = _merge_file(patch.id, change, theirs, scratch)
-        by_hand = resolved / patch.id / change.path if resolved is not None else None
+        if rel != change.path:
+            item.details.append(f"{change.path}: moved upstream to {rel}; merged there")
+        dropped = {i for f, i in upstream if f == change.path}
+        if problem and dropped and change.before is not None and theirs is not None:
+            fp = next((f for f in parsed.files if f.path == change.path), None)
+            ours = None
+            if fp is not None:
+                ours = without_upstream_hunks(
+                    change.before, fp, old_hunks.get(patch.id, []), dropped
+                )
+            if ours is not None:
+                fewer = msgspec.structs.replace(change, after=ours)
+                merged, problem = _merge_file(patch.id, fewer, theirs, scratch)
+                numbers = ", ".join(str(i) for i in sorted(dropped))
+                item.details.append(
+                    f"{change.path}: hunk(s) {numbers} already upstream, left out of the merge"
+                )
+        by_hand = resolved / patch.id / rel if resolved is not None else None
         if problem and by_hand is not None and os.path.lexists(by_hand):
             hand, problem = _resolved_file(by_hand, resolved)  # type: ignore[arg-type]
             merged = merged if hand is None else hand  # a refused one: the 3-way result stays
             if not problem:
                 item.details.append(f"{change.path}: taken from {by_hand}")
         if problem:
-            conflicted.append((change.path, merged, problem))
+            conflicted.append((rel, merged, problem))
             if problem == _BINARY and change.before and change.after and theirs:
-                binaries[change.path] = (change.before, change.after, theirs)
+                binaries[rel] = (change.before, change.after, theirs)
             continue
         executable = _executable(tree, key)
-        versions.append(FileVersions(change.path, theirs, merged, executable, executable))
+        versions.append(FileVersions(rel, theirs, merged, executable, executable))
     if conflicted:
         item.outcome = "conflict"
         for rel, marked, problem in conflicted:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...authoring.capture import PristineSources
-from ...authoring.rebase import rebase_patchset
+from ...authoring.rebase import RebaseItem, rebase_patchset
 from ...errors import InputError
 from ...outputfiles import check_input_folder, check_output_folder
 from .common import environment, hint, load, say
@@ -56,6 +56,7 @@ def run(
         say(f"{item.id:<{width}}  {item.verdict:<9} -> ", (item.outcome, style))
         for detail in item.details:
             say(f"{'':<{width}}    {detail}")
+    _hunk_table(result.items)
     for note in result.guard:
         say(f"guard: {note}")
     where = {"python": python, "root": root, "state_dir": state_dir}
@@ -82,6 +83,34 @@ def run(
         + ("all clear" if result.final.ok else "all clear except the conflicts above")
     )
     return 0 if result.ok else 1
+
+
+_HUNK_STYLES = {
+    "kept": "green",
+    "re-anchored": "green",
+    "merged": "yellow",
+    "dropped upstream": "cyan",
+    "conflict": "red",
+}
+
+
+def _hunk_table(items: list[RebaseItem]) -> None:
+    """One row per hunk: patch, file, hunk number, what rebase did with it, and where."""
+    rows = [
+        (i.id, h.file, str(h.index or "-"), h.verdict.value, h.note) for i in items for h in i.hunks
+    ]
+    if not rows:
+        return
+    head = ("patch", "file", "hunk", "verdict", "")
+    widths = [max(len(r[k]) for r in [head, *rows]) for k in range(3)]
+    say("\nper hunk:")
+    say(f"  {head[0]:<{widths[0]}}  {head[1]:<{widths[1]}}  {head[2]:>{widths[2]}}  verdict")
+    for pid, file, hunk, verdict, note in rows:
+        say(
+            f"  {pid:<{widths[0]}}  {file:<{widths[1]}}  {hunk:>{widths[2]}}  ",
+            (verdict, _HUNK_STYLES.get(verdict, "")),
+            f"  ({note})" if note else "",
+        )
 
 
 def _again(
