@@ -106,7 +106,52 @@ def test_a_corrupt_binary_hunk_is_refused_naming_the_file(tmp_path: Path) -> Non
     text[at] = line[0] + ("0" if line[1] != "0" else "1") + line[2:]  # one base85 digit
     patch_file.write_text("".join(text))
     before = (fresh / "kdist" / "kernel.so").read_bytes()
-    res = run_cli("apply", folder, "--root", fresh)
-    assert res.code != 0
-    assert "kdist/kernel.so" in res.err and "Traceback" not in res.err, res.err
+    for command in ("validate", "apply"):
+        res = run_cli(command, folder, *(["--root", fresh] if command == "apply" else []))
+        assert res.code == 2, res.out + res.err
+        assert f"{patch_file}:" in res.err and "kdist/kernel.so" in res.err, res.err
+        assert "Traceback" not in res.err
     assert (fresh / "kdist" / "kernel.so").read_bytes() == before
+
+
+def test_one_capture_mixes_git_written_and_own_binary_sections(tmp_path: Path) -> None:
+    """A deleted binary, a small edited one (git writes both) and a large one edited in place
+    (patchbay writes it) in one patch: every section whole, each file right after apply."""
+    tree, wheel, folder = _kernel_tree(tmp_path)
+    for name, data in (("gone.bin", b"\0gone" * 10), ("small.bin", b"\0small" * 10)):
+        (tree / "kdist" / name).write_bytes(data)
+    info = tree / "kdist-1.0.dist-info"
+    record = (info / "RECORD").read_text()
+    extra = "".join(_record_line(tree, f"kdist/{n}") for n in ("gone.bin", "small.bin"))
+    (info / "RECORD").write_text(extra + record)
+    with zipfile.ZipFile(wheel, "a") as zf:
+        for n in ("gone.bin", "small.bin"):
+            zf.write(tree / "kdist" / n, f"kdist/{n}")
+    fresh = tmp_path / "fresh"
+    shutil.copytree(tree, fresh)
+    (tree / "kdist" / "gone.bin").unlink()
+    (tree / "kdist" / "small.bin").write_bytes(b"\0small" * 11)
+    kernel = tree / "kdist" / "kernel.so"
+    data = bytearray(kernel.read_bytes())
+    data[2_000_000] ^= 1
+    kernel.write_bytes(bytes(data))
+    files = ["kdist/gone.bin", "kdist/kernel.so", "kdist/small.bin"]
+    res = run_cli("capture", folder, "mix", *files, "--root", tree, "--wheel", wheel)
+    assert res.code == 0, res.err
+    assert run_cli("apply", folder, "--root", fresh).code == 0
+    assert not (fresh / "kdist" / "gone.bin").exists()
+    for name in ("kernel.so", "small.bin"):
+        assert (fresh / "kdist" / name).read_bytes() == (tree / "kdist" / name).read_bytes()
+
+
+def test_a_chmod_of_a_large_kernel_is_a_mode_change(tmp_path: Path) -> None:
+    tree, wheel, folder = _kernel_tree(tmp_path)
+    fresh = tmp_path / "fresh"
+    shutil.copytree(tree, fresh)
+    (tree / "kdist" / "kernel.so").chmod(0o755)
+    res = run_cli("capture", folder, "x", "kdist/kernel.so", "--root", tree, "--wheel", wheel)
+    assert res.code == 0, res.err
+    patch = (folder / "patches" / "x.patch").read_text()
+    assert "old mode 100644\nnew mode 100755\n" in patch and "GIT binary patch" not in patch
+    assert run_cli("apply", folder, "--root", fresh).code == 0
+    assert (fresh / "kdist" / "kernel.so").stat().st_mode & 0o111

@@ -208,6 +208,7 @@ def capture_patch(
     patchset = recovered_first(patchset, env, lock_timeout)  # never plan on a killed run's tree
     if any(p.id == patch_id for p in patchset.patches):
         raise InputError(f"patchset already has a patch {patch_id!r}", file=patchset.path)
+    writable_patchset(patchset)
     components = [c.distribution for c in patchset.spec.components]
     if not components:
         raise InputError(
@@ -297,9 +298,16 @@ def capture_patch(
             current = tree.on_disk(chosen, rel)
             executable = _executable(path)
             was = executable_before(env, ledger, pristine, path, chosen, rel, base)
+            unknown = was is None and current is not None and base is not None
             was = executable if was is None or current is None else was
             if base == current and was == executable:
-                result_skipped.append(f"{rel}: not edited (same bytes and mode as {origin})")
+                if unknown:
+                    result_skipped.append(
+                        f"{rel}: same bytes as {origin}; its mode there is unknown without a "
+                        "pristine copy (give --wheel FILE or --from-git to capture a chmod)"
+                    )
+                else:
+                    result_skipped.append(f"{rel}: not edited (same bytes and mode as {origin})")
                 continue
             change = "new" if base is None else "deleted" if current is None else "modified"
             if base == current:
@@ -349,6 +357,22 @@ def capture_patch(
             source=patchset.path,
         )
     return CaptureResult(patch_id, chosen, patch_file, captured, result_skipped, made_diff.context)
+
+
+def writable_patchset(patchset: Patchset) -> None:
+    """Refuse up front a patchset whose folder (or ``patches/`` folder, or ``patchset.yaml``)
+    this user cannot write: the new patch could not be added.
+
+    Raises:
+        RefusedError: naming what is not writable.
+    """
+    for path in (patchset.folder, patchset.folder / "patches", patchset.path):
+        if path.exists() and not os.access(path, os.W_OK):
+            raise RefusedError(
+                "cannot write here (permission denied): the patch could not be added to the "
+                "patchset; nothing was written",
+                file=path,
+            )
 
 
 def excluded(rel: str, patterns: Sequence[str]) -> str | None:
@@ -576,6 +600,8 @@ def _trial(
     """A copy of the patchset as it will be, loaded and every patch read (so the result is
     validated before anything is written)."""
     shutil.copytree(patchset.folder, folder, symlinks=True)
+    for where, _, _ in os.walk(folder):  # a read-only patchset's copy is written to
+        os.chmod(where, stat.S_IMODE(os.stat(where).st_mode) | stat.S_IRWXU)
     yaml_path = folder / patchset.path.name
     yaml_path.write_text(yaml_text, encoding="utf-8")
     try:

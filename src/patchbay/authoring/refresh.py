@@ -41,7 +41,7 @@ from ..options import RunOptions
 from ..patchset.model import DiffPatch, Patchset
 from .adopt import MadeFile, record_made_patch
 from .bases import state_before
-from .capture import PristineSources, checked_diff, locate
+from .capture import PristineSources, checked_diff, locate, writable_patchset
 
 
 @dataclass
@@ -159,6 +159,7 @@ def refresh_patch(
     """
     patchset = recovered_first(patchset, env, lock_timeout)
     index, patch = _local_diff(patchset, patch_id)
+    writable_patchset(patchset)
     ledger = Ledger(env.state_dir)
     entry = ledger.find(patchset.name, patch_id)
     if entry is None:

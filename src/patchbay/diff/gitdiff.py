@@ -15,6 +15,7 @@ engine's shared objects (a 1-byte edit of a 353 MB kernel: 63 s in ``git diff --
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import msgspec
@@ -75,7 +76,11 @@ def write_diff(
     changed = [f for f in files if f.changed]
     if not changed:
         return b""
-    own = {f.path: f for f in changed if f.before and f.after and big_binary(f.before, f.after)}
+    own = {
+        f.path: f
+        for f in changed
+        if f.before and f.after and f.before != f.after and big_binary(f.before, f.after)
+    }
     sections = [
         (f.path.encode("utf-8", "surrogateescape"), _binary_section(f, src_prefix, dst_prefix))
         for f in own.values()
@@ -86,11 +91,12 @@ def write_diff(
     )
     if rest:
         out = _git_diff(rest, src_prefix, dst_prefix, context)
-        pieces = out.split(b"\ndiff --git ")
-        if len(pieces) != len(rest) or not sections:
-            return b"".join(s for _, s in sorted(sections)) + out if sections else out
-        pieces = [pieces[0]] + [b"diff --git " + p for p in pieces[1:]]
-        pieces = [p if p.endswith(b"\n") else p + b"\n" for p in pieces]
+        if not sections:
+            return out
+        # each file's section whole (a binary one ends with its blank line)
+        pieces = [p for p in re.split(rb"(?m)^(?=diff --git )", out) if p]
+        if len(pieces) != len(rest):
+            return b"".join(s for _, s in sorted(sections)) + out
         sections += [
             (f.path.encode("utf-8", "surrogateescape"), p)
             for f, p in zip(rest, pieces, strict=True)

@@ -150,6 +150,12 @@ def _digest(path: str, algorithm: str) -> bytes | None:
                 h.update(chunk)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
+    except PermissionError:
+        raise RefusedError(
+            "cannot read this installed file (permission denied), so it cannot be checked "
+            "against RECORD; run as a user who can read it",
+            file=path,
+        ) from None
     return h.digest()
 
 

@@ -148,6 +148,15 @@ def check_structure(parsed: ParsedDiff, data: bytes, source: Path) -> None:
                     file=source,
                     line=fp.line,
                 )
+        if fp.binary:
+            try:  # lengths, zlib data and sizes are checked as git apply checks them
+                read_hunks(fp.binary)
+            except BinaryPatchError as exc:
+                raise InputError(
+                    f"corrupt diff: the binary patch of {fp.path}: {exc}",
+                    file=source,
+                    line=fp.line,
+                ) from None
 
 
 def hunk_files(parsed: ParsedDiff) -> list[tuple[str, int]]:

@@ -40,7 +40,8 @@ def run(
     for note in result.skipped:
         say(f"skipped: {note}")
     for f in result.files:
-        say(f"captured: {f.path} ({f.change}; from {f.base})")
+        origin = "no RECORD lists it" if f.change == "new" else f"from {f.base}"
+        say(f"captured: {f.path} ({f.change}; {origin})")
     say(
         f"wrote {result.patch_file} ({len(result.files)} file(s), {result.context} lines of "
         f"context) and added patch {result.patch_id} (target {result.target}, strip 1) to "
