@@ -70,6 +70,12 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
     ("waiver", "waiver", "Waiver documents: why a patch may be carried, and until when."),
     (
+        "init",
+        "init",
+        "Start a patchset from an engine environment: components, versions and commits read "
+        "from it.",
+    ),
+    (
         "capture",
         "capture",
         "Write edits made to the installed engine as a new diff patch of the patchset.",
