@@ -25,6 +25,7 @@ import msgspec
 
 from ..diff.hunks import PRESENT, HunkResult, HunkState, apply_hunks
 from ..diff.parse import FilePatch
+from ..kinds.diff import is_crlf, to_crlf
 
 
 class HunkVerdict(str, Enum):
@@ -109,9 +110,8 @@ def without_upstream_hunks(
         The bytes, or None when a kept hunk has no place on the old file (then the plain merge
         stands).
     """
-    text = base.decode("utf-8", "surrogateescape")
-    lines = text.splitlines(keepends=True)
-    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    lines = base.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    crlf = is_crlf(base)
     by_number = {h.index: h for h in fp.hunks}
     placed = []
     for result in old_hunks:
@@ -121,15 +121,7 @@ def without_upstream_hunks(
         if hunk is None or result.start is None or result.state is not HunkState.PENDING:
             return None
         if crlf:
-            hunk = _to_crlf(hunk)
+            hunk = to_crlf(hunk)
         placed.append((result.start, hunk))
     out = apply_hunks(lines, placed)
     return None if out is None else "".join(out).encode("utf-8", "surrogateescape")
-
-
-def _to_crlf(hunk: object) -> object:
-    def conv(text: str) -> str:
-        return text[:-1] + "\r\n" if text.endswith("\n") and not text.endswith("\r\n") else text
-
-    lines = [(tag, conv(text)) for tag, text in hunk.lines]  # type: ignore[attr-defined]
-    return msgspec.structs.replace(hunk, lines=lines)  # type: ignore[type-var]

@@ -50,14 +50,18 @@ def _bytes(lines: list[str]) -> bytes:
     return "".join(lines).encode("utf-8", "surrogateescape")
 
 
-def _is_crlf(data: bytes) -> bool:
+def is_crlf(data: bytes) -> bool:
+    """Whether every line of ``data`` ends with CRLF: a patch's LF hunks are then matched and
+    applied with CRLF endings (:func:`to_crlf`)."""
     if b"\r" not in data:
         return False
     n = data.count(b"\n")
     return n > 0 and data.count(b"\r\n") == n
 
 
-def _to_crlf(hunk: Hunk) -> Hunk:
+def to_crlf(hunk: Hunk) -> Hunk:
+    """``hunk`` with its LF line endings written as CRLF (for a file that uses CRLF)."""
+
     def conv(text: str) -> str:
         return text[:-1] + "\r\n" if text.endswith("\n") and not text.endswith("\r\n") else text
 
@@ -352,8 +356,8 @@ class DiffKind(FileKind):
         """Classify text hunks on ``data``; when all are pending, also the result bytes and
         the hunks (with the file's line endings) at the places found."""
         hunks = fp.hunks
-        if _is_crlf(data):
-            hunks = [_to_crlf(h) for h in hunks]
+        if is_crlf(data):
+            hunks = [to_crlf(h) for h in hunks]
             notes.append(f"{fp.path} uses CRLF line endings; the patch was matched with CRLF")
         index = tree.line_index(data)
         results = [classify_hunk(index, h, fp.path) for h in hunks]
@@ -377,7 +381,7 @@ class DiffKind(FileKind):
         """The text hunks of ``fp`` classified on ``after``, its result, as an inspection of
         the tree holding that result would classify them (the engine's recheck: a pending
         patch must then be present), without staging it and looking again."""
-        hunks = [_to_crlf(h) for h in fp.hunks] if _is_crlf(after) else fp.hunks
+        hunks = [to_crlf(h) for h in fp.hunks] if is_crlf(after) else fp.hunks
         index = tree.line_index(after)  # the index derived from the original's, mostly
         results = [classify_hunk(index, h, fp.path) for h in hunks]
         set_offsets(results, hunks)
@@ -389,7 +393,7 @@ class DiffKind(FileKind):
         """The file before the patch, when every hunk is applied at a known place."""
         if not results or any(r.state is not HunkState.APPLIED or r.start is None for r in results):
             return None
-        hunks = [_to_crlf(h) for h in fp.hunks] if _is_crlf(data) else fp.hunks
+        hunks = [to_crlf(h) for h in fp.hunks] if is_crlf(data) else fp.hunks
         placed = [(r.start, _reversed(h)) for r, h in zip(results, hunks, strict=True)]
         index = tree.line_index(data)
         out = apply_hunks(index.lines, placed)  # type: ignore[arg-type]
@@ -433,7 +437,7 @@ class DiffKind(FileKind):
         if fp.binary is not None:
             matches = fp.index_old is not None and git_blob_id(current).startswith(fp.index_old)
         else:
-            hunks = [_to_crlf(h) for h in fp.hunks] if _is_crlf(current) else fp.hunks
+            hunks = [to_crlf(h) for h in fp.hunks] if is_crlf(current) else fp.hunks
             matches = _bytes([line for h in hunks for line in h.preimage]) == current
         if not matches:
             detail = "file to delete has other content"
