@@ -20,10 +20,11 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from .errors import RefusedError
+from .patterns import pattern
 from .redaction import register
 
-_REFERENCE = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
-_USERINFO = re.compile(r"^(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<info>[^@/\s]+)@", re.I)
+_REFERENCE = pattern(r"\$\{([A-Z_][A-Z0-9_]*)\}")
+_USERINFO = pattern(r"^(?P<scheme>[a-z][a-z0-9+.-]*://)(?P<info>[^@/\s]+)@", re.I)
 
 
 def references(text: str) -> list[str]:

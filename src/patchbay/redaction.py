@@ -28,15 +28,17 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .patterns import pattern
+
 MASK = "***"
 MIN_SECRET_LEN = 6  # shorter values are too likely to occur in text by chance
 
-_NAME_WORD = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS)$")
+_NAME_WORD = pattern(r"(TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS)$")
 # GitHub token formats: ghp_ (classic), gho_ (OAuth), ghu_/ghs_ (app user/server), ghr_
 # (refresh), github_pat_ (fine-grained); see GitHub's "About authentication" documentation
-_TOKEN_SHAPES = re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")
+_TOKEN_SHAPES = pattern(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")
 # scheme://userinfo@ ; userinfo never holds '/', '@' or whitespace (RFC 3986 section 3.2.1)
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/@\s'\"<>]+)@")
+_URL_USERINFO = pattern(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/@\s'\"<>]+)@")
 
 _registered: set[str] = set()
 _lock = threading.Lock()

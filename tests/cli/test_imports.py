@@ -40,7 +40,8 @@ with contextlib.redirect_stdout(out):
     except SystemExit as exc:
         code = exc.code
 heavy = sorted(m for m in {HEAVY!r} if m in sys.modules)
-print(json.dumps({{"code": code, "out": out.getvalue(), "heavy": heavy}}))
+own = sorted(m for m in sys.modules if m == "patchbay" or m.startswith("patchbay."))
+print(json.dumps({{"code": code, "out": out.getvalue(), "heavy": heavy, "own": own}}))
 """
 
 
@@ -121,3 +122,52 @@ def test_a_pin_loads_packaging_where_it_is_checked(tmp_path: Path) -> None:
     )
     code, _, heavy = _imports("validate", ps)
     assert code == 0 and "packaging" in heavy
+
+
+# every patchbay module a cold apply of plain diffs and edits imports, off a terminal: a module
+# added to this path costs every container's first apply its import, so it is added here on
+# purpose (or imported where it is needed instead)
+COLD_APPLY_MODULES = {
+    "patchbay", "patchbay.apply", "patchbay.apply.applied_identity", "patchbay.apply.check",
+    "patchbay.apply.childgroup", "patchbay.apply.engine", "patchbay.apply.folders",
+    "patchbay.apply.interrupted", "patchbay.apply.journal", "patchbay.apply.judge",
+    "patchbay.apply.layers", "patchbay.apply.ledger", "patchbay.apply.noop",
+    "patchbay.apply.plan", "patchbay.apply.recovery", "patchbay.apply.results",
+    "patchbay.apply.revert", "patchbay.apply.statelock", "patchbay.apply.transaction",
+    "patchbay.cli", "patchbay.cli.arguments", "patchbay.cli.commands",
+    "patchbay.cli.commands.apply", "patchbay.cli.commands.common", "patchbay.cli.entry",
+    "patchbay.cli.grammar", "patchbay.cli.grammar.apply", "patchbay.cli.output",
+    "patchbay.cli.parser", "patchbay.diff", "patchbay.diff.binary", "patchbay.diff.hunks",
+    "patchbay.diff.hunkview", "patchbay.diff.identity", "patchbay.diff.parse",
+    "patchbay.digests", "patchbay.environment", "patchbay.environment.owners",
+    "patchbay.environment.paths", "patchbay.environment.statefolder",
+    "patchbay.environment.targets", "patchbay.environment.tree", "patchbay.errors",
+    "patchbay.kinds", "patchbay.kinds.base", "patchbay.kinds.diff", "patchbay.kinds.diffwrite",
+    "patchbay.kinds.replace",
+    "patchbay.options", "patchbay.patchset", "patchbay.patchset.coverage",
+    "patchbay.patchset.inputfiles", "patchbay.patchset.loading", "patchbay.patchset.model",
+    "patchbay.patchset.sources", "patchbay.patchset.validation", "patchbay.patchset.yamlfile",
+    "patchbay.patterns", "patchbay.redaction",
+}  # fmt: skip
+
+
+def test_a_cold_apply_of_plain_patches_imports_only_the_modules_listed(tmp_path: Path) -> None:
+    root, ps = _plain_patchset(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, "apply", str(ps), "--root", str(root)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    doc = json.loads(proc.stdout.splitlines()[-1])
+    assert doc["code"] == 0 and "2 applied" in doc["out"]
+    own = set(doc["own"])
+    assert own - COLD_APPLY_MODULES == set(), "new on the cold apply path"
+    # the path is not larger than it is, and nothing of audit, import, authoring or report
+    assert len(own) <= len(COLD_APPLY_MODULES)
+    assert not any(
+        m.startswith(("patchbay.audit", "patchbay.importer", "patchbay.authoring",
+                      "patchbay.upstream", "patchbay.analysis", "patchbay.waivers"))
+        for m in own
+    )  # fmt: skip

@@ -15,7 +15,7 @@ import os
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..diff.hunkview import closest_lines, counts_text, hunk_counts, hunk_sentence, mixed
@@ -46,6 +46,9 @@ from .plan import load_patches, make_plan
 from .results import BLOCKING, ApplyResult, PatchReport, PatchStatus, Plan
 from .revert import entries_to_revert, revert_entries
 from .statelock import state_lock
+
+if TYPE_CHECKING:
+    from .compiled import CompiledPlan
 from .transaction import Transaction
 
 
@@ -169,9 +172,19 @@ def plan_apply(
         RefusedError: as :func:`apply_patchset` (guard, conflicts, a stale ledger entry
             without ``upgrade``).
     """
-    plan = make_plan(patchset, env, load_patches(patchset), options=options)
+    loaded = load_patches(patchset, _compiled(options, patchset))
+    plan = make_plan(patchset, env, loaded, options=options)
     _refuse_blocking(plan, upgrade)
     return plan
+
+
+def _compiled(options: RunOptions | None, patchset: Patchset) -> CompiledPlan | None:
+    """The compiled plan of the bundle among ``options`` (:mod:`patchbay.apply.compiled`)."""
+    if options is None or options.bundle is None:
+        return None
+    from .compiled import compiled_for
+
+    return compiled_for(options.bundle, patchset.name)
 
 
 def apply_patchset(
@@ -206,7 +219,7 @@ def apply_patchset(
             or the lock is held (nothing changed).
         ApplyFailed: a write failed; every file the run touched was restored.
     """
-    loaded = load_patches(patchset)
+    loaded = load_patches(patchset, _compiled(options, patchset))
     recovered = []
     if interrupted(env):
         # a killed run left its journal: put its files back before judging the tree

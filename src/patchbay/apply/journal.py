@@ -29,7 +29,6 @@ import contextlib
 import errno
 import hashlib
 import os
-import re
 import signal
 import stat
 from collections.abc import Iterable
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..environment.paths import contained
+from ..patterns import pattern
 
 MANIFEST = "journal.jsonl"
 #: 2: originals may be kept as entries of a content-addressed store (``backup: store``);
@@ -55,7 +55,7 @@ def _beside(path: Path, journal_id: str, n: int, folder: str | None = None) -> P
     return (path.parent if folder is None else Path(folder)) / f".patchbay-{journal_id}-{n:06d}"
 
 
-_DIGEST = re.compile(r"[0-9a-f]{64}")
+_DIGEST = pattern(r"[0-9a-f]{64}")
 
 
 def _is_digest(text: object) -> bool:
@@ -195,7 +195,7 @@ _FAULT_HITS: dict[str, int] = {}
 
 # a file's new content is written first under ".<name>.<8 hex digits>.patchbay" in its folder;
 # the digits are the open journal's id (format 3), else random
-_STAGING = re.compile(r"\.(?P<name>.+)\.[0-9a-f]{8}\.patchbay")
+_STAGING = pattern(r"\.(?P<name>.+)\.[0-9a-f]{8}\.patchbay")
 _STAGING_ID: list[str | None] = [None]  # the id of the journal open in this process
 _LIVE_STAGING: set[str] = set()  # temporary files this process made and has not renamed yet
 

@@ -6,7 +6,7 @@ state and the ledger, and the refusal of a pending patch whose result would not 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..diff.hunks import PRESENT, HunkState
 from ..diff.identity import same_patch
@@ -18,6 +18,9 @@ from .layers import OnTop
 from .ledger import LedgerEntry, sha256_or_none
 from .results import PatchStatus
 
+if TYPE_CHECKING:
+    from .compiled import CompiledPlan
+
 
 def judge(
     patch: Any,
@@ -26,6 +29,7 @@ def judge(
     backward: tuple[list[tuple[str, str, bytes | None]], Inspection] | None,
     entry: LedgerEntry | None,
     staged: set[str],
+    compiled: CompiledPlan | None = None,
 ) -> Inspection:
     """The inspection of ``patch`` on the forward ``tree`` (disk plus the earlier pending
     patches staged), reusing ``backward``, its ``(reads, inspection)`` on the tree with every
@@ -37,17 +41,18 @@ def judge(
     changes a file it read or the ledger does not record it: then the stack is not pushed
     (a later patch undoes an earlier one: create then delete, an edit and its reverse, a
     rename and back), and each patch is applied in order, as ``git apply`` of each would.
+    ``compiled``: a bundle's compiled plan, consulted before any hunk search.
     """
     if backward is None:
-        return inspect_patch(patch, loaded, tree)
+        return inspect_patch(patch, loaded, tree, compiled)
     reads, inspection = backward
     if tree.reads_same(reads):
         return inspection
     if inspection.state is not ContentState.APPLIED:
-        return inspect_patch(patch, loaded, tree)
+        return inspect_patch(patch, loaded, tree, compiled)
     if entry is not None and not any(tree.location_of(t, rel) in staged for t, rel, _ in reads):
         return inspection
-    forward = inspect_patch(patch, loaded, tree)
+    forward = inspect_patch(patch, loaded, tree, compiled)
     return forward if forward.state is ContentState.PENDING else inspection
 
 
@@ -88,7 +93,19 @@ def check_reaches_applied(
     inspection.notes.append(f"applying would not make it present ({where}); refusing")
 
 
-def inspect_patch(patch: Any, loaded: LoadedPatch, tree: Tree) -> Inspection:
+def inspect_patch(
+    patch: Any, loaded: LoadedPatch, tree: Tree, compiled: CompiledPlan | None = None
+) -> Inspection:
+    """The kind's inspection of ``patch`` on ``tree``; the judgement ``compiled`` (a bundle's
+    compiled plan, :mod:`patchbay.apply.compiled`) recorded for it when that holds there.
+
+    Raises:
+        PatchbayError: the kind's, with the patch's id.
+    """
+    if compiled is not None and patch.kind == "diff":
+        recorded = compiled.inspection(patch, loaded, tree)
+        if recorded is not None:
+            return recorded
     try:
         return KINDS[patch.kind].inspect(patch, loaded, tree)
     except PatchbayError as exc:

@@ -4,7 +4,7 @@ judged in order on one tree, nothing written (:func:`make_plan`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..environment.owners import Owners, replaced_since
 from ..environment.targets import Environment
@@ -18,9 +18,14 @@ from .layers import on_top
 from .ledger import Ledger, sha256_or_none
 from .results import GuardResult, PatchReport, PatchStatus, Plan, touched_paths
 
+if TYPE_CHECKING:
+    from .compiled import CompiledPlan
 
-def load_patches(patchset: Patchset) -> list[LoadedPatch]:
-    """Read every patch's content (diff files parsed, paths checked).
+
+def load_patches(patchset: Patchset, compiled: CompiledPlan | None = None) -> list[LoadedPatch]:
+    """Read every patch's content (diff files parsed, paths checked); a diff whose bytes
+    ``compiled`` (a bundle's compiled plan) judged is parsed only if something asks for more
+    than the plan knows (:meth:`CompiledPlan.loaded`).
 
     Raises:
         InputError: the first missing or corrupt patch, with every other problem as details.
@@ -29,7 +34,8 @@ def load_patches(patchset: Patchset) -> list[LoadedPatch]:
     problems: list[InputError] = []
     for i, patch in enumerate(patchset.patches):
         try:
-            loaded.append(KINDS[patch.kind].load(patch, patchset, i))
+            known = None if compiled is None else compiled.loaded(patch, patchset, i)
+            loaded.append(known or KINDS[patch.kind].load(patch, patchset, i))
         except InputError as exc:
             exc.patch_id = exc.patch_id or patch.id
             problems.append(exc)
@@ -191,13 +197,20 @@ def make_plan(
     candidate image): nothing counts as applied by patchbay. A record that a newer build of
     its distribution was installed over (:mod:`patchbay.environment.owners`) no longer
     describes the tree: its patch is judged as if unrecorded, and the plan names it in
-    ``replaced``.
+    ``replaced``. With a bundle among ``options`` whose compiled plan
+    (:mod:`patchbay.apply.compiled`) holds for a patch, its recorded judgement is used instead
+    of a hunk search (the plan's ``compiled`` counts them).
 
     Raises:
         InputError: a patch's content is missing or corrupt; the ledger is unreadable.
         RefusedError: a patch path is unsafe (escapes its root, goes through a link).
     """
-    loaded = loaded if loaded is not None else load_patches(patchset)
+    compiled = None
+    if options is not None and options.bundle is not None and use_ledger:
+        from .compiled import compiled_for
+
+        compiled = compiled_for(options.bundle, patchset.name)
+    loaded = loaded if loaded is not None else load_patches(patchset, compiled)
     ledger = Ledger(env.state_dir) if use_ledger else Ledger.empty(env.state_dir)
     tree = Tree(env.roots, env, options)
     tree.protected = set(patchset.spec.protected)
@@ -226,7 +239,7 @@ def make_plan(
         if lp.unlocked:
             continue
         with unwound.tracing() as reads:
-            inspection = inspect_patch(patch, lp, unwound)
+            inspection = inspect_patch(patch, lp, unwound, compiled)
         if inspection.state is ContentState.APPLIED and inspection.undo:
             backward[patch.id] = (reads, inspection)
             # taken off as git apply of the reverse patch would: its deletions first, so
@@ -248,7 +261,7 @@ def make_plan(
                 PatchReport(i, patch, lp, inspection, PatchStatus.UNLOCKED, entry, [lp.unlocked])
             )
             continue
-        inspection = judge(patch, lp, tree, backward.pop(patch.id, None), entry, staged)
+        inspection = judge(patch, lp, tree, backward.pop(patch.id, None), entry, staged, compiled)
         if (
             inspection.state is ContentState.PENDING
             and getattr(KINDS[patch.kind], "recheck", False)
@@ -279,4 +292,14 @@ def make_plan(
         for e in ledger.entries(patchset.name)
         if (e.patch_id not in ids or e.patch_id in outdated) and e.patch_id not in superseded
     ]
-    return Plan(patchset, env, ledger, guard, reports, stale, tree.seen, replaced)
+    return Plan(
+        patchset,
+        env,
+        ledger,
+        guard,
+        reports,
+        stale,
+        tree.seen,
+        replaced,
+        compiled=None if compiled is None else len(compiled.hits),
+    )

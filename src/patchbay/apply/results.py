@@ -133,6 +133,7 @@ class Plan(msgspec.Struct):
     stale: list[LedgerEntry]
     seen: DiskView | None = None
     replaced: list[Replacement] = msgspec.field(default_factory=list)
+    compiled: int | None = None  # patches judged by a bundle's compiled plan; None: no plan
 
     @property
     def superseded(self) -> list[str]:
@@ -200,5 +201,8 @@ def touched_paths(patch: Any, loaded: LoadedPatch) -> tuple[list[str], list[str]
     if patch.kind == "replace":
         return [], [e.file for e in patch.edits]
     if patch.kind == "diff" and loaded.data is not None:
+        known = getattr(loaded.data, "edited_paths", None)  # a deferred parse (a bundle's plan)
+        if known is not None:
+            return [], list(known)
         return [], [p for fp in loaded.data.files for p in (fp.old_path, fp.new_path) if p]
     return [], []

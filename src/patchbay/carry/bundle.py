@@ -7,6 +7,10 @@ On a networked host, ``bundle PATCHSET OUT --python ENGINE`` writes::
                         pin replaces, so a rollback or revert works offline too
     OUT/artifacts/<sha256>   every artifact file, verified
     OUT/patchset/       a copy of the patchset folder (vendored diffs and the lock included)
+    OUT/plan/           the compiled plan: each diff patch's judgement on the engine's files
+                        and its post-images (see :mod:`patchbay.apply.compiled`), so that a
+                        cold apply in a container of the same image checks hashes instead of
+                        searching hunks
     OUT/patchbay/wheels/, OUT/install-patchbay.sh
                         patchbay itself, for the container's Python, and its offline
                         installer (see :mod:`patchbay.carry.selfcarry`)
@@ -25,6 +29,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -38,10 +43,20 @@ from ..kinds.pipcall import index_args
 from ..options import RunOptions
 from ..patchset.lockfile import Lock
 from ..patchset.model import ArtifactPatch, Patchset, PipPatch
+from .compiler import compile_plan
 from .fetch import fetch_pinned
 from .selfcarry import NO_PIP
 
 MANIFEST = "manifest.json"
+
+
+class Bundled(NamedTuple):
+    """What :func:`make_bundle` wrote: the manifest (relative path -> sha256), and how many
+    of the patchset's diff patches the compiled plan holds, of how many."""
+
+    manifest: dict[str, str]
+    compiled: int
+    diffs: int
 
 
 def make_bundle(
@@ -51,14 +66,16 @@ def make_bundle(
     options: RunOptions | None = None,
     *,
     with_patchbay: bool = True,
-) -> dict[str, str]:
+) -> Bundled:
     """Write the bundle of ``patchset`` for ``env``'s platform into ``out``.
 
     With ``with_patchbay`` (the default) the bundle also carries patchbay and its installer,
-    so that a container without network can run it.
+    so that a container without network can run it. The compiled plan is judged on ``env``'s
+    files (the pinned image's, when ``env`` is that image): a patch not pending there is left
+    out of it and judged in full where it is applied.
 
     Returns:
-        The manifest: relative path -> sha256.
+        The manifest and the compiled plan's counts (:class:`Bundled`).
 
     Raises:
         InputError: ``out`` exists and is not empty, or cannot be made; a remote source or
@@ -77,20 +94,25 @@ def make_bundle(
             f"bundle folder cannot be made in {out.parent}: {exc.strerror or exc}", file=out
         ) from None
     try:
-        manifest = _fill(patchset, env, work, options, with_patchbay)
+        bundled = _fill(patchset, env, work, options, with_patchbay)
         if out.exists():
             out.rmdir()
         os.replace(work, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)  # a failed bundle leaves nothing behind
-    return manifest
+    return bundled
 
 
 def _fill(
     patchset: Patchset, env: Environment, out: Path, options: RunOptions, with_patchbay: bool
-) -> dict[str, str]:
-    if env.python is None:
-        raise RefusedError("bundle needs the engine interpreter (--python) for its platform")
+) -> Bundled:
+    if env.python is None and (with_patchbay or any(p.kind == "pip" for p in patchset.patches)):
+        why = "to carry patchbay" if with_patchbay else "for the wheels of its package pins"
+        raise RefusedError(
+            f"bundle needs the engine interpreter (--python) {why}, for its platform; an "
+            "unpacked tree (--root) serves a bundle --without-patchbay of a patchset with no "
+            "package pin"
+        )
     from ..apply.plan import load_patches
 
     loaded = load_patches(patchset)
@@ -102,9 +124,9 @@ def _fill(
     tree = Tree(env.roots, env, options)
     tree.folder = patchset.folder
     lock = Lock.load(patchset.folder)
-    assert env.python is not None
     for patch in patchset.patches:
         if isinstance(patch, PipPatch):
+            assert env.python is not None
             _download(patch, patch.requirement, env.python, out / "wheels", tree, patch.no_deps)
             # the version there now, so that a rollback or revert can reinstall it offline
             name = Requirement(patch.requirement).name
@@ -124,9 +146,11 @@ def _fill(
                 cached, _ = fetch_pinned(f.url, sha, options, size=f.size)
                 shutil.copyfile(cached, out / "artifacts" / sha)
     shutil.copytree(patchset.folder, out / "patchset")
+    compiled, diffs = compile_plan(patchset, env, out, loaded, options)
     if with_patchbay:
         from .selfcarry import carry
 
+        assert env.python is not None
         carry(out, env.python)
     manifest = {
         str(path.relative_to(out)): sha256_bytes(path.read_bytes())
@@ -134,7 +158,7 @@ def _fill(
         if path.is_file()
     }
     (out / MANIFEST).write_text(json.dumps({"format": 1, "files": manifest}, indent=2) + "\n")
-    return manifest
+    return Bundled(manifest, compiled, diffs)
 
 
 def _download(

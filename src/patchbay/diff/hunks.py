@@ -23,7 +23,6 @@ still there, and the similar block elsewhere is other code.
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterator
@@ -32,6 +31,7 @@ from typing import Any
 
 import msgspec
 
+from ..patterns import pattern
 from .parse import Hunk, split_lines
 
 
@@ -354,7 +354,7 @@ _GENERIC_WORDS = frozenset(
         "this",
     ]
 )
-_WORD = re.compile(r"\w+")
+_WORD = pattern(r"\w+")
 
 
 def is_generic(line: str) -> bool:

@@ -25,11 +25,12 @@ import msgspec
 
 from ..environment.paths import PathRejected, check_relative, unquote_c
 from ..errors import InputError
+from ..patterns import pattern
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_INDEX = re.compile(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: 1[0-7]{5})?$")
-_BINARY_BLOCK = re.compile(r"^(literal|delta) \d+\r?\n?$")
-_BASE85_LINE = re.compile(r"^[A-Za-z][0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]+$")
+_HUNK = pattern(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_INDEX = pattern(r"^index ([0-9a-f]+)\.\.([0-9a-f]+)(?: 1[0-7]{5})?$")
+_BINARY_BLOCK = pattern(r"^(literal|delta) \d+\r?\n?$")
+_BASE85_LINE = pattern(r"^[A-Za-z][0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]+$")
 NULL_PATH = "/dev/null"
 # what str.splitlines splits on besides "\n"
 _OTHER_LINE_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+from ..patterns import pattern
+
+_CONTROL = pattern(r"[\x00-\x1f\x7f]")
 _ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92, '"': 34}
 _QUOTE = {v: k for k, v in _ESCAPES.items()}
 

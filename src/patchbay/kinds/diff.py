@@ -11,7 +11,6 @@ the target tree).
 from __future__ import annotations
 
 import contextlib
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +28,7 @@ from ..errors import InputError
 from ..patchset.coverage import check_coverage
 from ..patchset.inputfiles import read_input
 from ..patchset.model import DiffPatch
+from ..patterns import pattern
 from .base import (
     ContentState,
     FileChange,
@@ -100,10 +100,10 @@ def _reversed(hunk: Hunk) -> Hunk:
     return msgspec.structs.replace(hunk, lines=[(swap[tag], text) for tag, text in hunk.lines])
 
 
-_HUNK_LIKE = re.compile(rb"^@@ ")
-_HUNK_HEADER = re.compile(rb"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+_HUNK_LIKE = pattern(rb"^@@ ")
+_HUNK_HEADER = pattern(rb"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
 # git's base85 alphabet (base85.c), after the line's length character (A-Z: 1-26, a-z: 27-52)
-_BASE85_LINE = re.compile(r"^[A-Za-z][0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]+$")
+_BASE85_LINE = pattern(r"^[A-Za-z][0-9A-Za-z!#$%&()*+\-;<=>?@^_`{|}~]+$")
 
 
 def check_structure(parsed: ParsedDiff, data: bytes, source: Path) -> None:
@@ -169,6 +169,25 @@ def hunk_files(parsed: ParsedDiff) -> list[tuple[str, int]]:
     return [(fp.path, len(fp.hunks)) for fp in parsed.files]
 
 
+class DeferredDiff:
+    """A diff whose parse is deferred (:meth:`DiffKind.load_known`): ``edited_paths`` (every
+    path it names, in order) is known without it; any other attribute of
+    :class:`~patchbay.diff.parse.ParsedDiff` parses the bytes on first use, as
+    :meth:`DiffKind.load` would have."""
+
+    def __init__(self, data: bytes, source: Path, strip: int, paths: list[str]) -> None:
+        self.edited_paths = paths
+        self._bytes, self._source, self._strip = data, source, strip
+        self._parsed: ParsedDiff | None = None
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._parsed is None:
+            self._parsed = parse_diff(self._bytes, source=self._source, strip=self._strip)
+        return getattr(self._parsed, name)
+
+
 class DiffKind(FileKind):
     """Implements :class:`~patchbay.kinds.base.PatchKind` for ``kind: diff``."""
 
@@ -191,6 +210,11 @@ class DiffKind(FileKind):
                 line=patchset.patch_line(index, "file"),
                 patch_id=patch.id,
             )
+        return self._from_bytes(patch, patchset, index, data, path)
+
+    def _from_bytes(
+        self, patch: DiffPatch, patchset: Patchset, index: int, data: bytes, path: Path
+    ) -> LoadedPatch:
         parsed = parse_diff(data, source=path, strip=patch.strip)
         check_structure(parsed, data, path)
         check_coverage(patch, hunk_files(parsed), patchset, index)
@@ -206,6 +230,46 @@ class DiffKind(FileKind):
             data=parsed,
             notes=notes,
             identity=diff_identity(parsed),
+        )
+
+    def load_known(
+        self,
+        patch: DiffPatch,
+        patchset: Patchset,
+        index: int,
+        sha256: str,
+        identity: str,
+        files: list[tuple[str, int]],
+        notes: list[str],
+    ) -> LoadedPatch:
+        """:meth:`load`, knowing what a diff of ``sha256`` parses to (a bundle's compiled
+        plan recorded it with the same strip level: its ``identity``, its ``(path, hunk
+        count)`` ``files`` and its load ``notes``): when the file holds those bytes, the parse
+        and the structure check, which gave exactly that for them, are deferred
+        (:class:`DeferredDiff`) and the ``covers`` of the patchset are checked against
+        ``files``; else the bytes read are loaded in full.
+
+        Raises:
+            InputError: as :meth:`load`.
+        """
+        path = patchset.folder / patch.content_path
+        data = read_input(
+            path,
+            what=f"patch file {patch.content_path}",
+            file=patchset.path,
+            line=patchset.patch_line(index, "file"),
+            patch_id=patch.id,
+        )
+        digest = sha256_bytes(data)
+        if digest != sha256:
+            return self._from_bytes(patch, patchset, index, data, path)
+        check_coverage(patch, files, patchset, index)
+        return LoadedPatch(
+            sha256=digest,
+            source=str(path),
+            data=DeferredDiff(data, path, patch.strip, [p for p, _ in files]),
+            notes=list(notes),
+            identity=identity,
         )
 
     def describe(self, patch: DiffPatch, loaded: LoadedPatch) -> str:

@@ -12,7 +12,6 @@ Inappropriate, Denied); a patch with no upstream reference must carry one, with 
 # No ``from __future__ import annotations`` here: msgspec resolves string annotations through
 # typing's evaluation on the first ``convert`` of each struct, ~10 ms of every cold run;
 # annotations evaluated at class creation cost it nothing.
-import re
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Union
 
@@ -20,6 +19,7 @@ import msgspec
 from msgspec import Meta
 
 from ..environment.paths import check_relative
+from ..patterns import pattern
 from .coverage import UpstreamEntry, ref_text
 from .sources import COMMIT_ID, REPO, BuildSource, RemoteSource
 from .sources import Strict as _Strict
@@ -32,8 +32,8 @@ SCHEMA_VERSION = 1
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z"
 _SHA256 = r"^[0-9a-f]{64}\Z"
 _REPO, _COMMIT_ID = REPO, COMMIT_ID
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
-UPSTREAM_REF = re.compile(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+(?:#\d+|@[0-9a-f]{7,40}))$")
+_COMMIT = pattern(r"^[0-9a-f]{40}$")
+UPSTREAM_REF = pattern(r"^(?:https?://\S+|[A-Za-z0-9][\w.-]*/[\w.-]+(?:#\d+|@[0-9a-f]{7,40}))$")
 
 
 def relative_posix_path(value: str) -> str:
@@ -469,7 +469,7 @@ class ArtifactPatch(PatchBase, kw_only=True, tag="artifact"):
     files: Annotated[list[ArtifactFile], Meta(min_length=1)]
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ENV_NAME = pattern(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class CommandPatch(PatchBase, kw_only=True, tag="command"):

@@ -4,13 +4,13 @@ repository a ``pip`` patch builds from. :mod:`patchbay.carry.vendor` pins both i
 """
 
 # No ``from __future__ import annotations``, as in :mod:`.model`: msgspec reads the annotations.
-import re
 from typing import Annotated
 
 import msgspec
 from msgspec import Meta, Struct
 
 from ..environment.paths import check_relative
+from ..patterns import pattern
 from .validation import FieldError
 
 REPO = r"^[\w.-]+/[\w.-]+\Z"
@@ -83,8 +83,8 @@ class RemoteSource(_Strict, kw_only=True):
         return f"{self.repo}{pr}{commit}{where}"
 
 
-_GIT_REF = re.compile(r"^(?!.*\.\.)(?!.*/$)(?!.*\.lock$)[A-Za-z0-9_][A-Za-z0-9._/-]*$")
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_GIT_REF = pattern(r"^(?!.*\.\.)(?!.*/$)(?!.*\.lock$)[A-Za-z0-9_][A-Za-z0-9._/-]*$")
+_COMMIT = pattern(r"^[0-9a-f]{40}$")
 
 
 class BuildSource(_Strict, kw_only=True):

@@ -20,6 +20,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from ..patterns import pattern
+
 T = TypeVar("T")
 
 KeyPath = tuple[str | int, ...]
@@ -59,8 +61,8 @@ def convert(data: Any, type_: type[T]) -> T:
     return msgspec.convert(data, type_, strict=True)
 
 
-_AT = re.compile(r"^(?P<msg>.*?)(?: - at `(?P<key>key` in `)?(?P<path>\$[^`]*)`)?$", re.S)
-_SEGMENT = re.compile(r"\.([^.\[]+)|\[(\d+)\]|(\[\.\.\.\])")
+_AT = pattern(r"^(?P<msg>.*?)(?: - at `(?P<key>key` in `)?(?P<path>\$[^`]*)`)?$", re.S)
+_SEGMENT = pattern(r"\.([^.\[]+)|\[(\d+)\]|(\[\.\.\.\])")
 _WORDS = {
     "str": "a string",
     "int": "an integer",

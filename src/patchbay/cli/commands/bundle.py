@@ -17,14 +17,24 @@ def run(
     *,
     out: Path,
     python: str | None,
-    options: Callable[[], RunOptions],
+    root: Path | None = None,
+    options: Callable[[], RunOptions] = RunOptions,
     with_patchbay: bool = True,
 ) -> int:
     """Write the bundle; exit 0. Errors raise (a bad ``out`` before any work)."""
     check_output_folder(out, "OUT")
     patchset = load(patchset_arg)
-    env = environment(patchset, python, None, None)
-    manifest = make_bundle(patchset, env, out, options(), with_patchbay=with_patchbay)
+    env = environment(patchset, python, root, None)
+    manifest, compiled, diffs = make_bundle(
+        patchset, env, out, options(), with_patchbay=with_patchbay
+    )
+    if diffs:
+        where = env.python or env.tree_root
+        say(
+            f"compiled plan: {compiled} of {diffs} diff patch(es) judged on the files of {where} "
+            "(a container of the same image applies them by hash; the rest, and any "
+            "file that differs, are judged in full there)"
+        )
     apply = f"patchbay apply {out / 'patchset'} --bundle {out} --offline"
     if with_patchbay:
         say(

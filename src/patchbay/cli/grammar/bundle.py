@@ -11,6 +11,7 @@ from ..arguments import (
     add_patchset,
     add_python,
     add_quiet,
+    add_root,
     path,
     run_options,
 )
@@ -21,6 +22,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     add_patchset(p)
     p.add_argument("out", metavar="OUT", type=path, help="new folder for the bundle")
     add_python(p)
+    add_root(p)
     add_cache(p)
     add_mirror(p)
     p.add_argument(
@@ -39,6 +41,7 @@ def handle(args: argparse.Namespace) -> int:
         args.patchset,
         out=args.out,
         python=args.python,
+        root=args.root,
         options=lambda: run_options(args),
         with_patchbay=not args.without_patchbay,
     )
