@@ -77,6 +77,8 @@ from patchbay.patchset.loading import load_patchset
 
 REPO = Path(__file__).resolve().parents[1]
 COLD_TARGET = 1.5
+BUNDLE_TARGET = 0.8  # issue 26: a cold apply from a bundle's compiled plan
+BUNDLE_COLD = "patchbay CLI cold apply from a bundle"
 NOOP_TARGET = 1.0
 STATUS_TARGET = 1.0  # issue 26: status reads what the no-op reads
 FLOOR_PASS = "floor: CLI's python -c pass"
@@ -186,6 +188,7 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
             "patchbay CLI cold apply",
             "patchbay CLI no-op re-run",
             "patchbay CLI status (applied tree)",
+            BUNDLE_COLD,
             "grep-loop cold (applies all)",
             "grep-loop re-run (all greps hit)",
             "git-apply-loop cold",
@@ -210,6 +213,17 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
     warm = bench.fresh_tree("warm")
     run_checked(["bash", "-c", BASH_GIT_LOOP, "bench", str(warm), patch_dir], bench.env)
     shutil.rmtree(warm)
+
+    # the bundle a container would be given (untimed): made on the pristine tree
+    bundle = bench.work / "bundle"
+    if not bundle.exists():
+        made = run_checked(
+            [bench.cli, "bundle", str(bench.patchset), str(bundle), "--root", str(bench.pristine),
+             "--without-patchbay"],
+            bench.env,
+        )  # fmt: skip
+        if f"compiled plan: {n} of {n}" not in made.stdout:
+            problems.append(f"bundle said: {made.stdout.strip()[-300:]}")
 
     kept: dict[str, Path] = {}
     for rep in range(repeat):
@@ -273,6 +287,15 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
             problems.append(f"CLI status of the applied tree said: {sorted(states)}")
         kept.setdefault("patchbay CLI", tree)
 
+        tree = bench.fresh_tree("bundle")
+        args = [bench.cli, "apply", str(bundle / "patchset"), "--root", str(tree), "--bundle",
+                str(bundle), "--offline"]  # fmt: skip
+        ms, proc = timed(lambda a=args: run_checked(a, bench.env))
+        times[BUNDLE_COLD].append(ms)
+        if f"{n} applied" not in proc.stdout:
+            problems.append(f"CLI apply from the bundle said: {proc.stdout.strip()[-300:]}")
+        kept.setdefault("patchbay CLI from a bundle", tree)
+
         for label, code in ((FLOOR_PASS, "pass"), (FLOOR_IMPORTS, "import yaml, msgspec")):
             ms, _ = timed(lambda c=code: run_checked([bench.python, "-c", c], bench.env))
             times[label].append(ms)
@@ -295,7 +318,8 @@ def measure(bench: Bench, repeat: int) -> tuple[dict[str, list[float]], list[str
     for bp in bench.patches:
         if bp.marker not in (reference / bp.touched[0]).read_text():
             problems.append(f"git apply loop: {bp.marker} missing from {bp.touched[0]}")
-    for name in ("grep-loop", "patchbay in-process", "patchbay CLI", "floor applier"):
+    for name in ("grep-loop", "patchbay in-process", "patchbay CLI", "patchbay CLI from a bundle",
+                 "floor applier"):  # fmt: skip
         problems += compare_trees(name, kept[name], reference, bench.touched)
     return times, problems
 
@@ -332,6 +356,8 @@ def report(times: dict[str, list[float]], bench: Bench, repeat: int) -> None:
              "git-apply-loop cold", COLD_TARGET),
             ("CLI cold / git-apply-loop cold", "patchbay CLI cold apply", "git-apply-loop cold",
              COLD_TARGET),
+            ("CLI cold from a bundle / git-apply-loop cold", BUNDLE_COLD, "git-apply-loop cold",
+             BUNDLE_TARGET),
             ("in-process no-op / grep-loop re-run", "patchbay in-process no-op re-run",
              noop_base, NOOP_TARGET),
             ("CLI no-op / grep-loop re-run", "patchbay CLI no-op re-run", noop_base,

@@ -45,9 +45,8 @@ from ..patchset.lockfile import Lock
 from ..patchset.model import ArtifactPatch, Patchset, PipPatch
 from .compiler import compile_plan
 from .fetch import fetch_pinned
+from .manifest import MANIFEST
 from .selfcarry import NO_PIP
-
-MANIFEST = "manifest.json"
 
 
 class Bundled(NamedTuple):
@@ -203,24 +202,3 @@ def _download(
             )
         last = (proc.stderr.strip().splitlines() or ["pip download failed"])[-1]
         raise RefusedError(f"pip download {requirement}: {last}", patch_id=patch.id)
-
-
-def check_bundle(bundle: Path) -> None:
-    """Verify every file of a bundle against its manifest.
-
-    Raises:
-        InputError: no manifest, or a file missing or changed.
-    """
-    manifest_path = bundle / MANIFEST
-    try:
-        files = json.loads(manifest_path.read_text(encoding="utf-8"))["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        raise InputError(
-            "not a patchbay bundle (manifest.json missing or unreadable)", file=manifest_path
-        ) from None
-    for rel, sha in files.items():
-        path = bundle / rel
-        if not path.is_file():
-            raise InputError(f"bundle file {rel} is missing", file=bundle)
-        if sha256_bytes(path.read_bytes()) != sha:
-            raise InputError(f"bundle file {rel} does not match the manifest", file=path)

@@ -40,7 +40,7 @@ def run(
     twice).
     """
     if bundle is not None:
-        from ...carry.bundle import check_bundle
+        from ...carry.manifest import check_bundle
 
         check_bundle(bundle)
     if record is None and not dry_run and not noop_checked:
