@@ -166,12 +166,17 @@ def interpreter_path(python: str | None) -> str | None:
 
 class NoOp:
     """A verified no-op: what ``apply`` prints for it (the ``note:`` lines the engine's no-op
-    printed, the redundant patches' ids, and how many patches are present)."""
+    printed, the redundant patches' ids, and how many patches are present), and ``digest``,
+    the sha256 of the identity record that verified it (the same digest means the same
+    patchset, environment and files, every one re-checked by content)."""
 
-    def __init__(self, redundant: list[str], present: int, notes: list[str] | None = None) -> None:
+    def __init__(
+        self, redundant: list[str], present: int, notes: list[str] | None = None, digest: str = ""
+    ) -> None:
         self.redundant = redundant
         self.present = present
         self.notes = notes or []
+        self.digest = digest
 
 
 def _yaml_path(patchset_arg: str) -> str | None:
@@ -293,4 +298,10 @@ def _check(
     notes = found.get("notes", [])  # an identity recorded before notes were: none
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         return None
-    return NoOp(redundant=list(found["redundant"]), present=int(found["present"]), notes=notes)
+    digest = hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()
+    return NoOp(
+        redundant=list(found["redundant"]),
+        present=int(found["present"]),
+        notes=notes,
+        digest=digest,
+    )

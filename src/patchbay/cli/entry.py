@@ -193,10 +193,17 @@ def _main(args_list: list[str]) -> int:
 
         argcomplete.autocomplete(build_parser())
     tried = None
+    replay_key = None
     if "_ARGCOMPLETE" not in os.environ and args_list[:1] == ["apply"]:
         tried = _verified_noop(args_list[1:])
         if tried:
             return 0
+    if "_ARGCOMPLETE" not in os.environ and args_list[:1] == ["status"]:
+        from . import replay
+
+        code, replay_key = replay.replayed(args_list[1:])
+        if code is not None:
+            return code
     from .parser import UsageError, build
 
     try:
@@ -221,6 +228,8 @@ def _main(args_list: list[str]) -> int:
             return exc.code if isinstance(exc.code, int) else 0
         # the no-op was checked on this very command line already: apply does not check again
         args.noop_checked = tried is False
+        # status of a verified identity with nothing kept yet: the full run keeps its output
+        args.replay = None if replay_key is None else (replay_key, args_list[1:])
         return _run(args.handler, args)
     except UsageError as exc:
         print(f"patchbay: error: {exc}", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from ...apply.engine import upgrade_command
@@ -26,12 +27,48 @@ def run(
     probe_timeout: float | None = None,
     as_json: bool = False,
     trial: bool = False,
+    replay: tuple[str, list[str]] | None = None,
 ) -> int:
     """Print the status in ``output_format`` (``table``, ``concise``, ``json``; default: see
     :func:`~patchbay.cli.commands.common.read_format`); exit 0 when nothing blocks an apply, 1
     otherwise (a pending pin that apply's dry run would refuse blocks it: see
     :mod:`patchbay.apply.trial`; the dry run is made with ``trial``, else answered from one
-    kept for the same pin and environment). ``as_json`` is ``output_format="json"``."""
+    kept for the same pin and environment). ``as_json`` is ``output_format="json"``.
+    ``replay``: ``(key, command line words)`` when the applied identity verified and no output
+    is kept for it yet (:mod:`patchbay.cli.replay`): the output is kept there after a clean run.
+    """
+    if replay is None:
+        return _run(patchset_arg, python, root, state_dir, output_format, record,
+                    probe_timeout, as_json, trial)[0]  # fmt: skip
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            code, clean = _run(patchset_arg, python, root, state_dir, output_format, record,
+                               probe_timeout, as_json, trial)  # fmt: skip
+    finally:
+        sys.stdout.write(out.getvalue())  # what was printed, also before an error
+    if code == 0 and clean:
+        from .. import replay as kept
+
+        kept.store(replay[0], code, out.getvalue(), replay[1])
+    return code
+
+
+def _run(
+    patchset_arg: str,
+    python: str | None,
+    root: Path | None,
+    state_dir: Path | None,
+    output_format: str | None,
+    record: Path | None,
+    probe_timeout: float | None,
+    as_json: bool,
+    trial: bool,
+) -> tuple[int, bool]:
+    """:func:`run`'s work: ``(exit status, whether it printed no warning)``."""
     if as_json:
         output_format = "json"
     patchset = load(patchset_arg)
@@ -48,7 +85,8 @@ def run(
             "first); the states below may be transient",
             err=True,
         )
-    if plan.ledger.has_orphan_blobs():
+    orphans = plan.ledger.has_orphan_blobs()
+    if orphans:
         say(
             f"patchbay: warning: {env.state_dir} holds saved originals but no ledger: was the "
             "ledger deleted, or is --state-dir different from the first run? 'redundant' below "
@@ -79,4 +117,5 @@ def run(
     if record is not None:
         write_record(record, provenance(plan, command="status"))
     blocked = plan.with_status(*BLOCKING, PatchStatus.OUTDATED) or plan.stale
-    return 1 if blocked or busy or not plan.guard.ok else 0
+    clean = not busy and not orphans and not plan.with_status(PatchStatus.PENDING)
+    return (1 if blocked or busy or not plan.guard.ok else 0), clean

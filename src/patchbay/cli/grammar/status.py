@@ -51,4 +51,5 @@ def handle(args: argparse.Namespace) -> int:
         record=args.record,
         probe_timeout=args.probe_timeout,
         trial=args.trial,
+        replay=getattr(args, "replay", None),
     )
