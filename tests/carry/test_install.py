@@ -458,6 +458,8 @@ def run_workflow(
     for key in ("GITHUB_TOKEN", "GH_TOKEN", "PATCHBAY_GITHUB_API", "GITHUB_REF", "GITHUB_BASE_REF",
                 "GITHUB_HEAD_REF", "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH"):  # fmt: skip
         base_env.pop(key, None)
+    # the repository variable the examples read their install spec from
+    context = {"vars.PATCHBAY_SPEC": overrides.get("PATCHBAY_SPEC", ""), **context}
     declared = {**workflow.get("env", {}), **job.get("env", {})}
     base_env.update({k: _substitute(str(v), context) for k, v in declared.items()})
     base_env.update(overrides)
@@ -687,3 +689,75 @@ def test_the_upstream_report_workflow_example_runs(
     assert token not in summary
     log = _git(tmp_path, "--git-dir", str(remote), "log", "--format=%s", "main")
     assert log.splitlines()[0] == "upstream report: history of run 42"
+
+
+# -- the README's install lines, as written -------------------------------------------------------
+
+
+def _readme_install_lines() -> list[str]:
+    """The shell block of the README's "Installing patchbay" section, one command per line."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## Installing patchbay", 1)[1]
+    block = section.split("```sh\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #", 1)[0].rstrip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_readme_install_lines_work_as_written_in_a_fresh_clone(
+    tmp_path: Path, wheelhouse: list[Path]
+) -> None:
+    lines = _readme_install_lines()
+    assert not any("YOUR-ORG" in line or "<" in line for line in lines), lines
+    clone = tmp_path / "patchbay"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    home = tmp_path / "home"
+    home.mkdir()
+    # the build backend a fresh machine's pip would fetch for `pip install .`, beside the
+    # dependencies (the index is a real server on 127.0.0.1)
+    house = tmp_path / "house"
+    house.mkdir()
+    for wheel in wheelhouse:
+        shutil.copy(wheel, house)
+    selfcarry.wheel_from_installed("setuptools", house)
+    with Server() as server:
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(home),
+            "PIP_CONFIG_FILE": os.devnull,
+            "PIP_NO_CACHE_DIR": "1",
+            "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+            "PIP_INDEX_URL": server.serve_index(sorted(house.iterdir())),
+            "GIT_CONFIG_NOSYSTEM": "1",
+        }
+        for line in lines:
+            res = _run("bash", "-eo", "pipefail", "-c", line, cwd=clone, env=env)
+            assert res.returncode == 0, f"{line}\n{res.stdout}{res.stderr}"
+    version = metadata.version(selfcarry.DIST)
+    assert (clone / "dist" / f"engine_patchbay-{version}-py3-none-any.whl").is_file()
+    head = subprocess.run(
+        ["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    for venv in (".patchbay", ".patchbay-wheel", ".patchbay-git"):
+        res = _run(home / venv / "bin" / "patchbay", "validate", clone / "patchsets" / "demo")
+        assert res.returncode == 0, venv + res.stdout + res.stderr
+    recorded = next(
+        (home / ".patchbay-git" / "lib").glob("python3*/site-packages/engine_patchbay-*.dist-info")
+    )
+    assert json.loads((recorded / "direct_url.json").read_text())["vcs_info"]["commit_id"] == head
+
+
+def test_the_ci_examples_stop_with_a_clear_message_when_the_spec_is_not_set(
+    tmp_path: Path,
+) -> None:
+    import yaml
+
+    for name in ("audit.yml", "upstream-report.yml"):
+        workflow = yaml.safe_load((EXAMPLES / name).read_text())
+        assert workflow["env"]["PATCHBAY_SPEC"] == "${{ vars.PATCHBAY_SPEC }}"
+        (job,) = workflow["jobs"].values()
+        step = next(s for s in job["steps"] if s.get("name", "").startswith("Install patchbay"))
+        script = step["run"].replace("${{ vars.PATCHBAY_SPEC }}", "")
+        env = {"PATH": os.environ["PATH"], "PATCHBAY_SPEC": "", "RUNNER_TEMP": str(tmp_path)}
+        res = _run("bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script, env=env)
+        assert res.returncode == 1
+        assert "set the repository variable PATCHBAY_SPEC" in res.stdout
+        assert not (tmp_path / "patchbay").exists()  # stopped before making anything
