@@ -269,8 +269,8 @@ def check_coverage(
                         "PB101",
                         yaml_rel,
                         ps.patch_line(i, "id"),
-                        f"patch {patch.id} has no waiver: write one with `patchbay waiver new "
-                        f"{relative(ps.folder, root)} {patch.id}`",
+                        f"patch {patch.id} has no waiver: "
+                        + _waiver_hint(ps, patch.id, covered, by_id, root),
                     )
                 )
     set_names = sorted({ps.name for ps in patchsets})
@@ -304,6 +304,55 @@ def check_coverage(
     return out
 
 
+def _waiver_hint(
+    ps: Patchset,
+    patch_id: str,
+    covered: dict[tuple[str, str], set[str]],
+    by_id: dict[str, Waiver],
+    root: Path,
+) -> str:
+    """How to cover ``patch_id`` of ``ps``, as a command that works as printed: add it to the
+    waiver that covers other patches of its patchset already (``waiver sync``), else write one
+    waiver for the whole patchset (``waiver new PATCHSET``: teams write one per recipe or pull
+    request, not one per patch), naming a legacy waiver it could adopt instead (``--id``)."""
+    folder = relative(ps.folder, root)
+    others = sorted(
+        {w for (name, _), ids in covered.items() if name == ps.name for w in ids if w in by_id}
+    )
+    if len(others) == 1:
+        w = by_id[others[0]]
+        return (
+            f"add it to waiver {w.id}, which covers other patches of {ps.name}: `patchbay "
+            f"waiver sync {folder} {relative(w.path, root)} {patch_id}`"
+        )
+    hint = (
+        f"one waiver can cover the whole patchset: `patchbay waiver new {folder}` (or "
+        f"`patchbay waiver new {folder} {patch_id}` for this patch alone)"
+    )
+    legacy = [w for w in by_id.values() if w.legacy]
+    if len(legacy) == 1:
+        w = legacy[0]
+        hint += (
+            f"; to keep the team's waiver {relative(w.path, root)}, `patchbay waiver new "
+            f"{folder} --id {w.id}` adopts it in place, its text kept"
+        )
+    return hint
+
+
+def adoption_hint(patchsets: list[Patchset], waivers: list[Waiver], root: Path) -> str:
+    """The PATCHSET a legacy waiver's PB206 hint names: the one patchset with a patch that no
+    waiver lists and that names no waiver, else the only patchset, else the literal
+    ``PATCHSET``."""
+    listed = {ref for w in waivers for ref in w.patches}
+
+    def open_patch(ps: Patchset, patch: Any) -> bool:
+        return patch.waiver is None and not {patch.id, f"{ps.name}/{patch.id}"} & listed
+
+    open_sets = [ps for ps in patchsets if any(open_patch(ps, p) for p in ps.patches)]
+    pick = open_sets if len(open_sets) == 1 else patchsets if len(patchsets) == 1 else []
+    return relative(pick[0].folder, root) if pick else "PATCHSET"
+
+
 def _unknown_patchset(ref: str, names: list[str]) -> str:
     """For a ``patchset/id`` reference whose patchset does not exist: the ones that do."""
     if "/" not in ref or ref.split("/", 1)[0] in names:
@@ -316,9 +365,15 @@ _REQUIRED_KEYS = ("id", "patches", "owner", "filed", "status")
 
 
 def check_waivers(
-    waivers: Iterable[Waiver], root: Path, *, today: date, warning_days: int
+    waivers: Iterable[Waiver],
+    root: Path,
+    *,
+    today: date,
+    warning_days: int,
+    patchset_hint: str = "PATCHSET",
 ) -> list[Finding]:
-    """PB201-PB207: required fields, placeholders, review dates, status, references."""
+    """PB201-PB207: required fields, placeholders, review dates, status, references.
+    ``patchset_hint``: the patchset a legacy waiver's hint names (:func:`adoption_hint`)."""
     out: list[Finding] = []
     for w in waivers:
         rel = relative(w.path, root)
@@ -330,7 +385,8 @@ def check_waivers(
                     rel,
                     1,
                     f"waiver {w.id} has no front matter: its owner, dates, status and patches "
-                    "are unknown (`patchbay waiver new` writes the header)",
+                    f"are unknown; `patchbay waiver new {patchset_hint} --id {w.id}` adds them "
+                    "in place, its text kept",
                 )
             )
         else:
@@ -381,12 +437,19 @@ def check_waivers(
                 )
             for blank in result.placeholders:
                 row = f" in row {blank.row!r}" if blank.row else ""
+                source = w.generated_from(blank.line)
+                where = (
+                    f"; this block is written from the patchset: fill it in {source}, then "
+                    f"`patchbay waiver sync {source} {rel}`"
+                    if source
+                    else ""
+                )
                 out.append(
                     Finding.of(
                         "PB202",
                         rel,
                         blank.line,
-                        f"waiver {w.id}: '{title}' has a placeholder{row}: {blank.text}",
+                        f"waiver {w.id}: '{title}' has a placeholder{row}: {blank.text}{where}",
                     )
                 )
         if fm is not None:

@@ -422,12 +422,19 @@ def run_audit(
     scripts = ScriptCache(folder, root, engines, scope) if folder is not None else None
     findings: list[Finding] = []
     if patchsets or waivers:  # (with neither, these checks have nothing to find)
-        from .checks import check_coverage, check_patchsets, check_waivers
+        from .checks import adoption_hint, check_coverage, check_patchsets, check_waivers
 
+        hint = adoption_hint(list(patchsets), list(waivers), root)
         findings += [
             *check_patchsets(patchsets, root),
             *check_coverage(patchsets, waivers, root, scripts=by_waiver),
-            *check_waivers(waivers, root, today=today, warning_days=cfg.expiry_warning_days),
+            *check_waivers(
+                waivers,
+                root,
+                today=today,
+                warning_days=cfg.expiry_warning_days,
+                patchset_hint=hint,
+            ),
         ]
     findings += [
         *scan_tree(

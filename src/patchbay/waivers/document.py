@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,8 @@ class Waiver:
             their lines.
         paths: file paths the text names (a patch script, the benchmark script that runs it),
             as written, with their lines; the audit resolves them in the repository.
+        generated: ``(first line, last line, patchset)`` of each block ``patchbay waiver
+            new``/``sync`` wrote from a patchset (:mod:`patchbay.waivers.template`).
     """
 
     path: Path
@@ -51,6 +54,12 @@ class Waiver:
     placeholders: list[Placeholder] = field(default_factory=list)
     meta: dict[str, tuple[str, int]] = field(default_factory=dict)
     paths: list[NamedPath] = field(default_factory=list)
+    generated: list[tuple[int, int, str]] = field(default_factory=list)
+
+    def generated_from(self, line: int) -> str | None:
+        """The patchset a generated block (``<!-- patchbay:NAME begin (patchset PATH; ...``)
+        holding ``line`` was written from, or None for a line of the author's."""
+        return next((src for a, b, src in self.generated if a <= line <= b), None)
 
     @property
     def legacy(self) -> bool:
@@ -129,7 +138,27 @@ def parse_waiver(
     if upstream is not None:
         waiver.fields["upstream"] = upstream
     waiver.paths = named_paths(parser.segments)
+    waiver.generated = generated_blocks(text)
     return waiver
+
+
+_BLOCK = re.compile(r"<!-- patchbay:(\w+) begin \(patchset ([^;]+);")
+
+
+def generated_blocks(text: str) -> list[tuple[int, int, str]]:
+    """``(first line, last line, patchset)`` (1-based, markers included) of every generated
+    block of ``text`` whose end marker follows it."""
+    blocks = []
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        m = _BLOCK.search(line)
+        if m is None:
+            continue
+        end = f"<!-- patchbay:{m[1]} end -->"
+        last = next((j for j in range(i + 1, len(lines)) if end in lines[j]), None)
+        if last is not None:
+            blocks.append((i + 1, last + 1, m[2].strip()))
+    return blocks
 
 
 def read_waiver_text(path: Path) -> str:

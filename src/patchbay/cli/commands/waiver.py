@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from ...audit.config import load_config
 from ...errors import InputError, PatchbayError, RefusedError
@@ -15,6 +16,15 @@ from ...patchset.inputfiles import PATCHSET_FILENAMES
 from ...patchset.loading import load_patchset
 from ...patchset.model import Patchset
 from ...waivers import PatchSummary, waiver_template
+from ...waivers.document import Waiver, parse_waiver, read_waiver_text
+from ...waivers.template import (
+    PATCHES_BLOCK,
+    UPSTREAM_BLOCK,
+    adopted_text,
+    patch_table,
+    replace_block,
+    upstream_list,
+)
 from .common import load, say
 
 
@@ -27,14 +37,20 @@ def new(
     force: bool,
     today: date | None = None,
 ) -> int:
-    """Write ``waivers/<id>.md`` (or ``output``) covering ``patch_ids`` (default: all).
+    """Write ``<waiver folder>/<id>.md`` (or ``output``) covering ``patch_ids`` (default:
+    all). The id is the team's (``--id 2508``); a waiver of that id in a configured waiver folder
+    is the file written. A legacy waiver there (no front matter) is adopted in place: its text
+    is kept byte for byte, the front matter goes before it and the generated patch table after
+    it (:func:`~patchbay.waivers.template.adopted_text`).
 
     Returns:
         0 when written.
 
     Raises:
-        InputError: unknown patch id, invalid waiver id, a patchset that does not load.
-        RefusedError: the file exists and ``force`` is not set.
+        InputError: unknown patch id, invalid waiver id, a patchset that does not load, a
+            malformed waiver in the way.
+        RefusedError: the file exists with front matter and ``force`` is not set (``waiver
+            sync`` refreshes it).
     """
     if output is not None:
         check_output_file(output, "-o/--output")
@@ -62,10 +78,48 @@ def new(
         config = None  # written where asked; the audit reports the configuration
     if output is None:
         assert config is not None
-        output = Path(config.new_waiver_folder(Path.cwd())) / f"{wid}.md"
+        output = _existing(config, wid) or Path(config.new_waiver_folder(Path.cwd())) / f"{wid}.md"
     shared = _shared_ids(patchset, Path.cwd(), config.patchsets) if config else set()
+    legacy = None
     if output.exists() and not force:
-        raise RefusedError("already exists (use --force to overwrite)", file=output)
+        legacy = parse_waiver(output)  # (InputError: a malformed one, named)
+        if not legacy.legacy:
+            raise RefusedError(
+                f"already exists with front matter: `patchbay waiver sync {patchset_arg} "
+                f"{output}` refreshes its generated patch table and keeps your text (--force "
+                "writes a new waiver over it)",
+                file=output,
+            )
+    summaries = _summaries(patchset, chosen, shared)
+    if legacy is not None:
+        return _adopt(output, legacy, wid, patchset, summaries, today or date.today())
+    image = patchset.spec.image.reference
+    if patchset.spec.image.digest:
+        image += f"@{patchset.spec.image.digest}"
+    text = waiver_template(
+        waiver_id=wid,
+        patchset_name=patchset.name,
+        patchset_path=str(patchset.path),
+        source=_source(patchset),
+        image=image,
+        patches=summaries,
+        today=today or date.today(),
+    )
+    try:
+        write_output_file(output, text)
+    except OSError as exc:
+        raise InputError(f"cannot write the waiver: {exc.strerror or exc}", file=output) from None
+    say(
+        f"wrote {output}: waiver {wid} for {len(summaries)} patch(es); fill in every "
+        "<TODO: ...> (`patchbay audit` lists the ones left)"
+    )
+    return 0
+
+
+def _summaries(
+    patchset: Patchset, chosen: list[tuple[int, Any]], shared: set[str]
+) -> list[PatchSummary]:
+    """What the waiver's generated blocks say of each chosen ``(index, patch)``."""
     summaries = []
     for index, patch in chosen:
         files = None  # the diff's (path, hunk count), for what `covers` leaves local
@@ -94,26 +148,7 @@ def new(
                 ref=f"{patchset.name}/{patch.id}" if patch.id in shared else None,
             )
         )
-    image = patchset.spec.image.reference
-    if patchset.spec.image.digest:
-        image += f"@{patchset.spec.image.digest}"
-    text = waiver_template(
-        waiver_id=wid,
-        patchset_name=patchset.name,
-        patchset_path=str(patchset.path),
-        image=image,
-        patches=summaries,
-        today=today or date.today(),
-    )
-    try:
-        write_output_file(output, text)
-    except OSError as exc:
-        raise InputError(f"cannot write the waiver: {exc.strerror or exc}", file=output) from None
-    say(
-        f"wrote {output}: waiver {wid} for {len(summaries)} patch(es); fill in every "
-        "<TODO: ...> (`patchbay audit` lists the ones left)"
-    )
-    return 0
+    return summaries
 
 
 def _shared_ids(patchset: Patchset, root: Path, entries: list[str]) -> set[str]:
@@ -140,3 +175,146 @@ def _shared_ids(patchset: Patchset, root: Path, entries: list[str]) -> set[str]:
             if other.path.resolve() != own:
                 shared |= ids & {p.id for p in other.patches}
     return shared
+
+
+def _source(patchset: Patchset) -> str:
+    """The patchset's folder as the generated blocks name it: relative to the current folder
+    (the repository's top, where the audit runs) when it is below it."""
+    folder = patchset.folder.resolve()
+    try:
+        return str(folder.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(folder)
+
+
+def _existing(config: Any, wid: str) -> Path | None:
+    """The waiver file of id ``wid`` in a configured waiver folder, if there is one."""
+    for folder in config.waivers:
+        candidate = Path(folder) / f"{wid}.md"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _adopt(
+    output: Path,
+    legacy: Waiver,
+    wid: str,
+    patchset: Patchset,
+    summaries: list[PatchSummary],
+    today: date,
+) -> int:
+    found = {name for name, f in legacy.fields.items() if f.status != "missing"}
+    owner = legacy.meta.get("owner", ("", 0))[0] or None
+    approval = legacy.meta.get("approval", ("", 0))[0] or None
+    text = adopted_text(
+        read_waiver_text(output),
+        waiver_id=wid,
+        patchset_name=patchset.name,
+        patchset_path=_source(patchset),
+        patches=summaries,
+        found=found,
+        today=today,
+        owner=owner,
+        status=legacy.status,
+        approval=approval,
+    )
+    _write(output, text)
+    say(
+        f"adopted {output}: waiver {wid} for {len(summaries)} patch(es); its text is kept, with "
+        "front matter before it and the patch table after it; fill in every <TODO: ...> "
+        "(`patchbay audit` lists the ones left)"
+    )
+    return 0
+
+
+def _write(output: Path, text: str) -> None:
+    try:
+        write_output_file(output, text)
+    except OSError as exc:
+        raise InputError(f"cannot write the waiver: {exc.strerror or exc}", file=output) from None
+
+
+def sync(patchset_arg: str, waiver_path: Path, patch_ids: list[str]) -> int:
+    """Refresh a waiver's generated parts from the patchset without touching its text: the
+    front matter's ``patches`` list (the patches it lists, plus ``patch_ids``; all of the
+    patchset's when it lists none of them) and the generated patch table and upstream list
+    (between their ``patchbay:`` markers; a waiver without a patch table gets one at its end).
+
+    Returns:
+        0 when written (or nothing changed).
+
+    Raises:
+        InputError: the waiver is missing, malformed or has no front matter (``waiver new
+            --id`` adopts that), a patch id the patchset does not have.
+    """
+    patchset = load(patchset_arg)
+    waiver = parse_waiver(waiver_path)
+    if waiver.legacy:
+        raise InputError(
+            f"waiver {waiver.id} has no front matter: `patchbay waiver new {patchset_arg} --id "
+            f"{waiver.id} -o {waiver_path}` adopts it in place, keeping its text",
+            file=waiver_path,
+        )
+    by_id = {p.id: (i, p) for i, p in enumerate(patchset.patches)}
+    unknown = [pid for pid in patch_ids if pid not in by_id]
+    if unknown:
+        raise InputError(
+            f"no patch {', '.join(unknown)} in patchset {patchset.name}", file=patchset.path
+        )
+    # the patches of this patchset it lists already: bare ids, or patchset/id of this one
+    listed = {
+        ref.rsplit("/", 1)[-1]
+        for ref in waiver.patches
+        if "/" not in ref or ref.split("/", 1)[0] == patchset.name
+    }
+    wanted = [pid for pid in by_id if pid in listed or pid in patch_ids] or list(by_id)
+    chosen = [by_id[pid] for pid in wanted]
+    try:
+        config = load_config(Path.cwd()).config
+        shared = _shared_ids(patchset, Path.cwd(), config.patchsets)
+    except InputError:
+        shared = set()
+    summaries = _summaries(patchset, chosen, shared)
+    text = read_waiver_text(waiver_path)
+    text = _with_patches(text, waiver, [s.ref or s.id for s in summaries], patchset.name)
+    source = _source(patchset)
+    table = replace_block(text, PATCHES_BLOCK, patch_table(summaries, source))
+    text = (
+        table
+        if table is not None
+        else text.rstrip("\n") + f"\n\n## Patches of patchset {patchset.name}\n\n"
+        + patch_table(summaries, source) + "\n"
+    )  # fmt: skip
+    text = replace_block(text, UPSTREAM_BLOCK, upstream_list(summaries, source)) or text
+    before = read_waiver_text(waiver_path)
+    if text == before:
+        say(f"{waiver_path}: up to date ({len(summaries)} patch(es))")
+        return 0
+    _write(waiver_path, text)
+    say(f"synced {waiver_path}: waiver {waiver.id} lists {len(summaries)} patch(es) of "
+        f"{patchset.name}")  # fmt: skip
+    return 0
+
+
+def _with_patches(text: str, waiver: Waiver, refs: list[str], patchset_name: str) -> str:
+    """``text`` with the front matter's ``patches`` key (its line and its item lines) rewritten
+    as one flow list: the references of other patchsets it held, then ``refs``."""
+    from ...waivers.template import yaml_word
+
+    others = [r for r in waiver.patches if "/" in r and r.split("/", 1)[0] != patchset_name]
+    items = ", ".join(yaml_word(r) for r in [*others, *refs])
+    lines = text.split("\n")
+    key = waiver.line_of("patches", 0)
+    if key == 0:  # no patches key: after the id
+        at = waiver.line_of("id", 2)
+        lines.insert(at, f"patches: [{items}]")
+        return "\n".join(lines)
+    last = max(
+        [
+            key,
+            *(v for k, v in waiver.key_lines.items() if isinstance(k, tuple) and k[0] == "patches"),
+        ]
+    )
+    lines[key - 1 : last] = [f"patches: [{items}]"]
+    return "\n".join(lines)

@@ -34,12 +34,37 @@ def arguments(p: argparse.ArgumentParser) -> None:
         type=path,
         help="where to write (default: waivers/<id>.md)",
     )
-    w.add_argument("--force", action="store_true", help="overwrite an existing file")
+    w.add_argument(
+        "--force",
+        action="store_true",
+        help="write a new waiver over an existing file; without it a legacy waiver (no front "
+        "matter) is adopted in place, its text kept, and one with front matter is refused "
+        "(`waiver sync` refreshes it)",
+    )
+    s = waiver_sub.add_parser(
+        "sync",
+        help="Refresh a waiver's patch list and generated patch table from the patchset, "
+        "keeping its text.",
+        description="Refresh a waiver's patch list and generated patch table from the patchset, "
+        "keeping every hand-written line.",
+        formatter_class=Formatter,
+    )
+    s.set_defaults(handler=handle_sync)
+    add_patchset(s)
+    s.add_argument("waiver", metavar="WAIVER", type=path, help="the waiver file")
+    s.add_argument(
+        "patch_ids",
+        metavar="PATCH_ID",
+        nargs="*",
+        help="patches to add (default: those it lists; all of the patchset if none)",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
     """``patchbay waiver`` without a subcommand: a usage error."""
-    raise UsageError("waiver: a subcommand is required: new (`patchbay waiver -h` shows the usage)")
+    raise UsageError(
+        "waiver: a subcommand is required: new, sync (`patchbay waiver -h` shows the usage)"
+    )
 
 
 def handle_new(args: argparse.Namespace) -> int:
@@ -49,3 +74,10 @@ def handle_new(args: argparse.Namespace) -> int:
     return waiver.new(
         args.patchset, args.patch_ids, waiver_id=args.id, output=args.output, force=args.force
     )
+
+
+def handle_sync(args: argparse.Namespace) -> int:
+    """Run ``patchbay waiver sync`` with the parsed arguments."""
+    from ..commands import waiver
+
+    return waiver.sync(args.patchset, args.waiver, args.patch_ids)
