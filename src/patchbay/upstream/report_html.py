@@ -1,5 +1,12 @@
 """The upstream report as one self-contained HTML page: inline CSS and an inline SVG chart of
 carried patches by verdict over time (no scripts, no external assets: it opens offline).
+
+The patches table has one row per reference, its state in the cell beside it (the patch's other
+cells span its references), so a reference that wraps onto more lines cannot push its state out
+of line. Patch ids, references and URLs wrap only after ``/ - _ . # ? &`` (a ``<wbr>`` there):
+browsers find no break opportunity in ``owner/repo_name.x`` and would widen the table past the
+window instead. A single word too wide for any column scrolls the table in its own box, not the
+page.
 """
 
 from __future__ import annotations
@@ -10,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import __version__
-from .report import Report, iso_time
-from .verdicts import VERDICTS
+from ..redaction import redact
+from .report import Report, Row, iso_time
+from .verdicts import VERDICTS, RefStatus
 
 COLOURS = {
     "remove": "#2e7d32",
@@ -79,15 +87,20 @@ def _svg_chart(entries: Sequence[Mapping[str, Any]], width: int = 760, height: i
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem;color:#222}
 body{max-width:72rem}
+svg{max-width:100%;height:auto}
+.scroll{overflow-x:auto}
 h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem}
 table{border-collapse:collapse;width:100%;font-size:.9rem}
 th,td{border:1px solid #ddd;padding:.35rem .5rem;text-align:left;vertical-align:top}
 th{background:#f5f5f5}td.n{text-align:right}
+tbody.patch{border-top:2px solid #bbb}
 .v{display:inline-block;padding:0 .45rem;border-radius:.6rem;color:#fff;font-size:.8rem}
 .remove{background:#2e7d32}.bump{background:#1565c0}.keep{background:#8a8a8a}
 .refresh{background:#6a1b9a}
 .attention{background:#d84315}.reason{color:#444;font-size:.85rem}
 .warn{color:#8a4b00;font-size:.85rem}code{font-size:.85rem}
+h1,h2,p,li{overflow-wrap:break-word}
+@media (max-width:60rem){body{margin:1rem}th,td{padding:.3rem}}
 """
 
 
@@ -130,7 +143,7 @@ def render_html(report: Report) -> str:
         if n:
             parts.append(
                 f"<p>These {n} patches can be dropped with this bump: "
-                + ", ".join(f"<code>{esc(k)}</code>" for k in report.droppable)
+                + ", ".join(f"<code>{breakable(k)}</code>" for k in report.droppable)
                 + ".</p>"
             )
         else:
@@ -138,7 +151,7 @@ def render_html(report: Report) -> str:
         if report.to_refresh:
             parts.append(
                 "<p><code>patchbay rebase</code> would refresh (3-way merge) "
-                + ", ".join(f"<code>{esc(k)}</code>" for k in report.to_refresh)
+                + ", ".join(f"<code>{breakable(k)}</code>" for k in report.to_refresh)
                 + ".</p>"
             )
         for c in report.candidate:
@@ -146,47 +159,89 @@ def render_html(report: Report) -> str:
                 parts.append(f"<p>{esc(c.patchset)}: not checked: {esc(c.problem)}</p>")
     parts += [
         "<h2>Patches</h2>",
-        "<table><thead><tr><th>patchset</th><th>patch</th><th>upstream</th><th>state</th>"
-        "<th>verdict</th><th>carried (days)</th><th>since merged (days)</th>"
+        '<div class="scroll"><table><thead><tr><th>patchset</th><th>patch</th><th>upstream</th>'
+        "<th>state</th><th>verdict</th><th>carried (days)</th><th>since merged (days)</th>"
         + ("<th>candidate</th>" if report.candidate is not None else "")
-        + "</tr></thead><tbody>",
+        + "</tr></thead>",
     ]
-    for row in report.rows:
-        a = row.assessment
-        refs = (
-            "<br>".join(
-                f'<a href="{esc(r.url)}">{esc(r.ref.short)}</a>' if r.url else esc(r.ref.short)
-                for r in a.refs
-            )
-            or "—"
-        )
-        states = "<br>".join(esc(r.label) for r in a.refs) or "—"
-        detail = f'<div class="reason">{esc(a.reason)}</div>'
-        if a.needed_commits:
-            detail += (
-                '<div class="reason">needed: '
-                + ", ".join(f"<code>{esc(c)}</code>" for c in a.needed_commits)
-                + "</div>"
-            )
-        detail += "".join(f'<div class="warn">warning: {esc(w)}</div>' for w in a.warnings)
-        detail += "".join(f'<div class="reason">coverage: {esc(c)}</div>' for c in a.coverage)
-        parts.append(
-            f"<tr><td>{esc(a.patchset)}</td><td><code>{esc(a.patch_id)}</code></td>"
-            f"<td>{refs}</td><td>{states}</td>"
-            f'<td><span class="v {a.verdict.value}">{a.verdict.value}</span>{detail}</td>'
-            f'<td class="n">{_num(row.days_carried)}</td>'
-            f'<td class="n">{_num(row.days_since_merged)}</td>'
-            + (f"<td>{esc(row.candidate_label)}</td>" if report.candidate is not None else "")
-            + "</tr>"
-        )
+    parts += [_patch_rows(row, candidate=report.candidate is not None) for row in report.rows]
     parts += [
-        "</tbody></table>",
+        "</table></div>",
         f'<p class="reason">patchbay {esc(__version__)}, {esc(iso_time(report.generated) or "")}'
         f"; days are counted to {esc(report.today.isoformat())}.</p>",
         "</body></html>",
         "",
     ]
     return "\n".join(parts)
+
+
+def _patch_rows(row: Row, *, candidate: bool) -> str:
+    """One patch as a ``<tbody>`` of one row per reference (at least one row): the reference
+    and its state share a row; the patch's other cells span all of its rows."""
+    a = row.assessment
+    pairs = [(_ref_html(r), breakable(r.label)) for r in a.refs] or [("—", "—")]
+    span = f' rowspan="{len(pairs)}"' if len(pairs) > 1 else ""
+    esc = html.escape
+    detail = f'<div class="reason">{_prose(a.reason)}</div>'
+    if a.needed_commits:
+        detail += (
+            '<div class="reason">needed: '
+            # abbreviated as references are (owner/repo@<12 hex>): 40 hex digits are one word
+            # wider than a column of a narrow window; the full id is the title
+            + ", ".join(f'<code title="{esc(c)}">{esc(c[:12])}</code>' for c in a.needed_commits)
+            + "</div>"
+        )
+    detail += "".join(f'<div class="warn">warning: {_prose(w)}</div>' for w in a.warnings)
+    detail += "".join(f'<div class="reason">coverage: {_prose(c)}</div>' for c in a.coverage)
+    first_ref, first_state = pairs[0]
+    out = [
+        f'<tbody class="patch"><tr><td{span}>{breakable(a.patchset)}</td>'
+        f'<td{span}><code class="id">{breakable(a.patch_id)}</code></td>'
+        f'<td class="ref">{first_ref}</td><td class="state">{first_state}</td>'
+        f'<td{span}><span class="v {a.verdict.value}">{a.verdict.value}</span>{detail}</td>'
+        f'<td class="n"{span}>{_num(row.days_carried)}</td>'
+        f'<td class="n"{span}>{_num(row.days_since_merged)}</td>'
+        + (f"<td{span}>{esc(row.candidate_label)}</td>" if candidate else "")
+        + "</tr>"
+    ]
+    out += [f'<tr><td class="ref">{r}</td><td class="state">{st}</td></tr>' for r, st in pairs[1:]]
+    out.append("</tbody>")
+    return "\n".join(out)
+
+
+def _ref_html(ref: RefStatus) -> str:
+    """A reference as shown in its cell: a link when the forge gave its URL."""
+    text = breakable(ref.ref.short)
+    if ref.url:
+        return f'<a class="id" href="{html.escape(ref.url)}">{text}</a>'
+    return f'<span class="id">{text}</span>'
+
+
+_BREAK_AFTER = re.compile(r"(?<=[/\-_.#?&])(?=[^/\-_.#?&])")
+
+
+def breakable(text: str) -> str:
+    """``text`` as HTML that wraps only at its natural points: ``<wbr>`` after each run of
+    ``/ - _ . # ? &`` that is followed by more text (``https://`` breaks after both slashes,
+    never between them), nowhere inside a word.
+
+    The text is redacted first (:func:`patchbay.redaction.redact`): a ``<wbr>`` inside a
+    credential would hide it from the redaction of the whole page.
+    """
+    return "<wbr>".join(html.escape(piece) for piece in _BREAK_AFTER.split(redact(text)))
+
+
+_WORD = re.compile(r"(\s+)")
+_LONG_WORD = 21  # characters: a shorter word fits any column, and is left as written
+
+
+def _prose(text: str) -> str:
+    """A sentence for a table cell: its long words (an owner/repo#N, a URL, a path) made
+    :func:`breakable`, so that a table column is never as wide as the longest of them."""
+    return "".join(
+        breakable(word) if len(word) >= _LONG_WORD else html.escape(word)
+        for word in _WORD.split(redact(text))
+    )
 
 
 def _md_code_to_html(text: str) -> str:
