@@ -220,7 +220,7 @@ def test_008_partly_upstream_reports_hunks_and_refuses(tmp_path: Path) -> None:
     assert report["status"] == "partial"
     hunks = {h["hunk"]: h for h in report["hunks"]}
     assert hunks[1]["state"] == "pending" and hunks[1]["line"] == 6
-    assert hunks[2]["state"] == "applied" and hunks[2]["line"] == 20
+    assert hunks[2]["state"] == "upstream" and hunks[2]["line"] == 20  # the image has it
     assert hunks[3]["state"] == "pending" and hunks[3]["line"] == 37
     before = snapshot(root)
     res = run_cli("apply", ps, "--root", root)

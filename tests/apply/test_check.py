@@ -79,7 +79,7 @@ def test_check_against_a_newer_image(candidate: Engine) -> None:
     assert doc["droppable"] == ["envs-asm-padding"]
     partial = {h["hunk"]: h for h in doc["patches"][2]["hunks"]}
     assert (partial[1]["state"], partial[1]["line"]) == ("pending", 6)
-    assert (partial[2]["state"], partial[2]["line"]) == ("applied", 20)
+    assert (partial[2]["state"], partial[2]["line"]) == ("upstream", 20)  # the image has it
     assert (partial[3]["state"], partial[3]["line"]) == ("pending", 37)
     conflict = doc["patches"][1]["hunks"][0]
     assert conflict["state"] == "conflict"
@@ -94,7 +94,7 @@ def test_check_table_names_hunks_and_droppable_patches(candidate: Engine) -> Non
     res = run_cli("check", DEMO, "--python", candidate.python)
     assert res.code == 1
     assert "demo_engine/attention/mla.py hunk 2: upstream at line 20" in res.out
-    assert "demo_engine/attention/mla.py hunk 1: applies at line 6" in res.out
+    assert "demo_engine/attention/mla.py hunk 1: pending at line 6" in res.out
     assert "1 upstream, 2 pending" in res.out
     # the conflict's closest place, the file's lines beside the hunk's
     assert "scheduler-padding: demo_engine/scheduler.py hunk 1 (conflict):" in res.out

@@ -112,9 +112,9 @@ def test_check_on_the_candidate_names_what_part_is_upstream(kv: KvEngine) -> Non
     patches = {p["id"]: p for p in doc["patches"]}
     assert {pid: p["verdict"] for pid, p in patches.items()} == CHECK
     attn = patches["attn-three"]
-    assert attn["hunk_counts"] == {"upstream": 1, "applies": 1, "conflict": 1}
+    assert attn["hunk_counts"] == {"upstream": 1, "pending": 1, "conflict": 1}
     states = [(h["hunk"], h["state"]) for h in attn["hunks"]]
-    assert states == [(1, "applied"), (2, "pending"), (3, "conflict")]
+    assert states == [(1, "upstream"), (2, "pending"), (3, "conflict")]  # as hunk_counts says
     closest = attn["hunks"][2]["closest"]
     assert [(c["line"], c["same"]) for c in closest] == [
         (22, False),
@@ -153,7 +153,7 @@ def test_report_verdicts_follow_the_content(
     attn = rows["attn-three"]
     assert "part upstream in the candidate (hunk 1); hunks 2-3 still needed" in attn["reason"]
     assert attn["candidate"] == "conflict"
-    assert attn["candidate_hunks"] == {"upstream": 1, "applies": 1, "conflict": 1}
+    assert attn["candidate_hunks"] == {"upstream": 1, "pending": 1, "conflict": 1}
     assert "already ships" in rows["int64-strides"]["reason"]
     assert "revert" in rows["sched-cap"]["reason"].lower()
     forge_only = _report(kv, forge, tmp_path, images=False)
@@ -257,7 +257,7 @@ def test_without_an_image_the_report_reads_the_files_from_the_forge_and_caches_t
     assert [e["image"] for e in attn["evidence"]] == ["pinned", "candidate"]
     # at #33's merge commit hunk 1 is there, 2 and 3 still apply (the candidate, later, has
     # #34 too, which is why hunk 3 conflicts there)
-    assert attn["evidence"][1]["hunk_counts"] == {"upstream": 1, "applies": 2}
+    assert attn["evidence"][1]["hunk_counts"] == {"upstream": 1, "pending": 2}
     # `remove` exactly where check finds the whole patch upstream and the pin holds it
     removable = {pid for pid, r in rows.items() if r["verdict"] == "remove"}
     assert removable == {"int64-strides"} <= {p for p, v in check.items() if v == "upstream"}

@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from ..diff.hunkview import hunk_counts
+from ..diff.hunkview import hunk_counts, hunk_json
 from ..environment.targets import Environment
 from ..patchset.model import Patchset
 from .plan import make_plan
@@ -79,7 +79,10 @@ class CheckItem(msgspec.Struct):
             "hunk_counts": hunk_counts(
                 self.report.inspection.hunks, self.report.patch.kind, by_patchbay=False
             ),
-            "hunks": [h.to_json() for h in self.report.inspection.hunks],
+            "hunks": [
+                hunk_json(h, self.report.patch.kind, by_patchbay=False)
+                for h in self.report.inspection.hunks
+            ],
             "notes": self.report.inspection.notes,
         }
 

@@ -24,6 +24,7 @@ from typing import Any
 
 import msgspec
 
+from ..diff.hunks import HunkState
 from ..diff.hunkview import hunk_sentence
 from ..environment.owners import Replacement
 from ..environment.targets import Environment
@@ -82,7 +83,7 @@ class PatchReport(msgspec.Struct):
         return "image" if self.status is PatchStatus.REDUNDANT else None
 
     def to_json(self) -> dict[str, Any]:
-        from ..diff.hunkview import hunk_counts
+        from ..diff.hunkview import hunk_counts, hunk_json
 
         kind = self.patch.kind
         return {
@@ -103,7 +104,9 @@ class PatchReport(msgspec.Struct):
                 "matches_tree": self.by_patchbay,
             },
             "hunk_counts": hunk_counts(self.inspection.hunks, kind, by_patchbay=self.by_patchbay),
-            "hunks": [h.to_json() for h in self.inspection.hunks],
+            "hunks": [
+                hunk_json(h, kind, by_patchbay=self.by_patchbay) for h in self.inspection.hunks
+            ],
             "notes": self.notes,
         }
 
@@ -180,16 +183,21 @@ class ApplyResult(msgspec.Struct):
 
 
 def apply_notes(plan: Plan) -> list[str]:
-    """``note:`` lines of ``apply``: each patch's notes (not a redundant one's: the redundant
-    line says it), and each hunk found upstream with its context moved or away from its
-    declared line."""
+    """``note:`` lines of ``apply``, after its run: each patch's notes (not a redundant one's:
+    the redundant line says it), and each hunk found upstream with its context moved or away
+    from its declared line; a hunk this run wrote (its patch was pending) reads ``applied at
+    line N, offset K``, as ``git apply`` says a hunk succeeded at an offset."""
     out = []
     for report in plan.reports:
         if report.status is not PatchStatus.REDUNDANT:
             out += [f"note: {report.id}: {note}" for note in report.notes]
+        written = report.status is PatchStatus.PENDING
         for h in report.inspection.hunks:
             if h.moved is not None or (h.offset and h.index):
-                sentence = hunk_sentence(h, report.patch.kind, by_patchbay=report.by_patchbay)
+                if written and h.state is HunkState.PENDING:
+                    h = msgspec.structs.replace(h, state=HunkState.APPLIED)
+                mine = report.by_patchbay or written
+                sentence = hunk_sentence(h, report.patch.kind, by_patchbay=mine)
                 out.append(f"note: {report.id}: {sentence}")
     return out
 

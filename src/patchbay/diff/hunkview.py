@@ -1,11 +1,12 @@
 """How hunk states read to people: one wording per state, in ``status``, ``check``, ``apply``
 and the report, and the ``.rej``-like view of a conflict's closest place.
 
-A hunk's content state (:class:`~patchbay.diff.hunks.HunkState`) is worded by what it means where it
-is shown:
+A hunk's content state (:class:`~patchbay.diff.hunks.HunkState`) is worded by what it means, with
+one word per state in every output (table, concise lines, JSON ``hunks[].state`` and
+``hunk_counts``, the report, the docs):
 
 ============ =========================================================================
-applies      pending: its preimage is at line N (``offset K`` when N is not the header's)
+pending      to apply: its preimage is at line N (``offset K`` when N is not the header's)
 applied      present, and the ledger says patchbay wrote this patch
 upstream     present in the image (not written by patchbay), at line N; or, with its
              context moved, at lines A-B (never reverse-applied)
@@ -26,7 +27,7 @@ from collections.abc import Iterable
 from .hunks import HunkResult, HunkState
 
 #: the words, in the order counts are listed
-WORDS = ("upstream", "applied", "present", "applies", "conflict", "ambiguous")
+WORDS = ("upstream", "applied", "present", "pending", "conflict", "ambiguous")
 
 # kinds whose units are text hunks or edits ("upstream" means the image ships the change)
 _TEXT_KINDS = frozenset({"diff", "replace"})
@@ -51,7 +52,7 @@ def state_word(h: HunkResult, kind: str, *, by_patchbay: bool) -> str:
         by_patchbay: the ledger records this patch as applied by patchbay.
     """
     if h.state is HunkState.PENDING:
-        return "applies"
+        return "pending"
     if h.state is HunkState.UPSTREAM:
         return "upstream"
     if h.state is HunkState.APPLIED:
@@ -66,7 +67,7 @@ def _offset(h: HunkResult) -> str:
 
 
 def hunk_phrase(h: HunkResult, kind: str, *, by_patchbay: bool) -> str:
-    """The state with where and why: ``applies at line 25, offset +19``, ``upstream at lines
+    """The state with where and why: ``pending at line 25, offset +19``, ``upstream at lines
     12-16 (context moved)``, ``conflict: context does not match; ...``."""
     word = state_word(h, kind, by_patchbay=by_patchbay)
     if h.moved is not None:
@@ -91,9 +92,14 @@ def hunk_counts(hunks: Iterable[HunkResult], kind: str, *, by_patchbay: bool) ->
 
 
 def counts_text(counts: dict[str, int]) -> str:
-    """``1 upstream, 1 applies, 1 conflict`` (``applies`` is written ``pending`` here, as a
-    count of hunks still to apply reads better)."""
-    return ", ".join(f"{n} {'pending' if w == 'applies' else w}" for w, n in counts.items())
+    """``1 upstream, 1 pending, 1 conflict``."""
+    return ", ".join(f"{n} {w}" for w, n in counts.items())
+
+
+def hunk_json(h: HunkResult, kind: str, *, by_patchbay: bool) -> dict[str, object]:
+    """A hunk's JSON, its ``state`` the one word of :func:`state_word` (``applied`` only when
+    patchbay wrote it; ``upstream`` or ``present`` when the image has it)."""
+    return {**h.to_json(), "state": state_word(h, kind, by_patchbay=by_patchbay)}
 
 
 def mixed(hunks: list[HunkResult], kind: str, *, by_patchbay: bool) -> bool:

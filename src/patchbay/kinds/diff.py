@@ -24,7 +24,7 @@ from ..diff.parse import FilePatch, Hunk, ParsedDiff, parse_diff
 from ..digests import remembered
 from ..environment.paths import quote_c
 from ..environment.tree import NoFileHere
-from ..errors import InputError
+from ..errors import InputError, PatchbayError
 from ..patchset.coverage import check_coverage
 from ..patchset.inputfiles import read_input
 from ..patchset.model import DiffPatch
@@ -167,6 +167,51 @@ def hunk_files(parsed: ParsedDiff) -> list[tuple[str, int]]:
     """``(path, hunk count)`` of every file of a parsed diff, in diff order (what ``covers``
     numbers count over)."""
     return [(fp.path, len(fp.hunks)) for fp in parsed.files]
+
+
+_MAX_CANDIDATES = 20  # files of the same name looked at for a moved file
+
+
+def moved_to(tree: Tree, target: str, fp: FilePatch) -> str | None:
+    """Where the file ``fp`` edits went, when it is not at its path: the one file of the same
+    name under its top folder (the package: ``aiter/...`` is looked for in ``aiter/``; the
+    target's root for a file at the top) on which every hunk of ``fp`` is found (pending or already
+    there: its preimage or its postimage, by the hunk rules of :mod:`patchbay.diff.hunks`),
+    root-relative; None when there is no such file, or more than one. A content check rather
+    than git's similarity score: the pinned file itself is not at hand, only the hunks' lines.
+    At most :data:`_MAX_CANDIDATES` files of that name are read."""
+    import os
+
+    root = tree.roots.get(target)
+    if root is None or not fp.hunks:
+        return None
+    name = os.path.basename(fp.path)
+    top = fp.path.split("/", 1)[0] if "/" in fp.path else ""
+    start = os.path.join(root, top)
+    found: list[str] = []
+    looked = 0
+    for folder, dirs, files in os.walk(start):
+        dirs[:] = [d for d in dirs if d not in ("__pycache__", ".git") and not d.startswith(".")]
+        if name not in files:
+            continue
+        rel = os.path.relpath(os.path.join(folder, name), root)
+        looked += 1
+        if looked > _MAX_CANDIDATES:
+            return None
+        try:
+            data = tree.read_if_file(target, rel)
+        except PatchbayError:
+            continue
+        if data is None:
+            continue
+        hunks = [to_crlf(h) for h in fp.hunks] if is_crlf(data) else fp.hunks
+        index = tree.line_index(data)
+        if all(classify_hunk(index, h, rel).state in _FOUND for h in hunks):
+            found.append(rel)
+    return found[0] if len(found) == 1 else None
+
+
+_FOUND = frozenset({HunkState.PENDING, HunkState.APPLIED, HunkState.UPSTREAM})
 
 
 class DeferredDiff:
@@ -347,8 +392,11 @@ class DiffKind(FileKind):
         except NoFileHere as exc:  # a folder there, or a file above it (an earlier patch's)
             return _Outcome([self._file_result(fp, HunkState.CONFLICT, exc.reason)])
         if old is None:
+            moved = moved_to(tree, target, fp)
+            where = f"; {moved} holds every hunk's context (moved upstream? rename the " \
+                "file in the patch, or `patchbay rebase` it)" if moved else ""  # fmt: skip
             return _Outcome(
-                [self._file_result(fp, HunkState.CONFLICT, f"{fp.path} does not exist")]
+                [self._file_result(fp, HunkState.CONFLICT, f"{fp.path} does not exist{where}")]
             )
         if fp.binary is not None:
             return self._binary_modify(target, fp, old)
