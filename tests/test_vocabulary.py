@@ -49,3 +49,11 @@ def test_every_hunk_word_is_one_of_the_listed_words_and_the_readme_names_them() 
     paragraph = paragraph.split("\n\n", 1)[0]
     assert set(re.findall(r"`([a-z]+)` \(", paragraph)) | {"conflict", "ambiguous"} >= seen
     assert "applies" not in seen  # the patch-level verdict of `check`, never a hunk's word
+
+
+def test_the_json_schemas_name_the_same_hunk_words() -> None:
+    import json
+
+    for name in ("status", "check"):
+        schema = json.loads((REPO / "docs" / "schemas" / f"{name}.schema.json").read_text())
+        assert set(schema["$defs"]["hunk"]["properties"]["state"]["enum"]) == set(WORDS), name
