@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,8 +93,11 @@ def test_redact_hides_values_shapes_and_url_passwords() -> None:
 def test_a_command_runs_without_credentials_and_its_log_is_private(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = tmp_path / "root"
+    # an unpacked image's site-packages, with its interpreter where CPython's layout puts it
+    root = tmp_path / "image" / "lib" / "python3.11" / "site-packages"
     shutil.copytree(REPO / "demo" / "engine" / "src", root)
+    (tmp_path / "image" / "bin").mkdir()
+    (tmp_path / "image" / "bin" / "python3").symlink_to(sys.executable)
     monkeypatch.setenv("GITHUB_TOKEN", GH)
     monkeypatch.setenv("MY_SERVICE_API_KEY", "apikey-value-77")
     monkeypatch.setenv("HF_TOKEN", PASSED)

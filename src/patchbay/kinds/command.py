@@ -43,7 +43,7 @@ from ..apply.journal import write_atomic
 from ..apply.ledger import blob_dir_of, keep_blob, read_blob, sha256_bytes
 from ..diff.hunks import HunkResult, HunkState
 from ..environment.paths import PathRejected, resolve_under
-from ..errors import ApplyFailed
+from ..errors import ApplyFailed, RefusedError
 from ..patchset.model import CommandPatch
 from ..redaction import is_credential, redact, write_log
 from .base import ContentState, Inspection, LoadedPatch, PendingPatch
@@ -94,11 +94,15 @@ class CommandKind:
         return Inspection(state=state, hunks=[unit])
 
     def preflight(self, item: PendingPatch, tree: Tree) -> None:
-        return None
+        """A command that names ``{python}`` needs the engine interpreter: with ``--root``, the
+        one under the tree (:mod:`patchbay.environment.rootpython`).
+
+        Raises:
+            RefusedError: ``--root`` is given and no interpreter is found under it.
+        """
+        _interpreter(item.patch, tree)
 
     def apply(self, batch: list[PendingPatch], tree: Tree, txn: Transaction) -> None:
-        env = tree.env
-        python = env.python if env is not None and env.python else sys.executable
         state_dir = _state_dir(tree)
         for item in batch:
             patch: CommandPatch = item.patch
@@ -116,6 +120,7 @@ class CommandKind:
                 _remove(path, txn)
             if output is not None and not output.is_dir():
                 txn.save(output, copy=True)  # a build may write it in place: no hard link
+            python = _interpreter(patch, tree) or sys.executable
             argv = [arg.replace("{python}", python) for arg in patch.argv]
             if patch.shell:
                 argv = ["/bin/sh", "-c", argv[0]]
@@ -197,6 +202,37 @@ class CommandKind:
         txn.save(path)
         write_atomic(path, data, mode=entry.extra.get("output_mode"))
         return True
+
+
+def _interpreter(patch: CommandPatch, tree: Tree) -> str | None:
+    """What ``{python}`` stands for in ``patch``: the engine interpreter (``--python``), or
+    with ``--root`` the one under the tree; None when the command does not name it.
+
+    Raises:
+        RefusedError: ``--root`` and no interpreter under it, for a command that names it.
+    """
+    if not any("{python}" in arg for arg in patch.argv):
+        return None
+    env = tree.env
+    if env is not None and env.python:
+        return env.python
+    root = None if env is None else env.tree_root
+    if root is None:
+        return sys.executable  # roots given directly (a library caller): its own choice
+    from ..environment.rootpython import candidates, engine_python
+
+    found = engine_python(root)
+    if found is None:
+        looked = ", ".join(str(p) for p in candidates(root)) or (
+            "none: the tree is not shaped <prefix>/lib/python3.X/site-packages"
+        )
+        raise RefusedError(
+            f"command {patch.id} runs {{python}}, the engine interpreter, and with --root "
+            f"{root} there is none under the tree (looked at: {looked}); give --python, or "
+            "write the interpreter's path instead of {python}",
+            patch_id=patch.id,
+        )
+    return str(found)
 
 
 def _state_dir(tree: Tree) -> Path:
