@@ -276,7 +276,7 @@ def test_every_enum_of_every_schema_is_the_codes_enum() -> None:
     from patchbay.apply.check import Verdict
     from patchbay.apply.results import PatchStatus
     from patchbay.audit.rules import Severity
-    from patchbay.diff.hunks import HunkState
+    from patchbay.diff.hunkview import WORDS
     from patchbay.kinds.base import ContentState
     from patchbay.upstream.refs import RefKind
     from patchbay.upstream.verdicts import RefState
@@ -293,15 +293,15 @@ def test_every_enum_of_every_schema_is_the_codes_enum() -> None:
         ("audit", "/properties/findings/items/properties/severity"): Severity,
         ("check", f"{patch}/verdict"): Verdict,
         ("check", guard_kind): guard,
-        ("check", hunk_state): HunkState,
+        ("check", hunk_state): list(WORDS),  # one word per hunk state (diff/hunkview.py)
         ("status", f"{patch}/status"): PatchStatus,
         ("status", f"{patch}/content_state"): ContentState,
         ("status", f"{patch}/applied_by"): ["patchbay", "image", None],
         ("status", guard_kind): guard,
-        ("status", hunk_state): HunkState,
+        ("status", hunk_state): list(WORDS),
         ("record", f"{patch}/status"): PatchStatus,
         ("record", guard_kind): guard,
-        ("record", hunk_state): HunkState,
+        ("record", hunk_state): list(WORDS),
         ("report", f"{row}/verdict"): ReportVerdict,
         ("report", f"{row}/refs/items/properties/verdict"): ReportVerdict,
         ("report", f"{row}/refs/items/properties/state"): RefState,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -31,6 +31,10 @@ def run(
     image_python: str | None = None,
     image_root: Path | None = None,
     cache: bool = True,
+    paths: list[Path] | None = None,
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    show_statistics: bool = False,
 ) -> int:
     """Audit ``root`` and print the report in ``output_format`` (to ``output`` if given):
     ``table``, ``concise``, ``json``, ``github`` or ``sarif``; by default ``table`` on a
@@ -46,6 +50,9 @@ def run(
         ``pull_request``, or the GitHub Actions run's. ``cache`` false (``--no-cache``): the
         audit's cache is neither read nor written. What of the cache was ignored (a link,
         another user's file, :mod:`patchbay.audit.store`) is one note each on stderr.
+        ``paths``, ``select`` and ``ignore`` choose the findings reported and counted
+        (:mod:`patchbay.audit.selection`); ``show_statistics`` prints one line per rule
+        instead of the findings (``statistics`` in JSON).
     """
     from ...audit import Severity, run_audit
     from ...errors import InputError
@@ -76,9 +83,16 @@ def run(
         image_root=image_root,
         script_cache=cache,
     )
+    if paths is not None or select is not None or ignore is not None:
+        from ...audit.selection import relative_paths, selected
+
+        named = None if paths is None else relative_paths(paths, root)
+        result.findings = selected(result.findings, select=select, ignore=ignore, paths=named)
     for line in result.notes:  # before the report: a reader of the log sees it first
         sys.stderr.write(f"patchbay: note: {line}\n")
     threshold = Severity(fail_on or result.config.config.fail_on)
+    if show_statistics:
+        return _statistics(result, threshold, output_format, output)
     tables = None
     if output_format is None and output is None:  # the rule of every read command
         from ...audit.formats import finding_tables
@@ -122,6 +136,29 @@ def run(
             _write(output, text + "\n" if text else "")
         if output_format not in ("json", "concise") or output is not None:
             _console(stderr=True).print(formats.summary(result, threshold))
+    return 1 if result.failing(threshold) else 0
+
+
+def _statistics(result: Any, threshold: Any, output_format: str | None, output: Path | None) -> int:
+    """``--statistics``: one line per rule of the active findings (count, code, name,
+    severity), most frequent first, then the summary; JSON: the counts as a list."""
+    from ...audit import formats
+    from ...audit.selection import statistics
+    from ...printable import dumps
+
+    rows = statistics(result.active)
+    if output_format == "json":
+        keys = ("count", "code", "name", "severity")
+        text = dumps({"statistics": [dict(zip(keys, r, strict=True)) for r in rows]}, indent=2)
+    else:
+        width = max((len(str(r[0])) for r in rows), default=1)
+        text = "\n".join(f"{n:>{width}}  {code}  {name}  [{sev}]" for n, code, name, sev in rows)
+    if output is None:
+        if text:
+            sys.stdout.write(text + "\n")
+    else:
+        _write(output, text + "\n" if text else "")
+    sys.stderr.write(formats.summary(result, threshold) + "\n")
     return 1 if result.failing(threshold) else 0
 
 

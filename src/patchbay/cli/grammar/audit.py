@@ -10,7 +10,14 @@ from ..arguments import add_api, add_format, add_python, add_quiet, count, day, 
 
 def arguments(p: argparse.ArgumentParser) -> None:
     """Add ``patchbay audit``'s arguments to its parser."""
-    p.add_argument("root", metavar="ROOT", nargs="?", type=path, help=argparse.SUPPRESS)
+    p.add_argument(
+        "paths",
+        metavar="PATH",
+        nargs="*",
+        type=path,
+        help="report only the findings of these files or folders (the whole repository is "
+        "judged; one folder alone and no --repo: that folder is the repository, as before)",
+    )
     p.add_argument(
         "--repo",
         metavar="DIR",
@@ -75,21 +82,41 @@ def arguments(p: argparse.ArgumentParser) -> None:
         help="neither read nor write the audit's cache (a gate job: a cache another ref can "
         "write must not decide it; docs/audit.md)",
     )
+    p.add_argument(
+        "--select",
+        metavar="CODES",
+        help="report only these rules: comma-separated codes or prefixes (PB101,PB4)",
+    )
+    p.add_argument(
+        "--ignore",
+        metavar="CODES",
+        help="do not report these rules: comma-separated codes or prefixes (PB205,PB3)",
+    )
+    p.add_argument(
+        "--statistics",
+        action="store_true",
+        help="print the number of findings per rule instead of the findings",
+    )
     add_quiet(p)
 
 
 def handle(args: argparse.Namespace) -> int:
     """Run ``patchbay audit`` with the parsed arguments."""
-    from ..commands import audit
-
-    if args.root is not None and args.repo is not None and args.root != args.repo:
-        from ...errors import InputError
-
-        raise InputError("give the repository once: --repo DIR (ROOT is its old spelling)")
     from pathlib import Path
 
+    from ..commands import audit
+
+    repo, paths = args.repo, list(args.paths)
+    if repo is None and len(paths) == 1 and paths[0].is_dir():
+        repo, paths = paths[0], []  # `audit DIR`: the repository, as it always was
+    from ...audit.selection import parse_codes
+
     return audit.run(
-        args.repo or args.root or Path("."),
+        repo or Path("."),
+        paths=paths or None,
+        select=None if args.select is None else parse_codes(args.select, "--select"),
+        ignore=None if args.ignore is None else parse_codes(args.ignore, "--ignore"),
+        show_statistics=args.statistics,
         output_format=args.output_format,
         fail_on=args.fail_on,
         config=args.config,
