@@ -503,11 +503,12 @@ def test_a_no_op_that_does_not_verify_is_checked_once(
     assert (res.code, len(calls)) == (0, 1)
 
 
-def test_a_patchset_with_notes_gets_a_verified_noop_that_prints_them(tmp_path: Path) -> None:
+def test_a_patchset_with_notes_gets_a_verified_noop_that_counts_them(tmp_path: Path) -> None:
     """A hunk found one line off its declared line and a CRLF file give ``note:`` lines. The
     cold apply's notes are not a re-run's ("applies at" against "applied at"), so its run
     records no identity; the first re-run, through the engine, records one with the notes it
-    printed, and every later re-run is the verified no-op, printing exactly the same."""
+    printed, and every later re-run is the verified no-op, which counts them in its one line
+    and prints exactly the same as that re-run with ``-v``."""
     root = tmp_path / "tree"
     (root / "demo_engine").mkdir(parents=True)
     (root / "demo_engine" / "worker.py").write_text(
@@ -539,4 +540,8 @@ def test_a_patchset_with_notes_gets_a_verified_noop_that_prints_them(tmp_path: P
     verified = noop.check(str(ps), root=root)
     assert verified is not None and verified.notes == first.out.splitlines()[:2]
     again = run_main("apply", ps, "--root", root)
-    assert (again.code, again.out) == (0, first.out)
+    assert (again.code, again.out) == (
+        0,
+        "nothing to do: 2 patch(es) already present (2 notes from the last apply: -v shows them)\n",
+    )
+    assert run_main("apply", ps, "--root", root, "-v").out == first.out

@@ -254,6 +254,14 @@ def add_quiet(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_verbose(
+    p: argparse.ArgumentParser,
+    text: str = "print long lists (packages, URLs) in full; they are summarised otherwise",
+) -> None:
+    """``--verbose``/``-v`` (``args.verbose``): what the human formats shorten, in full."""
+    p.add_argument("--verbose", "-v", action="store_true", help=text)
+
+
 def run_options(args: argparse.Namespace) -> Any:
     """The :class:`~patchbay.options.RunOptions` of the network options, built on demand."""
     from ..errors import InputError

@@ -51,12 +51,15 @@ def _columns(table: Table, ids: list[str], verdict: str) -> None:
     table.add_column("detail", overflow="fold")
 
 
-def status_table(plan: Plan) -> Table:
+def status_table(plan: Plan, *, full: bool | None = None) -> Table:
     """One row per patch, with per-hunk lines (and counts per state) where a patch is not all
     one state or something is wrong; every located hunk away from its declared line shows its
-    offset."""
+    offset. A long list in a detail line (many packages, many URLs) is summarised unless
+    ``full`` (None: as :func:`patchbay.cli.summary.in_full` set it; ``status -v``)."""
     from rich.table import Table
     from rich.text import Text
+
+    from .summary import shown
 
     table = Table(title=f"patchset {plan.patchset.name}", title_justify="left")
     _columns(table, [r.id for r in plan.reports], "status")
@@ -67,17 +70,19 @@ def status_table(plan: Plan) -> Table:
             Text(report.id),
             report.patch.kind,
             Text(report.status.value, style=style),
-            Text("\n".join(patch_detail(report))),
+            Text("\n".join(shown(patch_detail(report), full=full))),
         )
     return table
 
 
-def status_lines(plan: Plan) -> list[str]:
+def status_lines(plan: Plan, *, full: bool | None = None) -> list[str]:
     """``concise``: one line per patch, ``patch-id: status detail`` (details joined by
-    ``; ``)."""
+    ``; ``), each detail summarised as in :func:`status_table` unless ``full``."""
+    from .summary import shown
+
     out = []
     for report in plan.reports:
-        detail = "; ".join(patch_detail(report)).replace("\n", " ")
+        detail = "; ".join(shown(patch_detail(report), full=full)).replace("\n", " ")
         out.append(f"{report.id}: {report.status.value}" + (f" {detail}" if detail else ""))
     return out
 

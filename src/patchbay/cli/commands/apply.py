@@ -29,6 +29,7 @@ def run(
     probe_timeout: float | None = None,
     bundle: Path | None = None,
     noop_checked: bool = False,
+    verbose: bool = False,
 ) -> int:
     """Apply; print what was done; exit 0 (done or nothing to do). Errors raise.
 
@@ -37,7 +38,8 @@ def run(
     verify takes the full engine. ``bundle`` is the bundle the ``options`` name (checked
     first, as every apply with a bundle does). ``noop_checked``: the caller checked the
     verified no-op for these very arguments already, and it did not verify (it is not checked
-    twice).
+    twice). ``verbose``: a verified no-op prints the notes of the last apply in full
+    (:func:`print_noop`).
     """
     if bundle is not None:
         from ...carry.manifest import check_bundle
@@ -48,7 +50,7 @@ def run(
 
         verified = noop.check(patchset_arg, python=python, root=root, state_dir=state_dir)
         if verified is not None:
-            print_noop(verified)
+            print_noop(verified, verbose=verbose)
             return 0
 
     from ...apply.engine import apply_patchset, plan_apply
@@ -118,16 +120,31 @@ _UNRECOVERED = (
 )
 
 
-def print_noop(verified: NoOp, *, quiet: bool = False) -> None:
-    """Print the answer of a verified no-op (:func:`patchbay.apply.noop.check`): the notes the
-    engine's no-op printed (not with ``quiet``, or after ``--quiet`` silenced them), the
-    redundant patches, if any, and "nothing to do: N patch(es) already present" on stdout."""
-    for line in [] if quiet else verified.notes:
-        note(line)  # as the engine's no-op prints them (redacted)
+def print_noop(verified: NoOp, *, quiet: bool = False, verbose: bool = False) -> None:
+    """Print the answer of a verified no-op (:func:`patchbay.apply.noop.check`): the redundant
+    patches, if any, and "nothing to do: N patch(es) already present" on stdout.
+
+    The ``note:`` lines the last apply printed (``verified.notes``, "applied at line N (offset
+    K)") were printed by the run that recorded them; a no-op, which changes nothing, says only
+    how many there are, on its last line: ``nothing to do: 5 patch(es) already present (5
+    notes from the last apply: -v shows them)``. With ``verbose`` it prints them in full first
+    instead, as the engine's no-op printed them. With ``quiet`` (or after ``--quiet``
+    silenced notes) it says nothing of them.
+    """
+    progress = sys.modules.get("patchbay.progress")  # imported by a run with --quiet
+    silenced = quiet or (progress is not None and progress.quiet())
+    notes = [] if silenced else verified.notes
+    if verbose:
+        for line in notes:
+            note(line)  # as the engine's no-op prints them (redacted)
     # plain: the ids are checked names and the rest are counts (nothing to redact)
     if verified.redundant:
         _print_redundant(verified.redundant)
-    sys.stdout.write(f"nothing to do: {verified.present} patch(es) already present\n")
+    counted = ""
+    if notes and not verbose:
+        noun = "note" if len(notes) == 1 else "notes"
+        counted = f" ({len(notes)} {noun} from the last apply: -v shows them)"
+    sys.stdout.write(f"nothing to do: {verified.present} patch(es) already present{counted}\n")
 
 
 def _print_redundant(redundant: list[str]) -> None:

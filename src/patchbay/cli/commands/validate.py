@@ -25,21 +25,25 @@ def _blanks(patchset: Patchset) -> list[tuple[str, str]]:
     return out
 
 
-def run(patchset_arg: str, *, output_format: str | None = None) -> int:
+def run(patchset_arg: str, *, output_format: str | None = None, verbose: bool = False) -> int:
     """Validate; exit 0 when valid. Problems raise :class:`~patchbay.errors.InputError` (exit
     2); with ``output_format="json"`` they are the document's ``error`` instead (``valid``
     false) and the exit status stays 2.
 
-    ``table`` and ``concise`` print the same lines (``TO FILL: file:line: id: field: text``).
+    ``table`` and ``concise`` print the same lines (``TO FILL: file:line: id: field: text``);
+    a long list in a patch's note or ``NOT LOCKED`` line (many packages, many URLs) is
+    summarised (:mod:`patchbay.cli.summary`) unless ``verbose``; JSON carries it whole.
     """
     if output_format == "json":
         return _json(patchset_arg)
+    from ..summary import shown
+
     patchset = load(patchset_arg)
     loaded = load_patches(patchset)
     refuse_same_changes(patchset, loaded)
     pairs = list(zip(patchset.patches, loaded, strict=True))
     for patch, lp in pairs:
-        for note in lp.notes:
+        for note in shown(lp.notes, full=verbose):
             note_line(f"note: {patch.id}: {note}")
     for overlap in unordered_overlaps(patchset, loaded):
         line = patchset.patch_line(overlap.index, "id")
@@ -50,7 +54,8 @@ def run(patchset_arg: str, *, output_format: str | None = None) -> int:
         )
     unlocked = [(patch, lp) for patch, lp in pairs if lp.unlocked]
     for patch, lp in unlocked:
-        say(f"NOT LOCKED: {patch.id}: {lp.unlocked}")
+        (reason,) = shown([str(lp.unlocked)], full=verbose)
+        say(f"NOT LOCKED: {patch.id}: {reason}")
     blanks = _blanks(patchset)
     for where, text in blanks:
         say(f"TO FILL: {where}: {text}")

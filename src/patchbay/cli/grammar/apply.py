@@ -17,6 +17,7 @@ from ..arguments import (
     add_record,
     add_root,
     add_state,
+    add_verbose,
     run_options,
 )
 
@@ -46,6 +47,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     add_mirror(p)
     add_probe(p)
     add_quiet(p)
+    add_verbose(p, "print in full the notes a verified no-op only counts")
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -65,4 +67,5 @@ def handle(args: argparse.Namespace) -> int:
         probe_timeout=args.probe_timeout,
         bundle=args.bundle,
         noop_checked=getattr(args, "noop_checked", False),
+        verbose=args.verbose,
     )

@@ -14,6 +14,7 @@ from ..arguments import (
     add_record,
     add_root,
     add_state,
+    add_verbose,
 )
 
 
@@ -27,6 +28,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     add_record(p)
     add_probe(p)
     add_quiet(p)
+    add_verbose(p)
     p.add_argument(
         "--trial",
         action="store_true",
@@ -41,15 +43,17 @@ def arguments(p: argparse.ArgumentParser) -> None:
 def handle(args: argparse.Namespace) -> int:
     """Run ``patchbay status`` with the parsed arguments."""
     from ..commands import status
+    from ..summary import in_full
 
-    return status.run(
-        args.patchset,
-        python=args.python,
-        root=args.root,
-        state_dir=args.state_dir,
-        output_format=args.output_format,
-        record=args.record,
-        probe_timeout=args.probe_timeout,
-        trial=args.trial,
-        replay=getattr(args, "replay", None),
-    )
+    with in_full(args.verbose):  # the table's long lists whole (-v)
+        return status.run(
+            args.patchset,
+            python=args.python,
+            root=args.root,
+            state_dir=args.state_dir,
+            output_format=args.output_format,
+            record=args.record,
+            probe_timeout=args.probe_timeout,
+            trial=args.trial,
+            replay=getattr(args, "replay", None),
+        )
