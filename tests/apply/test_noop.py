@@ -505,7 +505,7 @@ def test_a_no_op_that_does_not_verify_is_checked_once(
 
 def test_a_patchset_with_notes_gets_a_verified_noop_that_counts_them(tmp_path: Path) -> None:
     """A hunk found one line off its declared line and a CRLF file give ``note:`` lines. The
-    cold apply's notes are not a re-run's ("applies at" against "applied at"), so its run
+    cold apply's notes are not a re-run's (its line numbers are the preimage's), so its run
     records no identity; the first re-run, through the engine, records one with the notes it
     printed, and every later re-run is the verified no-op, which counts them in its one line
     and prints exactly the same as that re-run with ``-v``."""
@@ -528,7 +528,7 @@ def test_a_patchset_with_notes_gets_a_verified_noop_that_counts_them(tmp_path: P
     )  # fmt: skip
     cold = run_main("apply", ps, "--root", root)
     assert cold.code == 0, cold.err
-    assert "applies at line 3, offset +1" in cold.out
+    assert "applied at line 3, offset +1" in cold.out
     assert noop.check(str(ps), root=root) is None
     first = run_main("apply", ps, "--root", root)
     assert first.code == 0, first.err
