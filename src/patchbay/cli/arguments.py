@@ -11,7 +11,7 @@ import argparse
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
 if TYPE_CHECKING:  # imported when used: `--help` and `--version` need none of them
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from datetime import date
     from pathlib import Path
     from typing import Any, NoReturn
@@ -23,18 +23,151 @@ class UsageError(Exception):
     """A command line argparse refused; printed as one line, exit 2."""
 
 
+EXAMPLES_HEADING = "examples:"
+# the namespace attribute where each parser that parsed a command line adds itself (a
+# sub-command's parser first), for the options an unrecognized one is compared with
+_PARSERS = "_patchbay_parsers"
+
+
+def examples(lines: Sequence[str]) -> str:
+    """A command's help epilog: ``examples:`` and one command line per line, indented (a line
+    of a command continued with ``\\`` further), shown as written (:class:`Formatter` does not
+    reflow it)."""
+    return (
+        EXAMPLES_HEADING
+        + "\n"
+        + "\n".join("  " + line.replace("\\\n", "\\\n      ") for line in lines)
+    )
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str | None:
+    """The known word closest to ``word`` (:func:`difflib.get_close_matches`, its default
+    cutoff), or None when none is close: the guess of a usage error."""
+    import difflib  # only on the way to a usage error
+
+    found = difflib.get_close_matches(word, list(known), n=1)
+    return found[0] if found else None
+
+
+def guess_text(pairs: Sequence[tuple[str, str]]) -> str:
+    """``did you mean 'X'?`` for one guess; ``did you mean 'X' for 'x', 'Y' for 'y'?`` for
+    several (``pairs``: (what was typed, the guess)); empty for none."""
+    if not pairs:
+        return ""
+    if len(pairs) == 1:
+        return f"did you mean {pairs[0][1]!r}?"
+    return "did you mean " + ", ".join(f"{guess!r} for {typed!r}" for typed, guess in pairs) + "?"
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse with patchbay's error style: one line naming the command, exit 2."""
+    """argparse with patchbay's error style: one line naming the command, exit 2, with the
+    closest known option, choice or sub-command when a word is not one (``did you mean``).
+
+    :meth:`parse_args` takes positionals after options in every parser that allows it (no
+    sub-commands; argparse's ``parse_intermixed_args``): ``revert PS --python P ID1 ID2`` is
+    ``revert PS ID1 ID2 --python P``, where argparse alone would refuse ``ID1 ID2``.
+    :meth:`parse_known_args` called directly (shell completion) parses as argparse does."""
+
+    _intermix = False  # true while parse_args runs (for the sub-command's parser too)
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        """Parse a whole command line: a word no parser took is a usage error, with a guess
+        for each mistyped option."""
+        outer = not Parser._intermix
+        Parser._intermix = True
+        try:
+            parsed, extras = self.parse_known_args(args, namespace)
+        finally:
+            if outer:
+                Parser._intermix = False
+        parsers: list[argparse.ArgumentParser] = getattr(parsed, _PARSERS, [self])
+        if hasattr(parsed, _PARSERS):
+            delattr(parsed, _PARSERS)
+        if extras:  # named by the sub-command's parser (`waiver new: ...`), when there is one
+            deepest = parsers[0] if isinstance(parsers[0], Parser) else self
+            deepest._fail(
+                f"unrecognized arguments: {' '.join(extras)}", _option_guesses(extras, parsers)
+            )
+        return parsed
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """argparse's, intermixed while :meth:`parse_args` runs and this parser allows it;
+        records the parser in the namespace (for the guesses of :meth:`parse_args`)."""
+        if getattr(self, "_intermixing", False):  # a pass of parse_known_intermixed_args
+            return super().parse_known_args(args, namespace)
+        if Parser._intermix and self._can_intermix():
+            self._intermixing = True
+            try:
+                parsed, extras = self.parse_known_intermixed_args(args, namespace)
+            finally:
+                self._intermixing = False
+        else:
+            parsed, extras = super().parse_known_args(args, namespace)
+        setattr(parsed, _PARSERS, [*getattr(parsed, _PARSERS, []), self])
+        return parsed, extras
+
+    def _can_intermix(self) -> bool:
+        """argparse's conditions of ``parse_intermixed_args``: no sub-commands or remainder,
+        no positional in a mutually exclusive group."""
+        positionals = [a for a in self._actions if not a.option_strings]
+        if any(a.nargs in (argparse.PARSER, argparse.REMAINDER) for a in positionals):
+            return False
+        return not any(
+            a in positionals
+            for group in self._mutually_exclusive_groups
+            for a in group._group_actions
+        )
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        # argparse's message, with the closest choice (a sub-command's name too)
+        choices = action.choices
+        if choices is not None and value not in choices:
+            shown = ", ".join(map(repr, choices))
+            guess = did_you_mean(str(value), [str(c) for c in choices])
+            lead = f"did you mean {guess!r}? " if guess is not None else ""
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r} ({lead}choose from {shown})"
+            )
 
     def error(self, message: str) -> NoReturn:
+        """A usage error: :class:`UsageError`, one line naming the command."""
+        self._fail(message, "")
+
+    def _fail(self, message: str, guess: str) -> NoReturn:
         command = self.prog.removeprefix("patchbay").strip()
         where = f"{command}: " if command else ""
         hint = f"`{self.prog} -h` shows the usage"
-        raise UsageError(f"{where}{message} ({hint})")
+        raise UsageError(f"{where}{message} ({guess + ' ' if guess else ''}{hint})")
+
+
+def _option_guesses(extras: Sequence[str], parsers: Sequence[argparse.ArgumentParser]) -> str:
+    """The guesses for the unrecognized words that look like options (``--pyhton``,
+    ``--fromat=json``), among the options of the parsers that parsed the line."""
+    known = [
+        option
+        for parser in parsers
+        for action in parser._actions
+        if action.help is not argparse.SUPPRESS
+        for option in action.option_strings
+    ]
+    pairs: list[tuple[str, str]] = []
+    for word in extras:
+        if word in ("-", "--") or not word.startswith("-") or word[1:2].isdigit():
+            continue
+        typed = word.partition("=")[0]
+        guess = did_you_mean(typed, known)
+        if guess is not None and (typed, guess) not in pairs:
+            pairs.append((typed, guess))
+    return guess_text(pairs)
 
 
 class Formatter(argparse.HelpFormatter):
-    """Help at the terminal's width (argparse reads ``COLUMNS``), options aligned wider."""
+    """Help at the terminal's width (argparse reads ``COLUMNS``), options aligned wider; an
+    ``examples:`` epilog (:func:`examples`) is shown line for line."""
 
     def __init__(self, prog: str) -> None:
         # argparse makes a formatter for every argument it adds: the terminal's width is
@@ -45,6 +178,11 @@ class Formatter(argparse.HelpFormatter):
         self._width = terminal_width()
         self._max_help_position = min(30, max(self._width - 20, 4))
         return super().format_help()
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text.startswith(EXAMPLES_HEADING + "\n"):  # command lines: never joined or cut
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
 
     def _format_action(self, action: argparse.Action) -> str:
         text = super()._format_action(action)

@@ -10,8 +10,10 @@ its ``commands`` module when it runs. ``apply PATCHSET`` in its plainest form (o
 (:mod:`patchbay.apply.noop`) before even the parser module is imported: a re-run in a container
 entrypoint then costs an interpreter start, ``json`` and ``hashlib``, and the hashing.
 
-Conventions, the same for every command: ``-h``/``--help``; ``--version``; a usage error is one
-line ``patchbay: error: ...`` and exit 2, as patchbay's own errors are one line each
+Conventions, the same for every command: ``-h``/``--help`` (ending with the command's
+``examples:``); ``--version``; positionals may follow options; a usage error is one line
+``patchbay: error: ...`` and exit 2, naming the closest command, option or choice when a word is
+not one (``did you mean 'apply'?``), as patchbay's own errors are one line each
 (:class:`~patchbay.errors.PatchbayError`, exit 1 or 2, secrets redacted); anything else is a bug:
 its traceback, one line ``patchbay: internal error ...`` and exit :data:`INTERNAL_ERROR` (70,
 ``EX_SOFTWARE`` of BSD's ``sysexits.h``), a code no command gives as a result, so that a CI step
@@ -219,9 +221,7 @@ def _main(args_list: list[str]) -> int:
             return 0
         parser, listing = build(first)
         if parser is None:
-            known = ", ".join(name for name, _ in listing)
-            what = "option" if first.startswith("-") else "command"
-            raise UsageError(f"unknown {what} {first!r} (commands: {known}; `patchbay -h`)")
+            raise UsageError(_unknown_command(first, [name for name, _ in listing]))
         try:
             args = parser.parse_args(args_list[1:])
         except SystemExit as exc:  # -h
@@ -234,6 +234,19 @@ def _main(args_list: list[str]) -> int:
     except UsageError as exc:
         print(f"patchbay: error: {exc}", file=sys.stderr)
         return 2
+
+
+def _unknown_command(first: str, commands: list[str]) -> str:
+    """The usage error of a first word that is neither a command nor ``-h``/``--version``,
+    with the closest command (or option) when one is close: ``unknown command 'aply' (did you
+    mean 'apply'? commands: ...)``."""
+    from .arguments import did_you_mean
+
+    option = first.startswith("-")
+    guess = did_you_mean(first.partition("=")[0], ("--help", "--version") if option else commands)
+    lead = f"did you mean {guess!r}? " if guess is not None else ""
+    what = "option" if option else "command"
+    return f"unknown {what} {first!r} ({lead}commands: {', '.join(commands)}; `patchbay -h`)"
 
 
 # the options of `apply` the fast path knows, each taking one value (see _verified_noop)
