@@ -127,7 +127,7 @@ def test_nothing_outside_the_cli_imports_it() -> None:
 # architecture: it goes here and into the wing's docstring together.
 SHARED = {
     "patchbay", "errors", "options", "redaction", "envrefs", "progress", "printable",
-    "outputfiles", "digests", "patterns",
+    "outputfiles", "digests", "patterns", "summaries",
 }  # fmt: skip
 WINGS = {
     "analysis": set(),

@@ -1,4 +1,4 @@
-"""Long lists in the human formats are summarised (patchbay.cli.summary): a patch naming many
+"""Long lists in the human formats are summarised (patchbay.summaries): a patch naming many
 packages or URLs reads as a count and a prefix in ``status`` and ``validate`` (table and
 concise), the whole list stays in JSON and is printed with ``-v``; a verified no-op ``apply``
 counts the notes of the last apply in its one line instead of printing them again, and prints
@@ -14,7 +14,7 @@ import pytest
 from conftest import Engine, count_inspections, diff_patch, run_cli, write_patchset
 from inprocess import run_main
 from patchbay.apply import noop
-from patchbay.cli.summary import LINE_LIMIT, summarise
+from patchbay.summaries import LINE_LIMIT, summarise
 from servers import Server, make_wheel
 
 BASE = "https://raw.githubusercontent.com/ROCm/aiter/0cbedbb/hsa/gfx942/fmha_v3_bwd"

@@ -55,11 +55,11 @@ def status_table(plan: Plan, *, full: bool | None = None) -> Table:
     """One row per patch, with per-hunk lines (and counts per state) where a patch is not all
     one state or something is wrong; every located hunk away from its declared line shows its
     offset. A long list in a detail line (many packages, many URLs) is summarised unless
-    ``full`` (None: as :func:`patchbay.cli.summary.in_full` set it; ``status -v``)."""
+    ``full`` (None: as :func:`patchbay.summaries.in_full` set it; ``status -v``)."""
     from rich.table import Table
     from rich.text import Text
 
-    from .summary import shown
+    from ..summaries import shown
 
     table = Table(title=f"patchset {plan.patchset.name}", title_justify="left")
     _columns(table, [r.id for r in plan.reports], "status")
@@ -78,7 +78,7 @@ def status_table(plan: Plan, *, full: bool | None = None) -> Table:
 def status_lines(plan: Plan, *, full: bool | None = None) -> list[str]:
     """``concise``: one line per patch, ``patch-id: status detail`` (details joined by
     ``; ``), each detail summarised as in :func:`status_table` unless ``full``."""
-    from .summary import shown
+    from ..summaries import shown
 
     out = []
     for report in plan.reports:

@@ -37,7 +37,9 @@ def _end(name: str) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    from ..summaries import summarise  # a wall of 70 packages or 8 URLs: its count instead
+
+    return summarise(text.replace("\n", " "), "the patchset lists them").replace("|", "\\|")
 
 
 def patch_table(patches: list[PatchSummary], source: str) -> str:

@@ -32,11 +32,11 @@ def run(patchset_arg: str, *, output_format: str | None = None, verbose: bool = 
 
     ``table`` and ``concise`` print the same lines (``TO FILL: file:line: id: field: text``);
     a long list in a patch's note or ``NOT LOCKED`` line (many packages, many URLs) is
-    summarised (:mod:`patchbay.cli.summary`) unless ``verbose``; JSON carries it whole.
+    summarised (:mod:`patchbay.summaries`) unless ``verbose``; JSON carries it whole.
     """
     if output_format == "json":
         return _json(patchset_arg)
-    from ..summary import shown
+    from ...summaries import shown
 
     patchset = load(patchset_arg)
     loaded = load_patches(patchset)

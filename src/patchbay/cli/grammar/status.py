@@ -42,8 +42,8 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Run ``patchbay status`` with the parsed arguments."""
+    from ...summaries import in_full
     from ..commands import status
-    from ..summary import in_full
 
     with in_full(args.verbose):  # the table's long lists whole (-v)
         return status.run(

@@ -1,4 +1,5 @@
-"""Long lists in the detail of ``status`` and ``validate``, summarised for people.
+"""Long lists in the detail of ``status`` and ``validate`` (and a waiver's patch table),
+summarised for people.
 
 A detail line can hold a whole list: the packages pip's dry run would install (seventy, for a
 pin that pulls in a framework), or every URL of an artifact patch that has no sha256 yet. In
@@ -30,7 +31,7 @@ import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..patterns import pattern
+from .patterns import pattern
 
 LINE_LIMIT = 120  # a line up to this long is never summarised
 MIN_RUN = 5  # fewer items than this are listed as they are
@@ -70,10 +71,11 @@ def shown(lines: list[str], *, full: bool | None = None) -> list[str]:
     return list(lines) if full else [summarise(line) for line in lines]
 
 
-def summarise(line: str) -> str:
+def summarise(line: str, hint: str = HINT) -> str:
     """``line`` with each long run of URLs or packages replaced by its summary (the rule is in
     the module docstring); a line of :data:`LINE_LIMIT` characters or fewer is returned as it
-    is."""
+    is. ``hint``: where the whole list is (``-v lists them`` on the command line; a waiver's
+    table says the patchset lists them)."""
     if len(line) <= LINE_LIMIT:
         return line
     urls = [(m.start(), m.end()) for m in _URL.finditer(line)]
@@ -87,7 +89,8 @@ def summarise(line: str) -> str:
     out = line
     for run, summary in sorted(spans, key=lambda s: s[0][0][0], reverse=True):
         items = [line[start:end] for start, end in run]
-        out = out[: run[0][0]] + summary(items, line[run[0][1] : run[1][0]]) + out[run[-1][1] :]
+        sep = line[run[0][1] : run[1][0]]
+        out = out[: run[0][0]] + summary(items, sep, hint) + out[run[-1][1] :]
     return out
 
 
@@ -111,20 +114,20 @@ def _runs(line: str, spans: list[tuple[int, int]]) -> list[list[tuple[int, int]]
     return runs
 
 
-def _url_summary(urls: list[str], separator: str) -> str:
+def _url_summary(urls: list[str], separator: str, hint: str = HINT) -> str:
     """``N URLs under PREFIX…`` (see the module docstring)."""
     bare = [_SCHEME_AND_USER.sub("", url) for url in urls]
     common = _common_prefix(bare)
     head = common[: common.rfind("/") + 1]
     if not head.strip("/"):
-        return f"{len(urls)} URLs, the first {bare[0]} ({HINT})"
-    return f"{len(urls)} URLs under {head}\u2026 ({HINT})"
+        return f"{len(urls)} URLs, the first {bare[0]} ({hint})"
+    return f"{len(urls)} URLs under {head}\u2026 ({hint})"
 
 
-def _package_summary(items: list[str], separator: str) -> str:
+def _package_summary(items: list[str], separator: str, hint: str = HINT) -> str:
     """``N packages (first; second; third; and M more: -v lists them)``."""
     first = separator.join(items[:SHOWN])
-    return f"{len(items)} packages ({first}{separator}and {len(items) - SHOWN} more: {HINT})"
+    return f"{len(items)} packages ({first}{separator}and {len(items) - SHOWN} more: {hint})"
 
 
 def _common_prefix(texts: list[str]) -> str:
