@@ -170,3 +170,31 @@ def test_sync_keeps_the_authors_text_and_new_refuses_a_waiver_with_front_matter(
     assert after.count("| `") == len(kept) and before.count("| `") > len(kept)
     res = run_cli("waiver", "sync", "patchsets/k3", "docs/waiver/2508.md", cwd=repo)
     assert res.code == 0 and "up to date" in res.out
+
+
+def test_audit_fix_writes_the_mechanical_waiver_fixes_and_diff_only_shows_them(
+    tmp_path: Path,
+) -> None:
+    repo = _repository(tmp_path)
+    _run(repo, "patchbay waiver new patchsets/k3 --id 2508")
+    waiver = repo / "docs" / "waiver" / "2508.md"
+    waiver.write_text(waiver.read_text() + "\nA line the reviewer added.\n")
+    ps_file = repo / "patchsets" / "k3" / "patchset.yaml"
+    doc = yaml.safe_load(ps_file.read_text())
+    doc["patches"][0]["description"] = "pin triton 3.7.0 for the MLA kernels"
+    doc["patches"].append({**doc["patches"][1], "id": "lm-eval-extra"})  # no waiver covers it
+    ps_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    before = waiver.read_text()
+    res = run_cli("audit", "--diff", cwd=repo)
+    assert res.code == 1 and waiver.read_text() == before  # nothing written
+    assert "+| `triton-3.7.0` | pip | - | pin triton==3.7.0 | pin triton 3.7.0" in res.out
+    assert "+| `lm-eval-extra` |" in res.out and res.out.startswith("--- a/docs/waiver/2508.md")
+    res = run_cli("audit", "--fix", "--format", "json", cwd=repo)
+    assert "patchbay: fixed" in res.err
+    after = waiver.read_text()
+    assert "A line the reviewer added." in after and LEGACY in after
+    assert "lm-eval-extra" in yaml.safe_load(after.split("---\n")[1])["patches"]
+    codes = {f["code"] for f in json.loads(res.out)["findings"]}
+    assert "PB101" not in codes  # the report is of the fixed tree
+    res = run_cli("audit", "--diff", cwd=repo)
+    assert res.code == 0 and res.out == ""

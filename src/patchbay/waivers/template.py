@@ -2,26 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import date
 
-
-@dataclass
-class PatchSummary:
-    """What the template says about one patch (read from the patchset by the command)."""
-
-    id: str
-    kind: str
-    target: str | None
-    description: str
-    content: str  # one line: files touched (the kind's own description)
-    upstream: list[str]
-    upstream_status: str | None  # "Pending: reason"
-    ref: str | None = None  # how the waiver's `patches` list names it (default: the id)
-    # what a reference with `covers` covers, and the local rest with its reason
-    # (patchbay.patchset.coverage.coverage_lines)
-    coverage: list[str] | None = None
-
+from ..patchset.describe import PatchSummary
 
 PATCHES_BLOCK = "patches"
 UPSTREAM_BLOCK = "upstream"

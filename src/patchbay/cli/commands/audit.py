@@ -35,6 +35,7 @@ def run(
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     show_statistics: bool = False,
+    fix: str | None = None,
 ) -> int:
     """Audit ``root`` and print the report in ``output_format`` (to ``output`` if given):
     ``table``, ``concise``, ``json``, ``github`` or ``sarif``; by default ``table`` on a
@@ -52,7 +53,9 @@ def run(
         another user's file, :mod:`patchbay.audit.store`) is one note each on stderr.
         ``paths``, ``select`` and ``ignore`` choose the findings reported and counted
         (:mod:`patchbay.audit.selection`); ``show_statistics`` prints one line per rule
-        instead of the findings (``statistics`` in JSON).
+        instead of the findings (``statistics`` in JSON). ``fix``: ``write`` makes the
+        mechanical waiver fixes (:mod:`patchbay.audit.fixes`) and then audits again; ``diff``
+        prints them as a unified diff, writes nothing and exits 1 when there is one.
     """
     from ...audit import Severity, run_audit
     from ...errors import InputError
@@ -70,19 +73,41 @@ def run(
     elif pull_request is not None and changed_since is None:
         raise InputError("--pr needs --changed-since REF (the pull request's base)")
 
-    result = run_audit(
-        root,
-        config_file=config,
-        today=today,
-        upstream=upstream,
-        api_url=api_url,
-        cache_dir=cache_dir,
-        changed_since=changed_since,
-        pull_request=pull_request,
-        image_python=image_python,
-        image_root=image_root,
-        script_cache=cache,
-    )
+    def audit() -> Any:
+        return run_audit(
+            root,
+            config_file=config,
+            today=today,
+            upstream=upstream,
+            api_url=api_url,
+            cache_dir=cache_dir,
+            changed_since=changed_since,
+            pull_request=pull_request,
+            image_python=image_python,
+            image_root=image_root,
+            script_cache=cache,
+        )
+
+    result = audit()
+    if fix is not None:
+        from ...audit.fixes import waiver_fixes
+
+        fixes = waiver_fixes(result)
+        if fix == "diff":
+            return _print_diff(fixes, root)
+        from ...errors import InputError
+        from ...outputfiles import write_output_file
+
+        for f in fixes:
+            try:
+                write_output_file(f.path, f.after)
+            except OSError as exc:
+                raise InputError(
+                    f"the fixed waiver cannot be written: {exc.strerror or exc}", file=f.path
+                ) from None
+            sys.stderr.write(f"patchbay: fixed {f.path}: {'; '.join(f.why)}\n")
+        if fixes:
+            result = audit()
     if paths is not None or select is not None or ignore is not None:
         from ...audit.selection import relative_paths, selected
 
@@ -137,6 +162,27 @@ def run(
         if output_format not in ("json", "concise") or output is not None:
             _console(stderr=True).print(formats.summary(result, threshold))
     return 1 if result.failing(threshold) else 0
+
+
+def _print_diff(fixes: list[Any], root: Path) -> int:
+    """``--diff``: each fix as a unified diff (``a/``, ``b/`` paths relative to ``root``)."""
+    import difflib
+
+    for f in fixes:
+        try:
+            rel = f.path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            rel = str(f.path)
+        sys.stdout.writelines(
+            difflib.unified_diff(
+                f.before.splitlines(keepends=True),
+                f.after.splitlines(keepends=True),
+                fromfile=f"a/{rel}",
+                tofile=f"b/{rel}",
+            )
+        )
+    sys.stderr.write(f"patchbay: {len(fixes)} waiver(s) would be fixed (--fix writes them)\n")
+    return 1 if fixes else 0
 
 
 def _statistics(result: Any, threshold: Any, output_format: str | None, output: Path | None) -> int:

@@ -9,21 +9,16 @@ from typing import Any
 
 from ...audit.config import load_config
 from ...errors import InputError, PatchbayError, RefusedError
-from ...kinds import KINDS
 from ...outputfiles import check_output_file, write_output_file
-from ...patchset.coverage import coverage_lines
+from ...patchset.describe import PatchSummary, patch_summaries
 from ...patchset.inputfiles import PATCHSET_FILENAMES
 from ...patchset.loading import load_patchset
 from ...patchset.model import Patchset
-from ...waivers import PatchSummary, waiver_template
+from ...waivers import waiver_template
 from ...waivers.document import Waiver, parse_waiver, read_waiver_text
+from ...waivers.sync import synced_text
 from ...waivers.template import (
-    PATCHES_BLOCK,
-    UPSTREAM_BLOCK,
     adopted_text,
-    patch_table,
-    replace_block,
-    upstream_list,
 )
 from .common import load, say
 
@@ -90,7 +85,7 @@ def new(
                 "writes a new waiver over it)",
                 file=output,
             )
-    summaries = _summaries(patchset, chosen, shared)
+    summaries = patch_summaries(patchset, chosen, shared)
     if legacy is not None:
         return _adopt(output, legacy, wid, patchset, summaries, today or date.today())
     image = patchset.spec.image.reference
@@ -114,41 +109,6 @@ def new(
         "<TODO: ...> (`patchbay audit` lists the ones left)"
     )
     return 0
-
-
-def _summaries(
-    patchset: Patchset, chosen: list[tuple[int, Any]], shared: set[str]
-) -> list[PatchSummary]:
-    """What the waiver's generated blocks say of each chosen ``(index, patch)``."""
-    summaries = []
-    for index, patch in chosen:
-        files = None  # the diff's (path, hunk count), for what `covers` leaves local
-        try:
-            loaded = KINDS[patch.kind].load(patch, patchset, index)
-            unlocked = getattr(loaded, "unlocked", None)
-            content = unlocked or KINDS[patch.kind].describe(patch, loaded)
-            if patch.kind == "diff" and not unlocked:
-                from ...kinds.diff import hunk_files  # its kind is loaded by now
-
-                files = hunk_files(loaded.data)
-        except (PatchbayError, KeyError) as exc:
-            content = f"(content not readable: {getattr(exc, 'reason', exc)})"
-        status = patch.upstream_status
-        summaries.append(
-            PatchSummary(
-                id=patch.id,
-                kind=patch.kind,
-                target=getattr(patch, "target", None),
-                description=patch.description,
-                content=content,
-                upstream=patch.upstream_refs,
-                coverage=coverage_lines(patch, files),
-                upstream_status=f"{status.status}: {status.reason}" if status else None,
-                # an id another patchset of the repository has too is named patchset/id
-                ref=f"{patchset.name}/{patch.id}" if patch.id in shared else None,
-            )
-        )
-    return summaries
 
 
 def _shared_ids(patchset: Patchset, root: Path, entries: list[str]) -> set[str]:
@@ -256,65 +216,19 @@ def sync(patchset_arg: str, waiver_path: Path, patch_ids: list[str]) -> int:
             f"{waiver.id} -o {waiver_path}` adopts it in place, keeping its text",
             file=waiver_path,
         )
-    by_id = {p.id: (i, p) for i, p in enumerate(patchset.patches)}
-    unknown = [pid for pid in patch_ids if pid not in by_id]
-    if unknown:
-        raise InputError(
-            f"no patch {', '.join(unknown)} in patchset {patchset.name}", file=patchset.path
-        )
-    # the patches of this patchset it lists already: bare ids, or patchset/id of this one
-    listed = {
-        ref.rsplit("/", 1)[-1]
-        for ref in waiver.patches
-        if "/" not in ref or ref.split("/", 1)[0] == patchset.name
-    }
-    wanted = [pid for pid in by_id if pid in listed or pid in patch_ids] or list(by_id)
-    chosen = [by_id[pid] for pid in wanted]
     try:
         config = load_config(Path.cwd()).config
         shared = _shared_ids(patchset, Path.cwd(), config.patchsets)
     except InputError:
         shared = set()
-    summaries = _summaries(patchset, chosen, shared)
-    text = read_waiver_text(waiver_path)
-    text = _with_patches(text, waiver, [s.ref or s.id for s in summaries], patchset.name)
-    source = _source(patchset)
-    table = replace_block(text, PATCHES_BLOCK, patch_table(summaries, source))
-    text = (
-        table
-        if table is not None
-        else text.rstrip("\n") + f"\n\n## Patches of patchset {patchset.name}\n\n"
-        + patch_table(summaries, source) + "\n"
-    )  # fmt: skip
-    text = replace_block(text, UPSTREAM_BLOCK, upstream_list(summaries, source)) or text
+    text, count = synced_text(
+        read_waiver_text(waiver_path), waiver, patchset, patch_ids, shared, _source(patchset)
+    )
     before = read_waiver_text(waiver_path)
     if text == before:
-        say(f"{waiver_path}: up to date ({len(summaries)} patch(es))")
+        say(f"{waiver_path}: up to date ({count} patch(es))")
         return 0
     _write(waiver_path, text)
-    say(f"synced {waiver_path}: waiver {waiver.id} lists {len(summaries)} patch(es) of "
+    say(f"synced {waiver_path}: waiver {waiver.id} lists {count} patch(es) of "
         f"{patchset.name}")  # fmt: skip
     return 0
-
-
-def _with_patches(text: str, waiver: Waiver, refs: list[str], patchset_name: str) -> str:
-    """``text`` with the front matter's ``patches`` key (its line and its item lines) rewritten
-    as one flow list: the references of other patchsets it held, then ``refs``."""
-    from ...waivers.template import yaml_word
-
-    others = [r for r in waiver.patches if "/" in r and r.split("/", 1)[0] != patchset_name]
-    items = ", ".join(yaml_word(r) for r in [*others, *refs])
-    lines = text.split("\n")
-    key = waiver.line_of("patches", 0)
-    if key == 0:  # no patches key: after the id
-        at = waiver.line_of("id", 2)
-        lines.insert(at, f"patches: [{items}]")
-        return "\n".join(lines)
-    last = max(
-        [
-            key,
-            *(v for k, v in waiver.key_lines.items() if isinstance(k, tuple) and k[0] == "patches"),
-        ]
-    )
-    lines[key - 1 : last] = [f"patches: [{items}]"]
-    return "\n".join(lines)

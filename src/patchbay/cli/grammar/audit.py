@@ -93,6 +93,18 @@ def arguments(p: argparse.ArgumentParser) -> None:
         help="do not report these rules: comma-separated codes or prefixes (PB205,PB3)",
     )
     p.add_argument(
+        "--fix",
+        action="store_true",
+        help="make the mechanical waiver fixes (generated patch tables written again from the "
+        "patchset, an uncovered patch added to the waiver of its patchset), then audit",
+    )
+    p.add_argument(
+        "--diff",
+        action="store_true",
+        help="print the fixes --fix would make as a unified diff and write nothing (exit 1 "
+        "when there is one)",
+    )
+    p.add_argument(
         "--statistics",
         action="store_true",
         help="print the number of findings per rule instead of the findings",
@@ -117,6 +129,7 @@ def handle(args: argparse.Namespace) -> int:
         select=None if args.select is None else parse_codes(args.select, "--select"),
         ignore=None if args.ignore is None else parse_codes(args.ignore, "--ignore"),
         show_statistics=args.statistics,
+        fix="diff" if args.diff else "write" if args.fix else None,
         output_format=args.output_format,
         fail_on=args.fail_on,
         config=args.config,
