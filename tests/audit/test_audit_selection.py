@@ -65,3 +65,14 @@ def test_statistics_counts_findings_per_rule(repo: Path) -> None:
     res = run_cli("audit", "--statistics", "--format", "json", cwd=repo)
     doc = json.loads(res.out)
     assert [(r["count"], r["code"]) for r in doc["statistics"]] == [(2, "PB402"), (1, "PB101")]
+
+
+def test_a_folder_inside_the_current_repository_is_a_path_not_the_repository(repo: Path) -> None:
+    """``cd repo && patchbay audit patchsets/p`` reports that folder's findings of the whole
+    audit (a CI step passing a folder must not audit a repository of nothing and pass)."""
+    (repo / "pyproject.toml").write_text("[tool.patchbay]\n")
+    res = run_cli("audit", "patchsets/p", "--format", "json", cwd=repo)
+    assert (res.code, _codes(res.out)) == (1, ["PB101"])
+    res = run_cli("audit", "benchmarks", "--format", "json", cwd=repo)
+    doc = json.loads(res.out)
+    assert [(f["code"], f["path"]) for f in doc["findings"]] == [("PB402", "benchmarks/x.sh")]

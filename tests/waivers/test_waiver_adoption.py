@@ -198,3 +198,15 @@ def test_audit_fix_writes_the_mechanical_waiver_fixes_and_diff_only_shows_them(
     assert "PB101" not in codes  # the report is of the fixed tree
     res = run_cli("audit", "--diff", cwd=repo)
     assert res.code == 0 and res.out == ""
+
+
+def test_two_waivers_of_one_id_are_named_as_the_fix_not_a_new_waiver(tmp_path: Path) -> None:
+    repo = _repository(tmp_path)
+    _run(repo, "patchbay waiver new patchsets/k3 --id 2508")
+    (repo / "waivers").mkdir()
+    (repo / "waivers" / "2508.md").write_text(LEGACY)  # an old copy under the same id
+    code, errors = _audit(repo)
+    pb101 = [f for f in errors if f["code"] == "PB101"]
+    assert code == 1 and pb101
+    assert all("(PB208)" in str(f["message"]) for f in pb101)
+    assert not _hinted(pb101, "PB101")  # no command that would make a third waiver of 2508

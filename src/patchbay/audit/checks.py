@@ -178,8 +178,10 @@ def check_coverage(
     scripts = scripts or {}
     out: list[Finding] = []
     by_id: dict[str, Waiver] = {}
+    dropped: list[Waiver] = []  # a waiver whose id an earlier one has (PB208): it covers nothing
     for w in waivers:
         if w.id in by_id:
+            dropped.append(w)
             out.append(
                 Finding.of(
                     "PB208",
@@ -270,7 +272,10 @@ def check_coverage(
                         yaml_rel,
                         ps.patch_line(i, "id"),
                         f"patch {patch.id} has no waiver: "
-                        + _waiver_hint(ps, patch.id, covered, by_id, root),
+                        + (
+                            _clash_hint(ps, patch.id, dropped, by_id, root)
+                            or _waiver_hint(ps, patch.id, covered, by_id, root)
+                        ),
                     )
                 )
     set_names = sorted({ps.name for ps in patchsets})
@@ -302,6 +307,21 @@ def check_coverage(
                 )
             )
     return out
+
+
+def _clash_hint(
+    ps: Patchset, patch_id: str, dropped: list[Waiver], by_id: dict[str, Waiver], root: Path
+) -> str | None:
+    """When a waiver that lists ``patch_id`` covers nothing because another waiver has its id
+    (PB208): that clash is what to fix, not a new waiver."""
+    for w in dropped:
+        if patch_id in w.patches or f"{ps.name}/{patch_id}" in w.patches:
+            return (
+                f"{relative(w.path, root)} lists it, but its id {w.id} is also the id of "
+                f"{relative(by_id[w.id].path, root)} (PB208), so it covers nothing: remove or "
+                "rename one of the two"
+            )
+    return None
 
 
 def _waiver_hint(

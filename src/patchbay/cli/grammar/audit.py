@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..arguments import add_api, add_format, add_python, add_quiet, count, day, path
 
@@ -114,13 +115,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Run ``patchbay audit`` with the parsed arguments."""
-    from pathlib import Path
 
     from ..commands import audit
 
     repo, paths = args.repo, list(args.paths)
-    if repo is None and len(paths) == 1 and paths[0].is_dir():
-        repo, paths = paths[0], []  # `audit DIR`: the repository, as it always was
+    if repo is None and len(paths) == 1 and paths[0].is_dir() and not _inside_current(paths[0]):
+        repo, paths = paths[0], []  # `audit DIR` of a repository: the old spelling of --repo
     from ...audit.selection import parse_codes
 
     return audit.run(
@@ -143,3 +143,19 @@ def handle(args: argparse.Namespace) -> int:
         pull_request=args.pr,
         cache=not args.no_cache,
     )
+
+
+# what marks a folder as a repository's top (and not a folder inside one)
+_TOP_MARKS = (".git", "patchbay.toml", "pyproject.toml")
+
+
+def _inside_current(folder: Path) -> bool:
+    """Whether ``folder`` is a folder inside the repository the current folder is the top of
+    (it holds ``.git`` or an audit configuration): then ``audit FOLDER`` reports that folder's
+    findings of the repository's audit, as ``audit FILE`` does. Any other folder given alone
+    is the repository itself (``audit DIR``, the old spelling of ``--repo``)."""
+    here = Path.cwd().resolve()
+    target = folder.resolve()
+    if target == here or not target.is_relative_to(here):
+        return False
+    return any((here / mark).exists() for mark in _TOP_MARKS)
