@@ -210,3 +210,17 @@ def test_two_waivers_of_one_id_are_named_as_the_fix_not_a_new_waiver(tmp_path: P
     assert code == 1 and pb101
     assert all("(PB208)" in str(f["message"]) for f in pb101)
     assert not _hinted(pb101, "PB101")  # no command that would make a third waiver of 2508
+
+
+def test_a_waiver_link_out_of_the_waiver_folder_is_not_read(tmp_path: Path) -> None:
+    secret = tmp_path / "outside.md"
+    secret.write_text("## Upstream\n\nTODO SECRET-VALUE-123\n")
+    repo = tmp_path / "bench"
+    (repo / "docs" / "waiver").mkdir(parents=True)
+    (repo / "docs" / "waiver" / "x.md").symlink_to(secret)
+    (repo / "docs" / "waiver" / "inside.md").symlink_to("real.txt")  # a link inside: read
+    (repo / "docs" / "waiver" / "real.txt").write_text("# Waiver\n\n**Status:** approved\n")
+    res = run_cli("audit", "--format", "json", cwd=repo)
+    doc = json.loads(res.out)
+    assert "SECRET-VALUE" not in res.out + res.err
+    assert [w["id"] for w in doc["waivers"]] == ["inside"]

@@ -94,12 +94,17 @@ def is_documentation(name: str) -> bool:
 def waiver_files(folder: Path) -> WaiverFiles:
     """The waivers (``*.md``, recursively) and translated copies in ``folder``.
 
-    A missing folder holds none.
+    A missing folder holds none. A link whose target lies outside ``folder`` is no waiver of
+    it (``ln -s /etc/shadow waivers/x.md`` is never read, nor quoted in a finding), as the
+    engine's path gate never follows a link out of its root.
     """
     out = WaiverFiles()
     if not folder.is_dir():
         return out
-    paths = sorted(folder.rglob("*.md"))
+    top = folder.resolve()
+    paths = sorted(
+        p for p in folder.rglob("*.md") if not p.is_symlink() or p.resolve().is_relative_to(top)
+    )
     names: dict[Path, set[str]] = {}
     for path in paths:
         names.setdefault(path.parent, set()).add(path.name)
