@@ -12,6 +12,7 @@ translation only when the original it names exists, so ``fix-it.md`` alone is a 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -101,9 +102,12 @@ def waiver_files(folder: Path) -> WaiverFiles:
     out = WaiverFiles()
     if not folder.is_dir():
         return out
-    top = folder.resolve()
+    top = Path(os.path.realpath(folder))
     paths = sorted(
-        p for p in folder.rglob("*.md") if not p.is_symlink() or p.resolve().is_relative_to(top)
+        p
+        for p in folder.rglob("*.md")
+        # realpath, not resolve: a link loop stays in, for the reader to name it
+        if not p.is_symlink() or Path(os.path.realpath(p)).is_relative_to(top)
     )
     names: dict[Path, set[str]] = {}
     for path in paths:
