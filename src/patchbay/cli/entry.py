@@ -265,31 +265,13 @@ def _verified_noop(words: list[str]) -> bool | None:
     usual (so every usage error keeps argparse's wording); a no-op the check cannot verify
     (False) goes the same way to the full engine, which decides without checking it again.
     """
-    found: dict[str, str] = {}
-    patchset = None
-    quiet = False
-    i = 0
-    while i < len(words):
-        word = words[i]
-        name, eq, value = word.partition("=")
-        if name in _NOOP_OPTIONS:
-            if not eq:
-                if i + 1 == len(words):
-                    return None
-                i += 1
-                value = words[i]
-            if not value or value.startswith("-"):
-                return None  # argparse's business: its message, not ours
-            found[_NOOP_OPTIONS[name]] = value
-        elif word in ("--quiet", "-q"):
-            quiet = True  # no progress either way; no notes
-        elif word.startswith("-") or patchset is not None or not word:
-            return None
-        else:
-            patchset = word
-        i += 1
-    if patchset is None:
+    from .plainline import plain_words
+
+    plain = plain_words(words, _NOOP_OPTIONS, {"--quiet": "quiet", "-q": "quiet"})
+    if plain is None:
         return None
+    patchset, found = plain
+    quiet = found.pop("quiet", None) is not None  # no progress either way; no notes
     from ..apply import noop
 
     verified = noop.check(patchset, **found)

@@ -33,34 +33,19 @@ KEPT_FORMAT = 1
 def plain_status(words: list[str]) -> tuple[str, dict[str, str], str | None] | None:
     """``(PATCHSET, environment options, --format value or None)`` of ``status WORDS...`` in
     its plainest form, or None for anything else (argparse then parses the whole line)."""
-    found: dict[str, str] = {}
-    patchset = output_format = None
-    i = 0
-    while i < len(words):
-        word = words[i]
-        name, eq, value = word.partition("=")
-        if name in _OPTIONS or name in ("--format", "-f"):
-            if not eq:
-                if i + 1 == len(words):
-                    return None
-                i += 1
-                value = words[i]
-            if not value or value.startswith("-"):
-                return None
-            if name in _OPTIONS:
-                found[_OPTIONS[name]] = value
-            elif value in _FORMATS:
-                output_format = value
-            else:
-                return None
-        elif word == "--json":
-            output_format = "json"
-        elif word.startswith("-") or patchset is not None or not word:
-            return None
-        else:
-            patchset = word
-        i += 1
-    if patchset is None:
+    from .plainline import plain_words
+
+    options = {**_OPTIONS, "--format": "format", "-f": "format"}
+    plain = plain_words(words, options, {"--json": "json"})
+    if plain is None:
+        return None
+    patchset, found = plain
+    as_json, output_format = found.pop("json", None), found.pop("format", None)
+    if as_json is not None:
+        if output_format is not None:
+            return None  # both: argparse's usage error
+        output_format = "json"
+    if output_format is not None and output_format not in _FORMATS:
         return None
     return patchset, found, output_format
 

@@ -214,6 +214,24 @@ def moved_to(tree: Tree, target: str, fp: FilePatch) -> str | None:
 _FOUND = frozenset({HunkState.PENDING, HunkState.APPLIED, HunkState.UPSTREAM})
 
 
+def _patch_file(patch: DiffPatch, patchset: Patchset, index: int) -> tuple[bytes, Path]:
+    """The bytes of ``patch``'s file and its path.
+
+    Raises:
+        InputError: missing, unreadable, not a regular file or too large, naming the
+            patchset's line.
+    """
+    path = patchset.folder / patch.content_path
+    data = read_input(
+        path,
+        what=f"patch file {patch.content_path}",
+        file=patchset.path,
+        line=patchset.patch_line(index, "file"),
+        patch_id=patch.id,
+    )
+    return data, path
+
+
 class DeferredDiff:
     """A diff whose parse is deferred (:meth:`DiffKind.load_known`): ``edited_paths`` (every
     path it names, in order) is known without it; any other attribute of
@@ -247,14 +265,7 @@ class DiffKind(FileKind):
                 return LoadedPatch(sha256="", source=None, data=None, unlocked=got)
             data, path = got.data, got.path
         else:
-            path = patchset.folder / patch.content_path
-            data = read_input(
-                path,
-                what=f"patch file {patch.content_path}",
-                file=patchset.path,
-                line=patchset.patch_line(index, "file"),
-                patch_id=patch.id,
-            )
+            data, path = _patch_file(patch, patchset, index)
         return self._from_bytes(patch, patchset, index, data, path)
 
     def _from_bytes(
@@ -297,14 +308,7 @@ class DiffKind(FileKind):
         Raises:
             InputError: as :meth:`load`.
         """
-        path = patchset.folder / patch.content_path
-        data = read_input(
-            path,
-            what=f"patch file {patch.content_path}",
-            file=patchset.path,
-            line=patchset.patch_line(index, "file"),
-            patch_id=patch.id,
-        )
+        data, path = _patch_file(patch, patchset, index)
         digest = sha256_bytes(data)
         if digest != sha256:
             return self._from_bytes(patch, patchset, index, data, path)
