@@ -224,3 +224,16 @@ def test_a_waiver_link_out_of_the_waiver_folder_is_not_read(tmp_path: Path) -> N
     doc = json.loads(res.out)
     assert "SECRET-VALUE" not in res.out + res.err
     assert [w["id"] for w in doc["waivers"]] == ["inside"]
+
+
+def test_adoption_takes_the_owner_from_labels_written_as_one_paragraph(tmp_path: Path) -> None:
+    repo = _repository(tmp_path)
+    legacy = repo / "docs" / "waiver" / "2508.md"
+    legacy.write_text(
+        "# Waiver PR 2508\n\n**Status:** Active\n**Owner:** @bench-infra (Jane Doe)\n\n"
+        + LEGACY.split("\n\n", 2)[2]
+    )
+    _run(repo, "patchbay waiver new patchsets/k3 --id 2508")
+    fm = yaml.safe_load(legacy.read_text().split("---\n")[1])
+    assert fm["owner"] == "@bench-infra (Jane Doe)"
+    assert fm["status"] == "requested"  # "Active" says nothing of an approval

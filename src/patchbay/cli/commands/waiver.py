@@ -165,10 +165,11 @@ def _adopt(
     today: date,
 ) -> int:
     found = {name for name, f in legacy.fields.items() if f.status != "missing"}
-    owner = legacy.meta.get("owner", ("", 0))[0] or None
-    approval = legacy.meta.get("approval", ("", 0))[0] or None
+    original = read_waiver_text(output)
+    owner = legacy.meta.get("owner", ("", 0))[0] or _label(original, "owner")
+    approval = legacy.meta.get("approval", ("", 0))[0] or _label(original, "approved by")
     text = adopted_text(
-        read_waiver_text(output),
+        original,
         waiver_id=wid,
         patchset_name=patchset.name,
         patchset_path=_source(patchset),
@@ -186,6 +187,16 @@ def _adopt(
         "(`patchbay audit` lists the ones left)"
     )
     return 0
+
+
+def _label(text: str, label: str) -> str | None:
+    """The value of a ``**Label:** value`` line anywhere in a legacy waiver's text (also one of
+    several such lines in one paragraph, which the body parser reads as one), or None."""
+    m = re.search(
+        rf"(?im)^[ \t]*(?:[-*+][ \t]+)?\**{re.escape(label)}\**[ \t]*:[ \t]*\**[ \t]*(\S[^\n]*)$",
+        text,
+    )
+    return m.group(1).strip().strip("*").strip() if m else None
 
 
 def _write(output: Path, text: str) -> None:
