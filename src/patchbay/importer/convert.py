@@ -35,10 +35,16 @@ def _repo_name(ref: str) -> str:
 
 
 def _words(text: str, ref: str) -> set[str]:
-    return set(re.findall(r"[a-z0-9]+", _without_ref(text).lower()))
+    """The words of a header entry that can name files: its text without its references,
+    without the repository's own name (every file of it is under that folder) and without
+    ``py`` and one-letter words."""
+    own = set(re.findall(r"[a-z0-9]+", _repo_name(ref).lower()))
+    found = set(re.findall(r"[a-z0-9]+", _without_ref(text).lower()))
+    return {w for w in found - own if len(w) > 1 and w != "py"}
 
 
 def _without_ref(text: str) -> str:
+    text = re.sub(r"\s+", " ", text)  # `vllm  #51682`, as header lists align it, is a reference
     text = re.sub(r"[\w.-]+/[\w.-]+ ?#\d+|https?://\S+|[\w.-]+ #\d+", "", text)
     return re.sub(r"\s+", " ", text).strip(" -:;,")
 
@@ -155,13 +161,29 @@ class Converter:
         and edits without a reference of their own, by the repository (the package the files
         are under) and, among several of one repository, by the words that name the files."""
         entries: list[tuple[str, str]] = []
+        # the files an entry's continuation lines name (the lines under it without a reference,
+        # as a header list wraps a long entry: ``fallback gate: gpu/attn_utils.py, ...``)
+        files_of: dict[int, list[str]] = {}
+        current: list[int] = []
         for line in range(1, first_line):
             c = self.comments.get(line)
             if c is None or not c[1]:
+                current = []
                 continue
             found = find_refs(c[0], self.projects)
             text = _clean_comment(c[0])
-            entries.extend((text, ref) for ref in found.refs)
+            if not found.refs:
+                # a file named in an aside, `(x.py hunks NOT taken ...`, is not the entry's
+                aside_free = re.sub(r"\([^)]*\)?", "", text)
+                named = re.findall(r"[\w./-]+\.[a-z]{1,4}\b", aside_free)
+                for n in current:
+                    files_of[n].extend(f.strip("./") for f in named if "/" in f or "_" in f)
+                continue
+            current = []
+            for ref in found.refs:
+                files_of[len(entries)] = []
+                current.append(len(entries))
+                entries.append((text, ref))
         if not entries:
             return
         for draft in self.drafts:
@@ -175,10 +197,20 @@ class Converter:
                 continue
             tops = {_norm(p.split("/")[0]) for p in paths}
             words = set(re.findall(r"[a-z0-9]+", " ".join(paths).lower()))
-            matched = [(t, r) for t, r in entries if _norm(_repo_name(r)) in tops]
+            matched = [
+                (n, t, r) for n, (t, r) in enumerate(entries) if _norm(_repo_name(r)) in tops
+            ]
             if len(matched) > 1:
-                named = [(t, r) for t, r in matched if _words(t, r) & words]
-                matched = named or matched
+                # an entry that names one of the files (a path ending, in its continuation
+                # lines) is the one; else those whose words name the files' folders or names
+                by_file = [
+                    m
+                    for m in matched
+                    if any(p == f or p.endswith("/" + f) for f in files_of[m[0]] for p in paths)
+                ]
+                named = [m for m in matched if _words(m[1], m[2]) & words]
+                matched = by_file or named or matched
+            matched = [(t, r) for _, t, r in matched]
             if not matched:
                 continue
             draft.refs = [r for _, r in matched]
