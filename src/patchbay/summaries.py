@@ -21,15 +21,10 @@ at least :data:`MIN_RUN` items of one shape, one after the other with the same s
 
 The text around a run, shorter lines, shorter runs and items of any other shape are kept as
 they are. The summary is for the human formats only: ``--format json`` always carries the
-whole text, and ``-v``/``--verbose`` prints it in full (:func:`shown` with ``full``, or inside
-:func:`in_full`).
+whole text, and ``-v``/``--verbose`` prints it in full (:func:`shown` with ``full``).
 """
 
 from __future__ import annotations
-
-import contextvars
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from .patterns import pattern
 
@@ -49,25 +44,10 @@ _PACKAGE = pattern(
     rf"|(?:===|==|~=|!=|>=|<=)[^\s,;()]+)"
 )
 
-_FULL: contextvars.ContextVar[bool] = contextvars.ContextVar("patchbay_full_detail", default=False)
 
-
-@contextmanager
-def in_full(on: bool = True) -> Iterator[None]:
-    """Within the block, :func:`shown` keeps every line whole when ``on`` (``-v``): for the
-    callers that print through functions without a ``full`` argument (``status``'s table)."""
-    token = _FULL.set(on)
-    try:
-        yield
-    finally:
-        _FULL.reset(token)
-
-
-def shown(lines: list[str], *, full: bool | None = None) -> list[str]:
+def shown(lines: list[str], *, full: bool = False) -> list[str]:
     """``lines`` as the human formats print them: each one :func:`summarise` d, or all of them
-    as they are when ``full`` (None: as :func:`in_full` set it, else summarised)."""
-    if full is None:
-        full = _FULL.get()
+    as they are when ``full`` (``-v``)."""
     return list(lines) if full else [summarise(line) for line in lines]
 
 

@@ -51,11 +51,11 @@ def _columns(table: Table, ids: list[str], verdict: str) -> None:
     table.add_column("detail", overflow="fold")
 
 
-def status_table(plan: Plan, *, full: bool | None = None) -> Table:
+def status_table(plan: Plan, *, full: bool = False) -> Table:
     """One row per patch, with per-hunk lines (and counts per state) where a patch is not all
     one state or something is wrong; every located hunk away from its declared line shows its
     offset. A long list in a detail line (many packages, many URLs) is summarised unless
-    ``full`` (None: as :func:`patchbay.summaries.in_full` set it; ``status -v``)."""
+    ``full`` (``status -v``)."""
     from rich.table import Table
     from rich.text import Text
 
@@ -75,7 +75,7 @@ def status_table(plan: Plan, *, full: bool | None = None) -> Table:
     return table
 
 
-def status_lines(plan: Plan, *, full: bool | None = None) -> list[str]:
+def status_lines(plan: Plan, *, full: bool = False) -> list[str]:
     """``concise``: one line per patch, ``patch-id: status detail`` (details joined by
     ``; ``), each detail summarised as in :func:`status_table` unless ``full``."""
     from ..summaries import shown

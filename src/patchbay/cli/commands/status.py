@@ -28,6 +28,7 @@ def run(
     as_json: bool = False,
     trial: bool = False,
     replay: tuple[str, list[str]] | None = None,
+    verbose: bool = False,
 ) -> int:
     """Print the status in ``output_format`` (``table``, ``concise``, ``json``; default: see
     :func:`~patchbay.cli.commands.common.read_format`); exit 0 when nothing blocks an apply, 1
@@ -36,10 +37,11 @@ def run(
     kept for the same pin and environment). ``as_json`` is ``output_format="json"``.
     ``replay``: ``(key, command line words)`` when the applied identity verified and no output
     is kept for it yet (:mod:`patchbay.cli.replay`): the output is kept there after a clean run.
+    ``verbose``: long lists in detail lines printed whole (:mod:`patchbay.summaries`).
     """
     if replay is None:
         return _run(patchset_arg, python, root, state_dir, output_format, record,
-                    probe_timeout, as_json, trial)[0]  # fmt: skip
+                    probe_timeout, as_json, trial, verbose)[0]  # fmt: skip
     import contextlib
     import io
 
@@ -47,7 +49,7 @@ def run(
     try:
         with contextlib.redirect_stdout(out):
             code, clean = _run(patchset_arg, python, root, state_dir, output_format, record,
-                               probe_timeout, as_json, trial)  # fmt: skip
+                               probe_timeout, as_json, trial, verbose)  # fmt: skip
     finally:
         sys.stdout.write(out.getvalue())  # what was printed, also before an error
     if code == 0 and clean:
@@ -67,6 +69,7 @@ def _run(
     probe_timeout: float | None,
     as_json: bool,
     trial: bool,
+    verbose: bool = False,
 ) -> tuple[int, bool]:
     """:func:`run`'s work: ``(exit status, whether it printed no warning)``."""
     if as_json:
@@ -99,14 +102,14 @@ def _run(
     if output_format == "json":
         print_json(plan.to_json())
     else:
-        table = status_table(plan) if output_format != "concise" else None
+        table = status_table(plan, full=verbose) if output_format != "concise" else None
         if read_format(output_format, table) == "table":
             print_guard(plan, console)
             console.print(table)
             for line in status_epilogue(plan):
                 console.print(line, markup=False, highlight=False)
         else:
-            for line in [*guard_lines(plan), *status_lines(plan)]:
+            for line in [*guard_lines(plan), *status_lines(plan, full=verbose)]:
                 say(line)
         for entry in plan.stale:
             if entry.patch_id not in {r.id for r in plan.reports}:

@@ -42,18 +42,17 @@ def arguments(p: argparse.ArgumentParser) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     """Run ``patchbay status`` with the parsed arguments."""
-    from ...summaries import in_full
     from ..commands import status
 
-    with in_full(args.verbose):  # the table's long lists whole (-v)
-        return status.run(
-            args.patchset,
-            python=args.python,
-            root=args.root,
-            state_dir=args.state_dir,
-            output_format=args.output_format,
-            record=args.record,
-            probe_timeout=args.probe_timeout,
-            trial=args.trial,
-            replay=getattr(args, "replay", None),
-        )
+    return status.run(
+        args.patchset,
+        python=args.python,
+        root=args.root,
+        state_dir=args.state_dir,
+        output_format=args.output_format,
+        record=args.record,
+        probe_timeout=args.probe_timeout,
+        trial=args.trial,
+        replay=getattr(args, "replay", None),
+        verbose=args.verbose,
+    )
