@@ -197,7 +197,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "import": (
         "patchbay import patch-image.sh --out patchsets/vllm-image",
         "patchbay import patch-image.sh --out patchsets/vllm-image --observe \\\n"
-        "--python /tmp/scratch-engine/bin/python",
+        '--python "$SCRATCH_ENGINE/bin/python"  # an engine copy made to be changed',
     ),
     "schema": ("patchbay schema > patchset.schema.json",),
     "version": ("patchbay version",),
