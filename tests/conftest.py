@@ -349,3 +349,26 @@ def run_in_pty(args: list[str], env: dict[str, str], timeout: float = 120.0) -> 
     _, status = os.waitpid(pid, 0)
     os.close(fd)
     return os.waitstatus_to_exitcode(status), out.decode("utf-8", "replace")
+
+
+def patchset_with_notes(tmp_path: Path) -> tuple[Path, Path]:
+    """A tree and a patchset whose apply prints two notes: a hunk one line off its declared
+    line, and a file with CRLF line endings."""
+    root = tmp_path / "tree"
+    (root / "demo_engine").mkdir(parents=True)
+    (root / "demo_engine" / "worker.py").write_text(
+        "A = 1\nB = 2\nC = 3\ndef work():\n    return 1\n"
+    )
+    (root / "demo_engine" / "crlf.py").write_bytes(b"x = 1\r\ny = 2\r\n")
+    offset = (
+        "--- a/demo_engine/worker.py\n+++ b/demo_engine/worker.py\n@@ -2,3 +2,3 @@\n"
+        " C = 3\n-def work():\n+def work():  # patched\n     return 1\n"
+    )
+    crlf = diff_patch("demo_engine/crlf.py", "x = 1\ny = 2\n", "x = 1\ny = 3\n")
+    ps = write_patchset(
+        tmp_path / "ps",
+        [{"id": "worker", "kind": "diff", "file": "worker.patch"},
+         {"id": "crlf", "kind": "diff", "file": "crlf.patch"}],
+        files={"worker.patch": offset, "crlf.patch": crlf},
+    )  # fmt: skip
+    return root, ps

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Engine, copy_engine, diff_patch, write_patchset
+from conftest import Engine, copy_engine, diff_patch, patchset_with_notes, write_patchset
 from inprocess import run_main
 from patchbay.apply import noop
 from servers import Response, Server, make_wheel
@@ -509,23 +509,7 @@ def test_a_patchset_with_notes_gets_a_verified_noop_that_counts_them(tmp_path: P
     records no identity; the first re-run, through the engine, records one with the notes it
     printed, and every later re-run is the verified no-op, which counts them in its one line
     and prints exactly the same as that re-run with ``-v``."""
-    root = tmp_path / "tree"
-    (root / "demo_engine").mkdir(parents=True)
-    (root / "demo_engine" / "worker.py").write_text(
-        "A = 1\nB = 2\nC = 3\ndef work():\n    return 1\n"
-    )
-    (root / "demo_engine" / "crlf.py").write_bytes(b"x = 1\r\ny = 2\r\n")
-    offset = (
-        "--- a/demo_engine/worker.py\n+++ b/demo_engine/worker.py\n@@ -2,3 +2,3 @@\n"
-        " C = 3\n-def work():\n+def work():  # patched\n     return 1\n"
-    )
-    crlf = diff_patch("demo_engine/crlf.py", "x = 1\ny = 2\n", "x = 1\ny = 3\n")
-    ps = write_patchset(
-        tmp_path / "ps",
-        [{"id": "worker", "kind": "diff", "file": "worker.patch"},
-         {"id": "crlf", "kind": "diff", "file": "crlf.patch"}],
-        files={"worker.patch": offset, "crlf.patch": crlf},
-    )  # fmt: skip
+    root, ps = patchset_with_notes(tmp_path)
     cold = run_main("apply", ps, "--root", root)
     assert cold.code == 0, cold.err
     assert "applied at line 3, offset +1" in cold.out

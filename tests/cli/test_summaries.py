@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Engine, count_inspections, diff_patch, run_cli, write_patchset
+from conftest import (
+    Engine,
+    count_inspections,
+    patchset_with_notes,
+    run_cli,
+    write_patchset,
+)
 from inprocess import run_main
 from patchbay.apply import noop
 from patchbay.summaries import LINE_LIMIT, summarise
@@ -197,29 +203,6 @@ def test_status_summarises_the_packages_of_a_dry_run_and_lists_them_in_json_and_
 # -- a verified no-op apply counts the notes of the last apply -------------------------------
 
 
-def _with_notes(tmp_path: Path) -> tuple[Path, Path]:
-    """A tree and a patchset whose apply prints two notes: a hunk one line off its declared
-    line, and a file with CRLF line endings."""
-    root = tmp_path / "tree"
-    (root / "demo_engine").mkdir(parents=True)
-    (root / "demo_engine" / "worker.py").write_text(
-        "A = 1\nB = 2\nC = 3\ndef work():\n    return 1\n"
-    )
-    (root / "demo_engine" / "crlf.py").write_bytes(b"x = 1\r\ny = 2\r\n")
-    offset = (
-        "--- a/demo_engine/worker.py\n+++ b/demo_engine/worker.py\n@@ -2,3 +2,3 @@\n"
-        " C = 3\n-def work():\n+def work():  # patched\n     return 1\n"
-    )
-    crlf = diff_patch("demo_engine/crlf.py", "x = 1\ny = 2\n", "x = 1\ny = 3\n")
-    ps = write_patchset(
-        tmp_path / "ps",
-        [{"id": "worker", "kind": "diff", "file": "worker.patch"},
-         {"id": "crlf", "kind": "diff", "file": "crlf.patch"}],
-        files={"worker.patch": offset, "crlf.patch": crlf},
-    )  # fmt: skip
-    return root, ps
-
-
 COUNTED = "nothing to do: 2 patch(es) already present (2 notes from the last apply: -v shows them)"
 
 
@@ -239,7 +222,7 @@ def _recorded(root: Path, ps: Path) -> tuple[list[str], list[str]]:
 def test_a_verified_noop_prints_one_line_for_the_notes_and_them_with_verbose(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, ps = _with_notes(tmp_path)
+    root, ps = patchset_with_notes(tmp_path)
     notes, printed = _recorded(root, ps)
     assert len(notes) == 2, notes
     assert notes[0].startswith("note: worker: demo_engine/worker.py hunk 1: ") and "+1" in notes[0]
@@ -264,7 +247,7 @@ def test_a_verified_noop_prints_one_line_for_the_notes_and_them_with_verbose(
 
 
 def test_a_verified_noop_of_the_console_script_counts_the_notes(tmp_path: Path) -> None:
-    root, ps = _with_notes(tmp_path)
+    root, ps = patchset_with_notes(tmp_path)
     notes, _ = _recorded(root, ps)
     assert run_cli("apply", ps, "--root", root).out == COUNTED + "\n"
     assert run_cli("apply", ps, "--root", root, "-v").out.splitlines() == [

@@ -10,6 +10,7 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -57,6 +58,25 @@ def _repository(tmp_path: Path) -> Path:
     res = run_cli("import", f"benchmarks/{K3.name}", "--out", "patchsets/k3", cwd=repo)
     assert (repo / "patchsets" / "k3" / "patchset.yaml").is_file(), res.err
     return repo
+
+
+def _adopted(tmp_path: Path) -> tuple[Path, Path]:
+    """The repository with the legacy waiver adopted, and a line a reviewer added to it."""
+    repo = _repository(tmp_path)
+    _run(repo, "patchbay waiver new patchsets/k3 --id 2508")
+    waiver = repo / "docs" / "waiver" / "2508.md"
+    waiver.write_text(waiver.read_text() + "\nA line the reviewer added.\n")
+    return repo, waiver
+
+
+def _patchset(repo: Path, doc: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The imported patchset's document; written back when ``doc`` is given (as an engineer
+    edits it)."""
+    path = repo / "patchsets" / "k3" / "patchset.yaml"
+    if doc is not None:
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        return doc
+    return yaml.safe_load(path.read_text())
 
 
 def _audit(repo: Path) -> tuple[int, list[dict[str, object]]]:
@@ -107,15 +127,14 @@ def test_a_legacy_pull_request_waiver_is_adopted_and_the_hints_reach_a_clean_aud
     waiver.write_text(
         re.sub(r'review_by: "<TODO[^"]*"', "review_by: 2027-03-01", waiver.read_text())
     )
-    ps_file = repo / "patchsets" / "k3" / "patchset.yaml"
-    doc = yaml.safe_load(ps_file.read_text())
+    doc = _patchset(repo)
     for patch in doc["patches"]:
         if str(patch.get("description", "")).startswith("TODO"):
             patch["description"] = f"{patch['id']}: what the recipe needs it for"
         status = patch.get("upstream_status") or {}
         if str(status.get("reason", "")).startswith("TODO"):
             status["reason"] = "a recipe pin, not a fix: it has no upstream change"
-    ps_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    _patchset(repo, doc)
     steps += 1
     [sync] = _hinted(errors, "PB202")
     assert sync == "patchbay waiver sync patchsets/k3 docs/waiver/2508.md"
@@ -149,17 +168,13 @@ def test_every_command_a_hint_prints_runs_as_printed(tmp_path: Path) -> None:
 def test_sync_keeps_the_authors_text_and_new_refuses_a_waiver_with_front_matter(
     tmp_path: Path,
 ) -> None:
-    repo = _repository(tmp_path)
-    _run(repo, "patchbay waiver new patchsets/k3 --id 2508")
-    waiver = repo / "docs" / "waiver" / "2508.md"
-    waiver.write_text(waiver.read_text() + "\nA line the reviewer added.\n")
+    repo, waiver = _adopted(tmp_path)
     res = run_cli("waiver", "new", "patchsets/k3", "--id", "2508", cwd=repo)
     assert res.code == 1
     assert "patchbay waiver sync patchsets/k3 docs/waiver/2508.md" in res.err
-    ps_file = repo / "patchsets" / "k3" / "patchset.yaml"
-    doc = yaml.safe_load(ps_file.read_text())
+    doc = _patchset(repo)
     doc["patches"] = doc["patches"][:3]  # the patchset drops all but three patches
-    ps_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    _patchset(repo, doc)
     before = waiver.read_text()
     _run(repo, "patchbay waiver sync patchsets/k3 docs/waiver/2508.md")
     after = waiver.read_text()
@@ -175,15 +190,11 @@ def test_sync_keeps_the_authors_text_and_new_refuses_a_waiver_with_front_matter(
 def test_audit_fix_writes_the_mechanical_waiver_fixes_and_diff_only_shows_them(
     tmp_path: Path,
 ) -> None:
-    repo = _repository(tmp_path)
-    _run(repo, "patchbay waiver new patchsets/k3 --id 2508")
-    waiver = repo / "docs" / "waiver" / "2508.md"
-    waiver.write_text(waiver.read_text() + "\nA line the reviewer added.\n")
-    ps_file = repo / "patchsets" / "k3" / "patchset.yaml"
-    doc = yaml.safe_load(ps_file.read_text())
+    repo, waiver = _adopted(tmp_path)
+    doc = _patchset(repo)
     doc["patches"][0]["description"] = "pin triton 3.7.0 for the MLA kernels"
     doc["patches"].append({**doc["patches"][1], "id": "lm-eval-extra"})  # no waiver covers it
-    ps_file.write_text(yaml.safe_dump(doc, sort_keys=False))
+    _patchset(repo, doc)
     before = waiver.read_text()
     res = run_cli("audit", "--diff", cwd=repo)
     assert res.code == 1 and waiver.read_text() == before  # nothing written

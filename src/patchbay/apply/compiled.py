@@ -27,7 +27,6 @@ checked as always; the plan only replaces the hunk search.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +34,7 @@ import msgspec
 
 from .. import __version__
 from ..diff.hunks import HunkResult, HunkState
+from ..digests import sha256_hex
 from ..errors import InputError
 from ..kinds.base import ContentState, FileChange, Inspection, LoadedPatch
 
@@ -97,6 +97,17 @@ class CompiledPlan:
         self.folder = folder
         self.hits: set[str] = set()
         self.misses: set[str] = set()
+        # a run asks each patch twice (the plan's backward and forward passes) and a stacked
+        # patch reads the post-image of the one before: each content is hashed and each
+        # post-image read once, the bytes kept alive with their digest (ids stay theirs)
+        self._digests: dict[int, tuple[bytes, str]] = {}
+        self._blobs: dict[str, tuple[tuple[int, int], bytes]] = {}  # digest -> (stat, bytes)
+
+    def _sha256(self, data: bytes) -> str:
+        known = self._digests.get(id(data))
+        if known is None or known[0] is not data:
+            known = self._digests[id(data)] = (data, sha256_hex(data))
+        return known[1]
 
     def loaded(self, patch: Any, patchset: Any, index: int) -> LoadedPatch | None:
         """``patch`` loaded with its parse deferred when its file holds the bytes this plan
@@ -146,7 +157,7 @@ class CompiledPlan:
         befores = []
         for f in entry.files:
             data = tree.read_if_file(entry.target, f.path)
-            if data is None or hashlib.sha256(data).hexdigest() != f.before:
+            if data is None or self._sha256(data) != f.before:
                 self.misses.add(patch.id)
                 return None
             befores.append(data)
@@ -172,13 +183,19 @@ class CompiledPlan:
     def _blob(self, digest: str) -> bytes:
         path = self.folder / BLOBS / digest
         try:
+            st = path.stat()
+            known = self._blobs.get(digest)
+            if known is not None and known[0] == (st.st_size, st.st_mtime_ns):
+                return known[1]  # read and checked in this run (the file is as it was then)
             data = path.read_bytes()
         except OSError as exc:
             raise InputError(
                 f"the compiled plan's post-image is unreadable: {exc.strerror or exc}", file=path
             ) from None
-        if hashlib.sha256(data).hexdigest() != digest:
+        if sha256_hex(data) != digest:
             raise InputError("the compiled plan's post-image does not match its name", file=path)
+        self._blobs[digest] = ((st.st_size, st.st_mtime_ns), data)
+        self._digests[id(data)] = (data, digest)  # what the next patch of the file reads
         return data
 
 

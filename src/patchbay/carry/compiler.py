@@ -4,7 +4,6 @@ read back in the container."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import msgspec
@@ -21,6 +20,7 @@ from ..apply.compiled import (
 from ..apply.plan import make_plan
 from ..apply.results import PatchStatus
 from ..diff.hunks import HunkState
+from ..digests import sha256_hex
 from ..environment.targets import Environment
 from ..kinds.base import Inspection, LoadedPatch
 from ..kinds.diff import hunk_files
@@ -62,10 +62,10 @@ def compile_plan(
         files = []
         for change, write in zip(inspection.changes, inspection.data, strict=True):
             assert change.before is not None and change.after is not None
-            after = hashlib.sha256(change.after).hexdigest()
+            after = sha256_hex(change.after)
             blobs.mkdir(parents=True, exist_ok=True)
             (blobs / after).write_bytes(change.after)
-            before = hashlib.sha256(change.before).hexdigest()
+            before = sha256_hex(change.before)
             files.append(CompiledFile(change.path, before, after, write.mode))
         patches[report.id] = CompiledPatch(
             id=report.id,

@@ -4,10 +4,10 @@ downloads with pip and carries patchbay) so that ``apply --bundle`` imports only
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
+from ..digests import sha256_hex
 from ..errors import InputError
 
 MANIFEST = "manifest.json"
@@ -30,5 +30,5 @@ def check_bundle(bundle: Path) -> None:
         path = bundle / rel
         if not path.is_file():
             raise InputError(f"bundle file {rel} is missing", file=bundle)
-        if hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+        if sha256_hex(path.read_bytes()) != sha:
             raise InputError(f"bundle file {rel} does not match the manifest", file=path)
