@@ -171,12 +171,24 @@ class NoOp:
     patchset, environment and files, every one re-checked by content)."""
 
     def __init__(
-        self, redundant: list[str], present: int, notes: list[str] | None = None, digest: str = ""
+        self,
+        redundant: list[str],
+        present: int,
+        notes: list[str] | None = None,
+        identity: dict[str, Any] | None = None,
     ) -> None:
         self.redundant = redundant
         self.present = present
         self.notes = notes or []
-        self.digest = digest
+        self._identity = identity
+
+    @property
+    def digest(self) -> str:
+        """The sha256 of the identity record (computed when asked: ``status``'s kept output
+        wants it, a no-op ``apply`` does not); empty without one."""
+        if self._identity is None:
+            return ""
+        return hashlib.sha256(json.dumps(self._identity, sort_keys=True).encode()).hexdigest()
 
 
 def _yaml_path(patchset_arg: str) -> str | None:
@@ -298,10 +310,9 @@ def _check(
     notes = found.get("notes", [])  # an identity recorded before notes were: none
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         return None
-    digest = hashlib.sha256(json.dumps(found, sort_keys=True).encode()).hexdigest()
     return NoOp(
         redundant=list(found["redundant"]),
         present=int(found["present"]),
         notes=notes,
-        digest=digest,
+        identity=found,
     )

@@ -21,10 +21,6 @@ import json
 import os
 import sys
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
-if TYPE_CHECKING:
-    from pathlib import Path
-
 _OPTIONS = {"--python": "python", "--root": "root", "--state-dir": "state_dir"}
 _FORMATS = ("table", "concise", "json")
 KEPT_FORMAT = 1
@@ -106,18 +102,14 @@ def store(key: str, code: int, out: str, words: list[str]) -> None:
     verified = noop.check(patchset, **found)
     if verified is None or key_of(verified.digest, output_format) != key:
         return
+    from pathlib import Path
+
     from ..apply.journal import write_atomic
 
     path = _kept(key)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         doc = {"format": KEPT_FORMAT, "key": key, "code": code, "out": out}
-        write_atomic(_as_path(path), json.dumps(doc).encode())
+        write_atomic(Path(path), json.dumps(doc).encode())
     except OSError:
         pass
-
-
-def _as_path(path: str) -> Path:
-    from pathlib import Path
-
-    return Path(path)
