@@ -315,7 +315,7 @@ def _clash_hint(
     """When a waiver that lists ``patch_id`` covers nothing because another waiver has its id
     (PB208): that clash is what to fix, not a new waiver."""
     for w in dropped:
-        if patch_id in w.patches or f"{ps.name}/{patch_id}" in w.patches:
+        if w.lists(ps.name, patch_id):
             return (
                 f"{relative(w.path, root)} lists it, but its id {w.id} is also the id of "
                 f"{relative(by_id[w.id].path, root)} (PB208), so it covers nothing: remove or "
@@ -363,10 +363,9 @@ def adoption_hint(patchsets: list[Patchset], waivers: list[Waiver], root: Path) 
     """The PATCHSET a legacy waiver's PB206 hint names: the one patchset with a patch that no
     waiver lists and that names no waiver, else the only patchset, else the literal
     ``PATCHSET``."""
-    listed = {ref for w in waivers for ref in w.patches}
 
     def open_patch(ps: Patchset, patch: Any) -> bool:
-        return patch.waiver is None and not {patch.id, f"{ps.name}/{patch.id}"} & listed
+        return patch.waiver is None and not any(w.lists(ps.name, patch.id) for w in waivers)
 
     open_sets = [ps for ps in patchsets if any(open_patch(ps, p) for p in ps.patches)]
     pick = open_sets if len(open_sets) == 1 else patchsets if len(patchsets) == 1 else []

@@ -38,7 +38,6 @@ def waiver_fixes(result: AuditResult) -> list[Fix]:
     """
     root = result.root.resolve()
     by_folder = {ps.folder.resolve(): ps for ps in result.patchsets}
-    listed = {ref for w in result.waivers for ref in w.patches}
     fixes = []
     for w in result.waivers:
         if w.legacy or not w.generated:
@@ -53,7 +52,7 @@ def waiver_fixes(result: AuditResult) -> list[Fix]:
                 p.id for other in result.patchsets if other is not ps for p in other.patches
             } & {p.id for p in ps.patches}
             ps = _as_named(ps, source)
-            extra = _uncovered_for(w, ps, listed, result.waivers)
+            extra = _uncovered_for(w, ps, result.waivers)
             text, _ = synced_text(text, w, ps, extra, shared, source)
             if extra:
                 why.append(f"adds {', '.join(extra)} of {ps.name} (PB101)")
@@ -78,17 +77,15 @@ def _as_named(ps: Patchset, source: str) -> Patchset:
         return ps
 
 
-def _uncovered_for(w: Waiver, ps: Patchset, listed: set[str], waivers: list[Waiver]) -> list[str]:
+def _uncovered_for(w: Waiver, ps: Patchset, waivers: list[Waiver]) -> list[str]:
     """Patches of ``ps`` no waiver covers, when ``w`` is the one waiver covering its others."""
-    ids = {p.id for p in ps.patches}
-
-    def covers(waiver: Waiver) -> bool:
-        return any(r in ids or r == f"{ps.name}/{r.rsplit('/', 1)[-1]}" for r in waiver.patches)
-
-    if [x for x in waivers if not x.legacy and covers(x)] != [w]:
+    covering = [
+        x for x in waivers if not x.legacy and any(x.lists(ps.name, p.id) for p in ps.patches)
+    ]
+    if covering != [w]:
         return []
     return [
         p.id
         for p in ps.patches
-        if p.waiver is None and p.id not in listed and f"{ps.name}/{p.id}" not in listed
+        if p.waiver is None and not any(x.lists(ps.name, p.id) for x in waivers)
     ]

@@ -56,6 +56,13 @@ class Waiver:
     paths: list[NamedPath] = field(default_factory=list)
     generated: list[tuple[int, int, str]] = field(default_factory=list)
 
+    def lists(self, patchset: str, patch_id: str) -> bool:
+        """Whether the front matter lists patch ``patch_id`` of the patchset named
+        ``patchset``, as ``id`` or ``patchset/id`` (the audit's PB106 judges a bare id several
+        patchsets have)."""
+        refs = self.patches
+        return patch_id in refs or f"{patchset}/{patch_id}" in refs
+
     def generated_from(self, line: int) -> str | None:
         """The patchset a generated block (``<!-- patchbay:NAME begin (patchset PATH; ...``)
         holding ``line`` was written from, or None for a line of the author's."""

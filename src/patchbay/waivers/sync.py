@@ -44,13 +44,9 @@ def synced_text(
         raise InputError(
             f"no patch {', '.join(unknown)} in patchset {patchset.name}", file=patchset.path
         )
-    # the patches of this patchset it lists already: bare ids, or patchset/id of this one
-    listed = {
-        ref.rsplit("/", 1)[-1]
-        for ref in waiver.patches
-        if "/" not in ref or ref.split("/", 1)[0] == patchset.name
-    }
-    wanted = [pid for pid in by_id if pid in listed or pid in patch_ids] or list(by_id)
+    wanted = [pid for pid in by_id if waiver.lists(patchset.name, pid) or pid in patch_ids] or list(
+        by_id
+    )
     chosen = [by_id[pid] for pid in wanted]
     summaries = patch_summaries(patchset, chosen, shared)
     text = with_patches(text, waiver, [s.ref or s.id for s in summaries], patchset.name)
